@@ -1,0 +1,56 @@
+//! `naive`: one byte at a time. The reference every other kernel is tested against,
+//! and the lab's floor. Obviously correct is the point; speed is not.
+
+/// Copies `n` bytes forward, one at a time.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+    let mut i = 0;
+    while i < n {
+        // SAFETY: i < n and both ranges are valid for n bytes.
+        unsafe { *dst.add(i) = *src.add(i) };
+        i += 1;
+    }
+}
+
+/// Moves `n` bytes: forward when `dst` is below `src` (or the ranges are disjoint),
+/// backward otherwise, so every byte is read before it is overwritten.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes; overlap allowed.
+pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+    if (dst as usize).wrapping_sub(src as usize) >= n {
+        // SAFETY: forwarded; forward order is safe when dst < src or disjoint.
+        unsafe { copy(dst, src, n) };
+    } else {
+        let mut i = n;
+        while i > 0 {
+            i -= 1;
+            // SAFETY: i < n; dst > src, so descending order reads before it overwrites.
+            unsafe { *dst.add(i) = *src.add(i) };
+        }
+    }
+}
+
+/// Sets `n` bytes to `byte`, one at a time.
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
+    let mut i = 0;
+    while i < n {
+        // SAFETY: i < n.
+        unsafe { *dst.add(i) = byte };
+        i += 1;
+    }
+}
+
+/// Zeroes `n` bytes, one at a time.
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+pub unsafe fn zero(dst: *mut u8, n: usize) {
+    // SAFETY: forwarded.
+    unsafe { set(dst, 0, n) }
+}

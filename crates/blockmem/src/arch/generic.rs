@@ -1,0 +1,387 @@
+//! Block algorithms written once over a [`Vector`] type and instantiated per ISA
+//! (`u64` for the portable kernel, SSE2 `__m128i`, AVX2 `__m256i`).
+//!
+//! Building blocks, all `#[inline(always)]` so that they are compiled inside the
+//! caller's `#[target_feature]` function and use its registers:
+//!
+//! 1. [`copy_short`] — `V <= n <= 8V`: two, four or eight vectors anchored at both ends
+//!    (overlapping head/tail), every load before every store, so it is also a move.
+//! 2. [`copy_forward`] — `n > 8V`: load the first and the last `4V` bytes up front, align
+//!    the destination, run a `4V`-per-iteration loop (aligned or non-temporal stores),
+//!    then store the saved head and tail. Correct for `dst <= src` overlap because every
+//!    loop load reads at or above the store pointer. Optionally blocked with a
+//!    prefetch-a-block pass over each [`PF_BLOCK`] of the source (seed 003 Fig. 1).
+//! 3. [`copy_backward`] — the mirror image for `dst > src` overlap.
+//! 4. [`set_short`], [`set_forward`] — the same shapes with a splatted value.
+//!
+//! ```text
+//!  dst          d0 (aligned)                               dst+n-4V      dst+n
+//!   |[ head 4V ]  |[ 4V ][ 4V ][ 4V ] ... [ 4V ]              |[ tail 4V ]   |
+//!   head/tail: unaligned temporal stores of data loaded before the loop
+//!   loop: aligned stores (or streaming stores), last one may run into the tail
+//! ```
+//!
+//! Invariant shared by the loops: a loop store `[d, d+4V)` happens only while
+//! `d < dst + n - 4V`, so it never passes `dst + n`.
+
+use core::ptr::read_volatile;
+
+/// A register-sized chunk of bytes and the loads/stores an ISA offers for it.
+pub trait Vector: Copy {
+    /// Width in bytes (a power of two).
+    const SIZE: usize;
+    /// Unaligned load.
+    ///
+    /// # Safety
+    /// `p` valid for `SIZE` reads; the caller's CPU features include the vector's.
+    unsafe fn load(p: *const u8) -> Self;
+    /// Unaligned store.
+    ///
+    /// # Safety
+    /// `p` valid for `SIZE` writes; CPU features as for `load`.
+    unsafe fn store(self, p: *mut u8);
+    /// Aligned store.
+    ///
+    /// # Safety
+    /// As `store`, and `p` is `SIZE`-aligned.
+    unsafe fn store_aligned(self, p: *mut u8);
+    /// Non-temporal aligned store (a temporal store where the ISA has none).
+    ///
+    /// # Safety
+    /// As `store_aligned`. The caller must issue [`Vector::fence`] before returning.
+    unsafe fn store_nt(self, p: *mut u8);
+    /// Orders preceding non-temporal stores (`sfence`), or nothing.
+    fn fence();
+    /// All lanes equal to `b`.
+    ///
+    /// # Safety
+    /// CPU features as for `load`.
+    unsafe fn splat(b: u8) -> Self;
+}
+
+/// Store flavour of a loop: temporal or non-temporal.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Stores {
+    /// Regular (write-allocate) stores: the destination ends up in cache.
+    Temporal,
+    /// Streaming stores: write-combined straight to memory, no read-for-ownership.
+    NonTemporal,
+}
+
+/// Seed 003 Fig. 1: the prefetch-a-block copy touches one line of every 64 bytes of an
+/// 8 KiB source block, then copies the block. 8 KiB is the paper's choice: big enough to
+/// turn DRAM accesses into long sequential bursts, small enough to sit in L1/L2 while it
+/// is copied. The lab's `sizes` experiment measures it against the plain loops.
+pub const PF_BLOCK: usize = 8 << 10;
+
+/// Distance between the touches of the block-prefetch pass: one load per cache line.
+const PF_STRIDE: usize = 64;
+
+/// Alignment of the destination in the large loops: a full cache line, so that
+/// non-temporal stores fill whole write-combining buffers and temporal stores never
+/// split a line.
+/// Vectors narrower than 16 bytes align to their 4-vector step instead.
+pub const LOOP_ALIGN: usize = 64;
+
+/// The destination alignment used by the loops of vector `V`.
+#[inline(always)]
+const fn loop_align<V: Vector>() -> usize {
+    if 4 * V::SIZE < LOOP_ALIGN {
+        4 * V::SIZE
+    } else {
+        LOOP_ALIGN
+    }
+}
+
+/// True when `[dst, dst+n)` and `[src, src+n)` share no byte.
+#[inline(always)]
+pub fn disjoint(dst: *const u8, src: *const u8, n: usize) -> bool {
+    (dst as usize).wrapping_sub(src as usize) >= n && (src as usize).wrapping_sub(dst as usize) >= n
+}
+
+#[inline(always)]
+fn align_up(p: usize, a: usize) -> usize {
+    (p + a - 1) & !(a - 1)
+}
+
+/// Copies `n` bytes, `V::SIZE <= n <= 8 * V::SIZE`; overlap allowed.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes, `n` in range, CPU has `V`'s features.
+#[inline(always)]
+pub unsafe fn copy_short<V: Vector>(dst: *mut u8, src: *const u8, n: usize) {
+    let w = V::SIZE;
+    debug_assert!(n >= w && n <= 8 * w);
+    // SAFETY: every offset below is in [0, n - w] because n >= (count of vectors from
+    // that end) * w in each branch; all loads precede all stores (overlap-safe).
+    unsafe {
+        if n <= 2 * w {
+            let a = V::load(src);
+            let b = V::load(src.add(n - w));
+            a.store(dst);
+            b.store(dst.add(n - w));
+        } else if n <= 4 * w {
+            let a = V::load(src);
+            let b = V::load(src.add(w));
+            let c = V::load(src.add(n - 2 * w));
+            let d = V::load(src.add(n - w));
+            a.store(dst);
+            b.store(dst.add(w));
+            c.store(dst.add(n - 2 * w));
+            d.store(dst.add(n - w));
+        } else {
+            let h = load4::<V>(src);
+            let t = load4::<V>(src.add(n - 4 * w));
+            store4(dst, h);
+            store4(dst.add(n - 4 * w), t);
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn load4<V: Vector>(p: *const u8) -> [V; 4] {
+    let w = V::SIZE;
+    // SAFETY: the caller guarantees 4w readable bytes at p.
+    unsafe {
+        [
+            V::load(p),
+            V::load(p.add(w)),
+            V::load(p.add(2 * w)),
+            V::load(p.add(3 * w)),
+        ]
+    }
+}
+
+#[inline(always)]
+unsafe fn store4<V: Vector>(p: *mut u8, v: [V; 4]) {
+    let w = V::SIZE;
+    // SAFETY: the caller guarantees 4w writable bytes at p.
+    unsafe {
+        v[0].store(p);
+        v[1].store(p.add(w));
+        v[2].store(p.add(2 * w));
+        v[3].store(p.add(3 * w));
+    }
+}
+
+#[inline(always)]
+unsafe fn store4_loop<V: Vector>(p: *mut u8, v: [V; 4], stores: Stores) {
+    let w = V::SIZE;
+    // SAFETY: the caller guarantees 4w writable bytes at p and p aligned to V::SIZE.
+    unsafe {
+        if stores == Stores::NonTemporal {
+            v[0].store_nt(p);
+            v[1].store_nt(p.add(w));
+            v[2].store_nt(p.add(2 * w));
+            v[3].store_nt(p.add(3 * w));
+        } else {
+            v[0].store_aligned(p);
+            v[1].store_aligned(p.add(w));
+            v[2].store_aligned(p.add(2 * w));
+            v[3].store_aligned(p.add(3 * w));
+        }
+    }
+}
+
+/// Reads one byte per cache line of `[p, p+len)` so the whole block is in cache before
+/// it is copied (seed 003 Fig. 1, "prefetch the block"). Real loads rather than
+/// `prefetch` hints: a hint may be dropped when the fill buffers are busy, a load is not.
+#[inline(always)]
+unsafe fn touch_block(p: *const u8, len: usize) {
+    let mut off = 0;
+    while off < len {
+        // SAFETY: off < len and the caller guarantees [p, p+len) is readable.
+        unsafe { read_volatile(p.add(off)) };
+        off += PF_STRIDE;
+    }
+}
+
+/// Forward copy of `n > 8 * V::SIZE` bytes.
+///
+/// With `prefetch_block`, each [`PF_BLOCK`] of source is touched before it is copied.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes; either no overlap or `dst < src`
+/// (then `stores` must be `Temporal`); CPU has `V`'s features. With non-temporal
+/// stores, this function fences before returning.
+#[inline(always)]
+pub unsafe fn copy_forward<V: Vector>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    stores: Stores,
+    prefetch_block: bool,
+) {
+    let w = V::SIZE;
+    let step = 4 * w;
+    debug_assert!(n > 2 * step);
+    // SAFETY: the head [0, 4w) and the tail [n-4w, n) are in bounds because n > 8w.
+    // The loop stores [d, d+4w) only while d < end = dst+n-4w, so d+4w < dst+n; the
+    // matching loads are at the same offsets from src. d starts aligned to loop_align (a
+    // multiple of w) and advances by 4w (a multiple of loop_align), as the aligned
+    // and non-temporal stores require. For dst < src overlap, each loop load reads
+    // [s, s+4w) with s - d = src - dst > 0, above everything stored so far; head and
+    // tail were loaded before any store.
+    unsafe {
+        let head = load4::<V>(src);
+        let tail = load4::<V>(src.add(n - step));
+        let skip = align_up(dst as usize, loop_align::<V>()) - dst as usize;
+        let mut d = dst.add(skip);
+        let mut s = src.add(skip);
+        let end = dst.add(n - step);
+        if prefetch_block {
+            while d < end {
+                let block = (end as usize - d as usize).min(PF_BLOCK);
+                touch_block(s, block);
+                let block_end = d.add(block);
+                while d < block_end {
+                    store4_loop(d, load4::<V>(s), stores);
+                    d = d.add(step);
+                    s = s.add(step);
+                }
+            }
+        } else {
+            while d < end {
+                store4_loop(d, load4::<V>(s), stores);
+                d = d.add(step);
+                s = s.add(step);
+            }
+        }
+        if stores == Stores::NonTemporal {
+            V::fence();
+        }
+        store4(dst.add(n - step), tail);
+        store4(dst, head);
+    }
+}
+
+/// Backward copy of `n > 8 * V::SIZE` bytes, for `dst > src` overlap. Temporal stores
+/// only (non-temporal stores are never used on overlapping moves).
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes; CPU has `V`'s features.
+#[inline(always)]
+pub unsafe fn copy_backward<V: Vector>(dst: *mut u8, src: *const u8, n: usize) {
+    let w = V::SIZE;
+    let step = 4 * w;
+    debug_assert!(n > 2 * step);
+    // SAFETY: head [0, 4w) and tail [n-4w, n) are in bounds (n > 8w). The loop walks a
+    // loop_align-aligned end pointer `de` down from align_down(dst+n) and stores
+    // [de-4w, de) only while de > dst+4w, so it never goes below dst. Each loop load
+    // reads [se-4w, se) with se = de - (dst - src) < de, below everything stored so far
+    // (stores so far lie at or above de). [align_down(dst+n), dst+n) is covered by the
+    // tail (loop_align <= 4w), [dst, de_final) by the head.
+    unsafe {
+        let head = load4::<V>(src);
+        let tail = load4::<V>(src.add(n - step));
+        let dst_end = dst as usize + n;
+        let back = dst_end & (loop_align::<V>() - 1);
+        let mut de = dst.add(n - back);
+        let mut se = src.add(n - back);
+        let begin = dst.add(step);
+        while de > begin {
+            de = de.sub(step);
+            se = se.sub(step);
+            store4_loop(de, load4::<V>(se), Stores::Temporal);
+        }
+        store4(dst.add(n - step), tail);
+        store4(dst, head);
+    }
+}
+
+/// Moves `n > 8 * V::SIZE` bytes with temporal stores, choosing the direction.
+///
+/// # Safety
+/// As [`copy_backward`].
+#[inline(always)]
+pub unsafe fn move_long<V: Vector>(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: forwarded contract; the direction satisfies each loop's overlap rule.
+    unsafe {
+        if (dst as usize).wrapping_sub(src as usize) >= n {
+            // dst < src, or no overlap at all: forward is safe.
+            copy_forward::<V>(dst, src, n, Stores::Temporal, false)
+        } else {
+            copy_backward::<V>(dst, src, n)
+        }
+    }
+}
+
+/// Sets `n` bytes, `V::SIZE <= n <= 8 * V::SIZE`.
+///
+/// # Safety
+/// `dst` valid for `n` writes, `n` in range, CPU has `V`'s features.
+#[inline(always)]
+pub unsafe fn set_short<V: Vector>(dst: *mut u8, v: V, n: usize) {
+    let w = V::SIZE;
+    debug_assert!(n >= w && n <= 8 * w);
+    // SAFETY: offsets are in [0, n - w] as in `copy_short`.
+    unsafe {
+        if n <= 2 * w {
+            v.store(dst);
+            v.store(dst.add(n - w));
+        } else if n <= 4 * w {
+            v.store(dst);
+            v.store(dst.add(w));
+            v.store(dst.add(n - 2 * w));
+            v.store(dst.add(n - w));
+        } else {
+            store4(dst, [v; 4]);
+            store4(dst.add(n - 4 * w), [v; 4]);
+        }
+    }
+}
+
+/// Sets `n > 8 * V::SIZE` bytes; fences after non-temporal stores.
+///
+/// # Safety
+/// `dst` valid for `n` writes, CPU has `V`'s features.
+#[inline(always)]
+pub unsafe fn set_forward<V: Vector>(dst: *mut u8, v: V, n: usize, stores: Stores) {
+    let step = 4 * V::SIZE;
+    debug_assert!(n > 2 * step);
+    // SAFETY: as in `copy_forward` without the loads.
+    unsafe {
+        store4(dst, [v; 4]);
+        let mut d = dst.add(align_up(dst as usize, loop_align::<V>()) - dst as usize);
+        let end = dst.add(n - step);
+        while d < end {
+            store4_loop(d, [v; 4], stores);
+            d = d.add(step);
+        }
+        if stores == Stores::NonTemporal {
+            V::fence();
+        }
+        store4(end, [v; 4]);
+    }
+}
+
+/// Portable "vector": a `u64`. Used by the `portable` kernel on every target.
+impl Vector for u64 {
+    const SIZE: usize = 8;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> u64 {
+        // SAFETY: the caller guarantees 8 readable bytes.
+        unsafe { core::ptr::read_unaligned(p as *const u64) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut u8) {
+        // SAFETY: the caller guarantees 8 writable bytes.
+        unsafe { core::ptr::write_unaligned(p as *mut u64, self) }
+    }
+    #[inline(always)]
+    unsafe fn store_aligned(self, p: *mut u8) {
+        // SAFETY: the caller guarantees 8 writable, 8-aligned bytes.
+        unsafe { core::ptr::write(p as *mut u64, self) }
+    }
+    #[inline(always)]
+    unsafe fn store_nt(self, p: *mut u8) {
+        // SAFETY: as store_aligned; there is no portable streaming store.
+        unsafe { self.store_aligned(p) }
+    }
+    #[inline(always)]
+    fn fence() {}
+    #[inline(always)]
+    unsafe fn splat(b: u8) -> u64 {
+        (b as u64).wrapping_mul(0x0101_0101_0101_0101)
+    }
+}

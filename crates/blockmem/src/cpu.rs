@@ -1,0 +1,699 @@
+//! CPU feature and cache-topology detection, without `std` and without allocation.
+//!
+//! Two kinds of answer live here:
+//!
+//! * [`features()`]: the feature bits the kernels and the policy need, detected once with
+//!   CPUID/XGETBV and published in an atomic (detection is idempotent, so a race between
+//!   two first callers is harmless: both store the same value). A caller may mask
+//!   features off with [`disable()`] (tests use it to prove the portable path; the lab
+//!   uses it for `--no-avx2`-style runs).
+//! * [`detect()`]: the full report (vendor, brand string, every cache level as each CPUID
+//!   leaf describes it) for `blockmem info` and for deriving default thresholds.
+//!
+//! Cache sizes come from the deterministic per-level leaves: leaf 4 on Intel, leaf
+//! 0x8000001D on AMD (with TOPOEXT). The legacy AMD leaf 0x80000006 is read as well and
+//! reported beside them, because a hypervisor may fill it with nonsense: on the AMD EPYC
+//! guest this project started on it claims a 256 MiB L3 for a real 32 MiB, which is why
+//! glibc there never uses non-temporal stores below 192 MiB. The sizes blockmem *uses*
+//! ([`CacheInfo::used`]) are the per-level values after sanity checks, with the source of
+//! each recorded.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// A set of CPU features relevant to block memory operations.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Features(u32);
+
+impl Features {
+    /// No features (what a non-x86_64 target reports).
+    pub const NONE: Features = Features(0);
+    /// SSE2 (architectural on x86_64).
+    pub const SSE2: Features = Features(1 << 0);
+    /// AVX, with the OS saving YMM state (XGETBV checked).
+    pub const AVX: Features = Features(1 << 1);
+    /// AVX2, with the OS saving YMM state (XGETBV checked).
+    pub const AVX2: Features = Features(1 << 2);
+    /// AVX-512 Foundation, with the OS saving ZMM/opmask state (XGETBV checked).
+    pub const AVX512F: Features = Features(1 << 3);
+    /// Enhanced REP MOVSB/STOSB.
+    pub const ERMS: Features = Features(1 << 4);
+    /// Fast short REP MOVSB.
+    pub const FSRM: Features = Features(1 << 5);
+    /// CLFLUSHOPT.
+    pub const CLFLUSHOPT: Features = Features(1 << 6);
+    /// CLZERO (AMD): zero a whole cache line without reading it.
+    pub const CLZERO: Features = Features(1 << 7);
+    /// PREFETCHW.
+    pub const PREFETCHW: Features = Features(1 << 8);
+    /// CLFLUSH (architectural on x86_64).
+    pub const CLFLUSH: Features = Features(1 << 9);
+    /// RDTSCP.
+    pub const RDTSCP: Features = Features(1 << 10);
+    /// Invariant TSC (constant rate across P-/C-states).
+    pub const INVARIANT_TSC: Features = Features(1 << 11);
+
+    const ALL_NAMED: [(Features, &'static str); 12] = [
+        (Features::SSE2, "sse2"),
+        (Features::AVX, "avx"),
+        (Features::AVX2, "avx2"),
+        (Features::AVX512F, "avx512f"),
+        (Features::ERMS, "erms"),
+        (Features::FSRM, "fsrm"),
+        (Features::CLFLUSH, "clflush"),
+        (Features::CLFLUSHOPT, "clflushopt"),
+        (Features::CLZERO, "clzero"),
+        (Features::PREFETCHW, "prefetchw"),
+        (Features::RDTSCP, "rdtscp"),
+        (Features::INVARIANT_TSC, "invariant_tsc"),
+    ];
+
+    /// The raw bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+    /// Builds a set from raw bits (unknown bits are kept, and mean nothing).
+    pub const fn from_bits(bits: u32) -> Features {
+        Features(bits)
+    }
+    /// True if every feature of `other` is in `self`.
+    pub const fn contains(self, other: Features) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// The union of two sets.
+    pub const fn union(self, other: Features) -> Features {
+        Features(self.0 | other.0)
+    }
+    /// `self` without the features of `other`.
+    pub const fn without(self, other: Features) -> Features {
+        Features(self.0 & !other.0)
+    }
+    /// True if the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// The stable lowercase names of the features in the set, in a fixed order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        Features::ALL_NAMED
+            .into_iter()
+            .filter(move |(f, _)| self.contains(*f) && !f.is_empty())
+            .map(|(_, n)| n)
+    }
+    /// Parses one stable feature name (as printed by [`Features::names`]).
+    pub fn from_name(name: &str) -> Option<Features> {
+        Features::ALL_NAMED
+            .into_iter()
+            .find(|(_, n)| *n == name)
+            .map(|(f, _)| f)
+    }
+}
+
+impl core::fmt::Debug for Features {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+/// Bit 31 of `DETECTED` marks "detection has run".
+const INIT_BIT: u32 = 1 << 31;
+static DETECTED: AtomicU32 = AtomicU32::new(0);
+static DISABLED: AtomicU32 = AtomicU32::new(0);
+
+/// The features available to blockmem: detected once, minus those masked by [`disable`].
+///
+/// Async-signal-safe and lock-free; safe to call before any initialisation.
+#[inline]
+pub fn features() -> Features {
+    let mut bits = DETECTED.load(Ordering::Relaxed);
+    if bits & INIT_BIT == 0 {
+        bits = detect_features().0 | INIT_BIT;
+        DETECTED.store(bits, Ordering::Relaxed);
+    }
+    Features((bits & !INIT_BIT) & !DISABLED.load(Ordering::Relaxed))
+}
+
+/// The features the hardware and OS offer, ignoring [`disable`].
+pub fn detected_features() -> Features {
+    features();
+    Features(DETECTED.load(Ordering::Relaxed) & !INIT_BIT)
+}
+
+/// Masks features off for the whole process: kernels that need them become unavailable
+/// and the dispatcher stops choosing them. Disabling AVX also disables AVX2 and
+/// AVX-512 (they depend on it). Used by tests to prove the portable path and by the lab.
+pub fn disable(f: Features) {
+    let mut f = f;
+    if f.contains(Features::AVX) {
+        f = f.union(Features::AVX2).union(Features::AVX512F);
+    }
+    DISABLED.fetch_or(f.0, Ordering::Relaxed);
+}
+
+/// Clears every mask set by [`disable`].
+pub fn enable_all() {
+    DISABLED.store(0, Ordering::Relaxed);
+}
+
+/// The CPU vendor, as far as blockmem cares.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Vendor {
+    /// GenuineIntel.
+    Intel,
+    /// AuthenticAMD or HygonGenuine (same cache leaves).
+    Amd,
+    /// Anything else, or not x86.
+    Other,
+}
+
+/// What kind of cache a level is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CacheKind {
+    /// Data cache.
+    Data,
+    /// Instruction cache.
+    Instruction,
+    /// Unified cache.
+    Unified,
+}
+
+/// One cache as a per-level CPUID leaf describes it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CacheLevel {
+    /// 1, 2, 3, …
+    pub level: u8,
+    /// Data, instruction or unified.
+    pub kind: CacheKind,
+    /// Total bytes.
+    pub size: usize,
+    /// Line size in bytes.
+    pub line: u32,
+    /// Associativity.
+    pub ways: u32,
+    /// Number of sets.
+    pub sets: u32,
+    /// Maximum number of logical processors sharing this cache.
+    pub shared_by: u32,
+}
+
+/// Where a cache size in [`UsedCaches`] came from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SizeSource {
+    /// The deterministic per-level leaf (4 on Intel, 0x8000001D on AMD).
+    PerLevelLeaf,
+    /// The legacy AMD leaf 0x80000006 (used only when no per-level leaf answered).
+    LegacyLeaf,
+    /// A built-in default: CPUID gave nothing usable.
+    Default,
+}
+
+impl SizeSource {
+    /// A short stable name (`cpuid-leaf-4`, `cpuid-0x8000001d`, …) for reports.
+    pub fn describe(self, vendor: Vendor) -> &'static str {
+        match (self, vendor) {
+            (SizeSource::PerLevelLeaf, Vendor::Amd) => "cpuid 0x8000001d",
+            (SizeSource::PerLevelLeaf, _) => "cpuid 4",
+            (SizeSource::LegacyLeaf, _) => "cpuid 0x80000006",
+            (SizeSource::Default, _) => "default",
+        }
+    }
+}
+
+/// One cache size blockmem uses, with its provenance.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct UsedSize {
+    /// Bytes.
+    pub size: usize,
+    /// Where it came from.
+    pub source: SizeSource,
+}
+
+/// The cache sizes blockmem derives thresholds from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct UsedCaches {
+    /// L1 data cache, per core.
+    pub l1d: UsedSize,
+    /// L2, per core (or per cluster).
+    pub l2: UsedSize,
+    /// Last-level cache (the whole cache as the leaf reports it).
+    pub llc: UsedSize,
+    /// Cache line size.
+    pub line: usize,
+}
+
+/// Maximum number of cache levels recorded.
+pub const MAX_LEVELS: usize = 8;
+
+/// Cache topology from every leaf blockmem reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CacheInfo {
+    levels: [Option<CacheLevel>; MAX_LEVELS],
+    /// L2 size in bytes from legacy leaf 0x80000006 ECX (0 if absent).
+    pub legacy_l2: usize,
+    /// L3 size in bytes from legacy leaf 0x80000006 EDX (0 if absent).
+    pub legacy_l3: usize,
+    /// The sizes blockmem uses, after sanity checks.
+    pub used: UsedCaches,
+}
+
+impl CacheInfo {
+    /// The caches the per-level leaf enumerated, in CPUID order.
+    pub fn levels(&self) -> impl Iterator<Item = &CacheLevel> {
+        self.levels.iter().flatten()
+    }
+}
+
+/// The full detection report.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CpuInfo {
+    /// Vendor.
+    pub vendor: Vendor,
+    /// The 12-byte vendor string (`GenuineIntel`, `AuthenticAMD`, …).
+    pub vendor_string: [u8; 12],
+    /// The 48-byte brand string, NUL padded.
+    pub brand: [u8; 48],
+    /// Family (with extended family folded in).
+    pub family: u32,
+    /// Model (with extended model folded in).
+    pub model: u32,
+    /// Stepping.
+    pub stepping: u32,
+    /// True when CPUID says a hypervisor is present.
+    pub hypervisor: bool,
+    /// Features the hardware and OS offer (before any [`disable`] mask).
+    pub features: Features,
+    /// Cache topology.
+    pub caches: CacheInfo,
+}
+
+impl CpuInfo {
+    /// The brand string, trimmed (empty when CPUID has none).
+    pub fn brand_str(&self) -> &str {
+        trim_ascii(&self.brand)
+    }
+    /// The vendor string.
+    pub fn vendor_str(&self) -> &str {
+        trim_ascii(&self.vendor_string)
+    }
+}
+
+fn trim_ascii(bytes: &[u8]) -> &str {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    core::str::from_utf8(&bytes[..end]).unwrap_or("?").trim()
+}
+
+/// Defaults when CPUID gives nothing plausible: a conservative small machine.
+pub const DEFAULT_L1D: usize = 32 << 10;
+/// See [`DEFAULT_L1D`].
+pub const DEFAULT_L2: usize = 256 << 10;
+/// See [`DEFAULT_L1D`].
+pub const DEFAULT_LLC: usize = 8 << 20;
+/// See [`DEFAULT_L1D`].
+pub const DEFAULT_LINE: usize = 64;
+
+/// Plausible ranges for each level; a value outside is treated as a hypervisor's lie.
+const L1D_RANGE: (usize, usize) = (4 << 10, 2 << 20);
+const L2_RANGE: (usize, usize) = (64 << 10, 64 << 20);
+const LLC_RANGE: (usize, usize) = (256 << 10, 4 << 30);
+
+/// Picks the sizes to use from what the leaves reported. Pure, so it is unit-tested.
+///
+/// Per-level values win when plausible; the legacy leaf only fills gaps; a level that is
+/// not larger than the one below it is rejected.
+pub fn choose_used(
+    per_level: &[Option<CacheLevel>],
+    legacy_l2: usize,
+    legacy_l3: usize,
+) -> UsedCaches {
+    let in_range = |v: usize, r: (usize, usize)| v >= r.0 && v <= r.1;
+    let find = |level: u8, data: bool| {
+        per_level.iter().flatten().find(|c| {
+            c.level == level
+                && (c.kind == CacheKind::Unified || (data && c.kind == CacheKind::Data))
+        })
+    };
+    let line = per_level
+        .iter()
+        .flatten()
+        .find(|c| c.kind != CacheKind::Instruction)
+        .map(|c| c.line as usize)
+        .filter(|l| l.is_power_of_two() && (16..=1024).contains(l))
+        .unwrap_or(DEFAULT_LINE);
+
+    let l1d = match find(1, true) {
+        Some(c) if in_range(c.size, L1D_RANGE) => UsedSize {
+            size: c.size,
+            source: SizeSource::PerLevelLeaf,
+        },
+        _ => UsedSize {
+            size: DEFAULT_L1D,
+            source: SizeSource::Default,
+        },
+    };
+    let l2 = match find(2, false) {
+        Some(c) if in_range(c.size, L2_RANGE) && c.size > l1d.size => UsedSize {
+            size: c.size,
+            source: SizeSource::PerLevelLeaf,
+        },
+        _ if in_range(legacy_l2, L2_RANGE) && legacy_l2 > l1d.size => UsedSize {
+            size: legacy_l2,
+            source: SizeSource::LegacyLeaf,
+        },
+        _ => UsedSize {
+            size: DEFAULT_L2.max(l1d.size * 2),
+            source: SizeSource::Default,
+        },
+    };
+    // The LLC is the highest unified level above L2 the leaf lists.
+    let top = per_level
+        .iter()
+        .flatten()
+        .filter(|c| c.level >= 3 && c.kind == CacheKind::Unified)
+        .max_by_key(|c| c.level);
+    let llc = match top {
+        Some(c) if in_range(c.size, LLC_RANGE) && c.size > l2.size => UsedSize {
+            size: c.size,
+            source: SizeSource::PerLevelLeaf,
+        },
+        _ if in_range(legacy_l3, LLC_RANGE) && legacy_l3 > l2.size => UsedSize {
+            size: legacy_l3,
+            source: SizeSource::LegacyLeaf,
+        },
+        // No L3 at all: the L2 is the last level.
+        None if l2.source != SizeSource::Default => l2,
+        _ => UsedSize {
+            size: DEFAULT_LLC.max(l2.size * 2),
+            source: SizeSource::Default,
+        },
+    };
+    UsedCaches { l1d, l2, llc, line }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+    use core::arch::x86_64::{__cpuid_count, CpuidResult};
+
+    #[inline]
+    pub(super) fn cpuid(leaf: u32, sub: u32) -> CpuidResult {
+        // CPUID is architectural on x86_64 and has no side effects (a safe function
+        // in recent toolchains; the allow keeps older ones, where it is unsafe, happy).
+        #[allow(unused_unsafe)]
+        // SAFETY: CPUID is always available on x86_64.
+        unsafe {
+            __cpuid_count(leaf, sub)
+        }
+    }
+
+    /// XCR0, if the OS enabled XSAVE (CPUID.1:ECX.OSXSAVE); else 0.
+    fn xcr0(osxsave: bool) -> u64 {
+        if !osxsave {
+            return 0;
+        }
+        let (lo, hi): (u32, u32);
+        // SAFETY: XGETBV with ECX=0 is valid whenever CR4.OSXSAVE is set, which
+        // CPUID.1:ECX[27] reports; it reads a register and touches no memory.
+        unsafe {
+            core::arch::asm!("xgetbv", in("ecx") 0u32, out("eax") lo, out("edx") hi,
+                options(nomem, nostack, preserves_flags));
+        }
+        ((hi as u64) << 32) | lo as u64
+    }
+
+    pub(super) fn features() -> Features {
+        let mut f = Features::SSE2.union(Features::CLFLUSH);
+        let max = cpuid(0, 0).eax;
+        let l1 = cpuid(1, 0);
+        let osxsave = l1.ecx & (1 << 27) != 0;
+        let xcr0 = xcr0(osxsave);
+        let ymm_saved = xcr0 & 0b110 == 0b110;
+        let zmm_saved = ymm_saved && xcr0 & 0xe0 == 0xe0;
+        if l1.ecx & (1 << 28) != 0 && ymm_saved {
+            f = f.union(Features::AVX);
+        }
+        if max >= 7 {
+            let l7 = cpuid(7, 0);
+            if l7.ebx & (1 << 5) != 0 && f.contains(Features::AVX) {
+                f = f.union(Features::AVX2);
+            }
+            if l7.ebx & (1 << 16) != 0 && zmm_saved {
+                f = f.union(Features::AVX512F);
+            }
+            if l7.ebx & (1 << 9) != 0 {
+                f = f.union(Features::ERMS);
+            }
+            if l7.ebx & (1 << 23) != 0 {
+                f = f.union(Features::CLFLUSHOPT);
+            }
+            if l7.edx & (1 << 4) != 0 {
+                f = f.union(Features::FSRM);
+            }
+        }
+        let emax = cpuid(0x8000_0000, 0).eax;
+        if emax >= 0x8000_0001 {
+            let e1 = cpuid(0x8000_0001, 0);
+            if e1.ecx & (1 << 8) != 0 {
+                f = f.union(Features::PREFETCHW);
+            }
+            if e1.edx & (1 << 27) != 0 {
+                f = f.union(Features::RDTSCP);
+            }
+        }
+        if emax >= 0x8000_0007 && cpuid(0x8000_0007, 0).edx & (1 << 8) != 0 {
+            f = f.union(Features::INVARIANT_TSC);
+        }
+        if emax >= 0x8000_0008 && cpuid(0x8000_0008, 0).ebx & 1 != 0 {
+            f = f.union(Features::CLZERO);
+        }
+        f
+    }
+
+    fn vendor_of(s: &[u8; 12]) -> Vendor {
+        match s {
+            b"GenuineIntel" => Vendor::Intel,
+            b"AuthenticAMD" | b"HygonGenuine" => Vendor::Amd,
+            _ => Vendor::Other,
+        }
+    }
+
+    /// Walks a leaf-4-shaped leaf (4 or 0x8000001D) until the null type.
+    fn per_level_leaf(leaf: u32) -> [Option<CacheLevel>; MAX_LEVELS] {
+        let mut out = [None; MAX_LEVELS];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let r = cpuid(leaf, i as u32);
+            let kind = match r.eax & 0x1f {
+                1 => CacheKind::Data,
+                2 => CacheKind::Instruction,
+                3 => CacheKind::Unified,
+                _ => break,
+            };
+            let line = (r.ebx & 0xfff) + 1;
+            let parts = ((r.ebx >> 12) & 0x3ff) + 1;
+            let ways = ((r.ebx >> 22) & 0x3ff) + 1;
+            let sets = r.ecx.wrapping_add(1);
+            *slot = Some(CacheLevel {
+                level: ((r.eax >> 5) & 0x7) as u8,
+                kind,
+                size: line as usize * parts as usize * ways as usize * sets as usize,
+                line,
+                ways,
+                sets,
+                shared_by: ((r.eax >> 14) & 0xfff) + 1,
+            });
+        }
+        out
+    }
+
+    pub(super) fn detect() -> CpuInfo {
+        let l0 = cpuid(0, 0);
+        let mut vendor_string = [0u8; 12];
+        vendor_string[0..4].copy_from_slice(&l0.ebx.to_le_bytes());
+        vendor_string[4..8].copy_from_slice(&l0.edx.to_le_bytes());
+        vendor_string[8..12].copy_from_slice(&l0.ecx.to_le_bytes());
+        let vendor = vendor_of(&vendor_string);
+        let l1 = cpuid(1, 0);
+        let base_family = (l1.eax >> 8) & 0xf;
+        let family = if base_family == 0xf {
+            base_family + ((l1.eax >> 20) & 0xff)
+        } else {
+            base_family
+        };
+        let mut model = (l1.eax >> 4) & 0xf;
+        if base_family == 0x6 || base_family == 0xf {
+            model |= ((l1.eax >> 16) & 0xf) << 4;
+        }
+        let emax = cpuid(0x8000_0000, 0).eax;
+        let mut brand = [0u8; 48];
+        if emax >= 0x8000_0004 {
+            for (i, leaf) in (0x8000_0002u32..=0x8000_0004).enumerate() {
+                let r = cpuid(leaf, 0);
+                for (j, reg) in [r.eax, r.ebx, r.ecx, r.edx].into_iter().enumerate() {
+                    let at = i * 16 + j * 4;
+                    brand[at..at + 4].copy_from_slice(&reg.to_le_bytes());
+                }
+            }
+        }
+        let topoext = emax >= 0x8000_0001 && cpuid(0x8000_0001, 0).ecx & (1 << 22) != 0;
+        let levels = if vendor == Vendor::Amd && topoext && emax >= 0x8000_001d {
+            per_level_leaf(0x8000_001d)
+        } else if l0.eax >= 4 {
+            per_level_leaf(4)
+        } else {
+            [None; MAX_LEVELS]
+        };
+        let (mut legacy_l2, mut legacy_l3) = (0, 0);
+        if emax >= 0x8000_0006 {
+            let r = cpuid(0x8000_0006, 0);
+            legacy_l2 = ((r.ecx >> 16) as usize) << 10;
+            legacy_l3 = ((r.edx >> 18) as usize) * (512 << 10);
+        }
+        let used = choose_used(&levels, legacy_l2, legacy_l3);
+        CpuInfo {
+            vendor,
+            vendor_string,
+            brand,
+            family,
+            model,
+            stepping: l1.eax & 0xf,
+            hypervisor: l1.ecx & (1 << 31) != 0,
+            features: features(),
+            caches: CacheInfo {
+                levels,
+                legacy_l2,
+                legacy_l3,
+                used,
+            },
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect_features() -> Features {
+    x86::features()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detect_features() -> Features {
+    Features::NONE
+}
+
+/// Runs the full detection (about twenty CPUID instructions; each may trap to the
+/// hypervisor, so call it once, not per operation).
+#[cfg(target_arch = "x86_64")]
+pub fn detect() -> CpuInfo {
+    x86::detect()
+}
+
+/// Runs the full detection: on this target there is no CPUID, so everything is default.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn detect() -> CpuInfo {
+    let levels = [None; MAX_LEVELS];
+    CpuInfo {
+        vendor: Vendor::Other,
+        vendor_string: *b"unknown     ",
+        brand: [0; 48],
+        family: 0,
+        model: 0,
+        stepping: 0,
+        hypervisor: false,
+        features: Features::NONE,
+        caches: CacheInfo {
+            levels,
+            legacy_l2: 0,
+            legacy_l3: 0,
+            used: choose_used(&levels, 0, 0),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lvl(level: u8, kind: CacheKind, size: usize) -> Option<CacheLevel> {
+        Some(CacheLevel {
+            level,
+            kind,
+            size,
+            line: 64,
+            ways: 8,
+            sets: (size / 512) as u32,
+            shared_by: 1,
+        })
+    }
+
+    #[test]
+    fn per_level_wins_over_legacy() {
+        // The Zen 3 guest: leaf 0x8000001D says 32 MiB, the legacy leaf says 256 MiB.
+        let levels = [
+            lvl(1, CacheKind::Data, 32 << 10),
+            lvl(1, CacheKind::Instruction, 32 << 10),
+            lvl(2, CacheKind::Unified, 512 << 10),
+            lvl(3, CacheKind::Unified, 32 << 20),
+            None,
+            None,
+            None,
+            None,
+        ];
+        let u = choose_used(&levels, 512 << 10, 256 << 20);
+        assert_eq!(
+            u.llc,
+            UsedSize {
+                size: 32 << 20,
+                source: SizeSource::PerLevelLeaf
+            }
+        );
+        assert_eq!(u.l2.size, 512 << 10);
+        assert_eq!(u.l1d.size, 32 << 10);
+        assert_eq!(u.line, 64);
+    }
+
+    #[test]
+    fn legacy_fills_gaps_and_defaults_last() {
+        let none = [None; MAX_LEVELS];
+        let u = choose_used(&none, 1 << 20, 16 << 20);
+        assert_eq!(u.l1d.source, SizeSource::Default);
+        assert_eq!(
+            u.l2,
+            UsedSize {
+                size: 1 << 20,
+                source: SizeSource::LegacyLeaf
+            }
+        );
+        assert_eq!(
+            u.llc,
+            UsedSize {
+                size: 16 << 20,
+                source: SizeSource::LegacyLeaf
+            }
+        );
+        let u = choose_used(&none, 0, 0);
+        assert_eq!(u.llc.source, SizeSource::Default);
+        assert!(u.llc.size > u.l2.size && u.l2.size > u.l1d.size);
+    }
+
+    #[test]
+    fn implausible_values_are_rejected() {
+        // An L3 smaller than L2 and an absurd L1 are both lies.
+        let levels = [
+            lvl(1, CacheKind::Data, 64 << 20),
+            lvl(2, CacheKind::Unified, 2 << 20),
+            lvl(3, CacheKind::Unified, 1 << 20),
+            None,
+            None,
+            None,
+            None,
+            None,
+        ];
+        let u = choose_used(&levels, 0, 0);
+        assert_eq!(u.l1d.source, SizeSource::Default);
+        assert_eq!(u.l2.size, 2 << 20);
+        assert_eq!(u.llc.source, SizeSource::Default);
+        assert!(u.llc.size > u.l2.size);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for (f, n) in Features::ALL_NAMED {
+            assert_eq!(Features::from_name(n), Some(f));
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The kernel table: every kernel with its stable name, the operations it implements
+//! and the CPU features it needs.
+//!
+//! Adding a kernel is one module under `arch/` plus one [`KernelId`] variant and one
+//! table entry here. A kernel is only ever called through [`Available`], which can only
+//! be built by [`Kernel::available`] after the feature check, so the `target_feature`
+//! obligation of the kernel functions holds by construction.
+
+use crate::arch;
+use crate::cpu::{features, Features};
+
+/// A copy or move kernel: `(dst, src, n)`.
+pub type CopyFn = unsafe fn(*mut u8, *const u8, usize);
+/// A set kernel: `(dst, byte, n)`.
+pub type SetFn = unsafe fn(*mut u8, u8, usize);
+/// A zero kernel: `(dst, n)`.
+pub type ZeroFn = unsafe fn(*mut u8, usize);
+
+/// A block memory operation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Op {
+    /// `memcpy`: non-overlapping copy.
+    Copy,
+    /// `memmove`: copy that allows overlap.
+    Move,
+    /// `memset`: fill with a byte.
+    Set,
+    /// `bzero`: fill with zero.
+    Zero,
+}
+
+impl Op {
+    /// Every op, in a fixed order.
+    pub const ALL: [Op; 4] = [Op::Copy, Op::Move, Op::Set, Op::Zero];
+    /// The stable lowercase name (`copy`, `move`, `set`, `zero`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Op::Copy => "copy",
+            Op::Move => "move",
+            Op::Set => "set",
+            Op::Zero => "zero",
+        }
+    }
+    /// Parses a stable name.
+    pub fn from_name(s: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|o| o.name() == s)
+    }
+}
+
+/// Identifies a kernel; the order is the table order.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum KernelId {
+    /// Byte at a time; the reference.
+    Naive,
+    /// `u64` words; any target.
+    Portable,
+    /// 16-byte SSE2 vectors, temporal stores.
+    Sse2,
+    /// 32-byte AVX2 vectors, temporal stores.
+    Avx2,
+    /// AVX2 with non-temporal stores + sfence.
+    Avx2Nt,
+    /// Seed 003 Fig. 1 block-prefetch copy, temporal stores.
+    Avx2Pf,
+    /// Seed 003 Fig. 1 block-prefetch copy, non-temporal stores.
+    Avx2PfNt,
+    /// `rep movsb`.
+    RepMovsb,
+    /// `rep stosb`.
+    RepStosb,
+    /// AMD `clzero` (zero only).
+    Clzero,
+}
+
+impl KernelId {
+    /// Every id, in table order.
+    pub const ALL: [KernelId; 10] = [
+        KernelId::Naive,
+        KernelId::Portable,
+        KernelId::Sse2,
+        KernelId::Avx2,
+        KernelId::Avx2Nt,
+        KernelId::Avx2Pf,
+        KernelId::Avx2PfNt,
+        KernelId::RepMovsb,
+        KernelId::RepStosb,
+        KernelId::Clzero,
+    ];
+    /// The stable name used in JSON, on the command line and in `BLOCKMEM_FORCE`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            KernelId::Naive => "naive",
+            KernelId::Portable => "portable",
+            KernelId::Sse2 => "sse2",
+            KernelId::Avx2 => "avx2",
+            KernelId::Avx2Nt => "avx2_nt",
+            KernelId::Avx2Pf => "avx2_pf",
+            KernelId::Avx2PfNt => "avx2_pf_nt",
+            KernelId::RepMovsb => "rep_movsb",
+            KernelId::RepStosb => "rep_stosb",
+            KernelId::Clzero => "clzero",
+        }
+    }
+    /// Parses a stable name.
+    pub fn from_name(s: &str) -> Option<KernelId> {
+        KernelId::ALL.into_iter().find(|k| k.name() == s)
+    }
+    /// The table entry, if this target has the kernel at all.
+    pub fn kernel(self) -> Option<&'static Kernel> {
+        table().iter().find(|k| k.id == self)
+    }
+    /// True if non-temporal stores (or `clzero`) are part of this kernel's long path.
+    pub const fn streams(self) -> bool {
+        matches!(
+            self,
+            KernelId::Avx2Nt | KernelId::Avx2PfNt | KernelId::Clzero
+        )
+    }
+}
+
+/// One kernel: name, summary, required features and entry points.
+#[derive(Debug)]
+pub struct Kernel {
+    /// Identity (and stable name via [`KernelId::name`]).
+    pub id: KernelId,
+    /// One line: what it does and where it wins.
+    pub summary: &'static str,
+    /// CPU features without which it must not run.
+    pub requires: Features,
+    copy: Option<CopyFn>,
+    move_: Option<CopyFn>,
+    set: Option<SetFn>,
+    zero: Option<ZeroFn>,
+}
+
+impl Kernel {
+    /// The stable name.
+    pub const fn name(&self) -> &'static str {
+        self.id.name()
+    }
+    /// True if the kernel implements `op`.
+    pub const fn supports(&self, op: Op) -> bool {
+        match op {
+            Op::Copy => self.copy.is_some(),
+            Op::Move => self.move_.is_some(),
+            Op::Set => self.set.is_some(),
+            Op::Zero => self.zero.is_some(),
+        }
+    }
+    /// The ops it implements, in [`Op::ALL`] order.
+    pub fn ops(&self) -> impl Iterator<Item = Op> + '_ {
+        Op::ALL.into_iter().filter(move |&op| self.supports(op))
+    }
+    /// True if this CPU (minus masked features) can run it.
+    pub fn is_available(&self) -> bool {
+        features().contains(self.requires)
+    }
+    /// The callable kernel, if available here.
+    pub fn available(&'static self) -> Option<Available> {
+        self.is_available().then_some(Available(self))
+    }
+}
+
+/// A kernel whose CPU features have been checked. Its entry points still carry the
+/// pointer contract of C's `memcpy`/`memmove`/`memset`.
+#[derive(Clone, Copy, Debug)]
+pub struct Available(&'static Kernel);
+
+impl Available {
+    /// The table entry.
+    pub fn kernel(self) -> &'static Kernel {
+        self.0
+    }
+    /// The stable name.
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+    /// The copy entry point: `(dst, src, n)`, ranges valid and disjoint.
+    pub fn copy_fn(self) -> Option<CopyFn> {
+        self.0.copy
+    }
+    /// The move entry point: `(dst, src, n)`, ranges valid, overlap allowed.
+    pub fn move_fn(self) -> Option<CopyFn> {
+        self.0.move_
+    }
+    /// The set entry point: `(dst, byte, n)`.
+    pub fn set_fn(self) -> Option<SetFn> {
+        self.0.set
+    }
+    /// The zero entry point: `(dst, n)`.
+    pub fn zero_fn(self) -> Option<ZeroFn> {
+        self.0.zero
+    }
+}
+
+const fn entry(
+    id: KernelId,
+    summary: &'static str,
+    requires: Features,
+    ops: (
+        Option<CopyFn>,
+        Option<CopyFn>,
+        Option<SetFn>,
+        Option<ZeroFn>,
+    ),
+) -> Kernel {
+    Kernel {
+        id,
+        summary,
+        requires,
+        copy: ops.0,
+        move_: ops.1,
+        set: ops.2,
+        zero: ops.3,
+    }
+}
+
+macro_rules! all_ops {
+    ($m:path) => {{
+        use $m as m;
+        (
+            Some(m::copy as CopyFn),
+            Some(m::move_ as CopyFn),
+            Some(m::set as SetFn),
+            Some(m::zero as ZeroFn),
+        )
+    }};
+}
+
+const PORTABLE_KERNELS: [Kernel; 2] = [
+    entry(
+        KernelId::Naive,
+        "one byte at a time; the reference",
+        Features::NONE,
+        all_ops!(arch::all::naive),
+    ),
+    entry(
+        KernelId::Portable,
+        "u64 words, aligned destination; any target",
+        Features::NONE,
+        all_ops!(arch::all::portable),
+    ),
+];
+
+#[cfg(target_arch = "x86_64")]
+static TABLE: [Kernel; 10] = {
+    use arch::x86_64 as x;
+    let [naive, portable] = PORTABLE_KERNELS;
+    [
+        naive,
+        portable,
+        entry(
+            KernelId::Sse2,
+            "16-byte vectors, temporal stores; x86-64 baseline",
+            Features::SSE2,
+            all_ops!(x::sse2),
+        ),
+        entry(
+            KernelId::Avx2,
+            "32-byte vectors, temporal stores; best when dst is or should be cached",
+            Features::AVX2,
+            all_ops!(x::avx2),
+        ),
+        entry(
+            KernelId::Avx2Nt,
+            "32-byte vectors, non-temporal stores + sfence; best when dst is cold and not reused",
+            Features::AVX2,
+            all_ops!(x::avx2_nt),
+        ),
+        entry(
+            KernelId::Avx2Pf,
+            "seed 003 Fig. 1: prefetch an 8 KiB source block, copy it, temporal stores",
+            Features::AVX2,
+            (
+                Some(x::avx2_pf::copy as CopyFn),
+                Some(x::avx2_pf::move_ as CopyFn),
+                None,
+                None,
+            ),
+        ),
+        entry(
+            KernelId::Avx2PfNt,
+            "seed 003 Fig. 1: prefetch an 8 KiB source block, copy it, non-temporal stores",
+            Features::AVX2,
+            (
+                Some(x::avx2_pf_nt::copy as CopyFn),
+                Some(x::avx2_pf_nt::move_ as CopyFn),
+                None,
+                None,
+            ),
+        ),
+        entry(
+            KernelId::RepMovsb,
+            "rep movsb microcode (fast with ERMS/FSRM)",
+            Features::NONE,
+            (
+                Some(x::rep_movsb::copy as CopyFn),
+                Some(x::rep_movsb::move_ as CopyFn),
+                None,
+                None,
+            ),
+        ),
+        entry(
+            KernelId::RepStosb,
+            "rep stosb microcode (fast with ERMS)",
+            Features::NONE,
+            (
+                None,
+                None,
+                Some(x::rep_stosb::set as SetFn),
+                Some(x::rep_stosb::zero as ZeroFn),
+            ),
+        ),
+        entry(
+            KernelId::Clzero,
+            "AMD clzero: zero whole lines without reading them",
+            Features::CLZERO,
+            (None, None, None, Some(x::clzero::zero as ZeroFn)),
+        ),
+    ]
+};
+
+#[cfg(not(target_arch = "x86_64"))]
+static TABLE: [Kernel; 2] = PORTABLE_KERNELS;
+
+/// Every kernel this target has, available or not, in table order.
+pub fn table() -> &'static [Kernel] {
+    &TABLE
+}
+
+/// Looks a kernel up by its stable name.
+pub fn by_name(name: &str) -> Option<&'static Kernel> {
+    table().iter().find(|k| k.name() == name)
+}
+
+/// The kernels this CPU can run, in table order.
+pub fn available() -> impl Iterator<Item = Available> {
+    table().iter().filter_map(Kernel::available)
+}

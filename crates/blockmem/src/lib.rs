@@ -1,0 +1,204 @@
+//! Cache-aware block memory operations: copy, move, set and zero that pick their
+//! kernel per call from the size, the overlap, the CPU and a reuse hint.
+//!
+//! ```
+//! use blockmem::Hint;
+//!
+//! let src: Vec<u8> = (0..=255).cycle().take(1 << 20).collect();
+//! let mut dst = vec![0u8; src.len()];
+//! blockmem::copy(&mut dst, &src);
+//! assert_eq!(dst, src);
+//!
+//! // The caller knows the destination will not be read soon: stream it.
+//! blockmem::copy_with(&mut dst, &src, Hint::NoReuse);
+//! assert_eq!(dst, src);
+//!
+//! blockmem::move_within(&mut dst, 0..1000, 10);
+//! assert_eq!(&dst[10..1010], &src[..1000]);
+//!
+//! blockmem::zero(&mut dst);
+//! assert!(dst.iter().all(|&b| b == 0));
+//! ```
+//!
+//! The crate is `no_std`, allocates nothing, takes no lock, and never calls `memcpy`,
+//! `memmove` or `memset` (it is built with `#![no_builtins]`, avoids `ptr::copy*` and
+//! slice helpers on its paths, and a test inspects its disassembly), so it can sit
+//! underneath a C library. Every operation is async-signal-safe and usable before any
+//! initialisation.
+//!
+//! * [`kernel`]: the kernel table (`naive`, `portable`, `sse2`, `avx2`, `avx2_nt`,
+//!   `avx2_pf`, `avx2_pf_nt`, `rep_movsb`, `rep_stosb`, `clzero`) for callers, such as
+//!   the lab, that want one kernel in particular.
+//! * [`cpu`]: CPUID feature and cache detection.
+//! * [`policy`]: the pure decision function; [`dispatch`]: its global state.
+
+#![no_std]
+#![no_builtins]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod arch;
+pub mod cpu;
+pub mod dispatch;
+pub mod kernel;
+pub mod policy;
+
+pub use kernel::{KernelId, Op};
+
+/// What the caller knows about the destination's future.
+///
+/// Mirrors madvise-style meta-interfaces (seed 000) and PMDK's per-call flags.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum Hint {
+    /// Nothing: blockmem predicts from the size (and, once calibrated, cache probes).
+    #[default]
+    Auto,
+    /// The destination will be read soon: keep it in cache (temporal stores) unless it
+    /// cannot fit there anyway.
+    Reuse,
+    /// The destination will not be read soon: stream it past the cache (non-temporal
+    /// stores) from a modest size on, so it does not evict the caller's working set.
+    NoReuse,
+}
+
+impl Hint {
+    /// Every hint, in a fixed order.
+    pub const ALL: [Hint; 3] = [Hint::Auto, Hint::Reuse, Hint::NoReuse];
+    /// The stable lowercase name (`auto`, `reuse`, `noreuse`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Hint::Auto => "auto",
+            Hint::Reuse => "reuse",
+            Hint::NoReuse => "noreuse",
+        }
+    }
+    /// Parses a stable name.
+    pub fn from_name(s: &str) -> Option<Hint> {
+        Hint::ALL.into_iter().find(|h| h.name() == s)
+    }
+}
+
+/// Copies `src` into `dst`.
+///
+/// # Panics
+/// If the lengths differ (like `<[u8]>::copy_from_slice`).
+#[inline]
+pub fn copy(dst: &mut [u8], src: &[u8]) {
+    copy_with(dst, src, Hint::Auto)
+}
+
+/// Copies `src` into `dst` with a reuse hint.
+///
+/// # Panics
+/// If the lengths differ.
+#[inline]
+pub fn copy_with(dst: &mut [u8], src: &[u8], hint: Hint) {
+    assert!(
+        dst.len() == src.len(),
+        "blockmem::copy: destination and source lengths differ"
+    );
+    // SAFETY: both slices are valid for len bytes, and a `&mut` and a `&` cannot alias.
+    unsafe { dispatch::copy(dst.as_mut_ptr(), src.as_ptr(), dst.len(), hint) }
+}
+
+/// Copies `buf[src]` to `buf[dest..]`, like `<[u8]>::copy_within`; the ranges may
+/// overlap.
+///
+/// # Panics
+/// If `src` is out of bounds, or `dest + src.len()` exceeds `buf.len()`.
+#[inline]
+pub fn move_within(buf: &mut [u8], src: core::ops::Range<usize>, dest: usize) {
+    move_within_with(buf, src, dest, Hint::Auto)
+}
+
+/// [`move_within`] with a reuse hint.
+///
+/// # Panics
+/// As [`move_within`].
+#[inline]
+pub fn move_within_with(buf: &mut [u8], src: core::ops::Range<usize>, dest: usize, hint: Hint) {
+    assert!(
+        src.start <= src.end && src.end <= buf.len(),
+        "blockmem::move_within: source range out of bounds"
+    );
+    let n = src.end - src.start;
+    assert!(
+        dest <= buf.len() - n,
+        "blockmem::move_within: destination out of bounds"
+    );
+    let base = buf.as_mut_ptr();
+    // SAFETY: both ranges were checked to lie inside `buf`; move allows overlap.
+    unsafe { dispatch::move_(base.add(dest), base.add(src.start), n, hint) }
+}
+
+/// Sets every byte of `dst` to `byte`.
+#[inline]
+pub fn set(dst: &mut [u8], byte: u8) {
+    set_with(dst, byte, Hint::Auto)
+}
+
+/// Sets every byte of `dst` to `byte`, with a reuse hint.
+#[inline]
+pub fn set_with(dst: &mut [u8], byte: u8, hint: Hint) {
+    // SAFETY: the slice is valid for len writes.
+    unsafe { dispatch::set(dst.as_mut_ptr(), byte, dst.len(), hint) }
+}
+
+/// Zeroes `dst`.
+#[inline]
+pub fn zero(dst: &mut [u8]) {
+    zero_with(dst, Hint::Auto)
+}
+
+/// Zeroes `dst` with a reuse hint.
+#[inline]
+pub fn zero_with(dst: &mut [u8], hint: Hint) {
+    // SAFETY: the slice is valid for len writes.
+    unsafe { dispatch::set(dst.as_mut_ptr(), 0, dst.len(), hint) }
+}
+
+/// `memcpy` with C semantics and a hint: copies `n` bytes, returns `dst`.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` valid for `n` writes, the ranges do not overlap
+/// (use [`move_raw`] when they may). `n == 0` accepts any pointers.
+#[inline]
+pub unsafe fn copy_raw(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { dispatch::copy(dst, src, n, hint) };
+    dst
+}
+
+/// `memmove` with C semantics and a hint: copies `n` bytes, overlap allowed, returns
+/// `dst`.
+///
+/// # Safety
+/// `src` valid for `n` reads and `dst` valid for `n` writes.
+#[inline]
+pub unsafe fn move_raw(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { dispatch::move_(dst, src, n, hint) };
+    dst
+}
+
+/// `memset` with C semantics and a hint: sets `n` bytes to `byte`, returns `dst`.
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[inline]
+pub unsafe fn set_raw(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { dispatch::set(dst, byte, n, hint) };
+    dst
+}
+
+/// `bzero` with a hint: zeroes `n` bytes, returns `dst`.
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[inline]
+pub unsafe fn zero_raw(dst: *mut u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { dispatch::set(dst, 0, n, hint) };
+    dst
+}
