@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what the test suite and the lab need on a fresh Debian machine, and nothing
+# when it is already there. Safe to run repeatedly.
+set -euo pipefail
+
+need_apt=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have objdump || need_apt+=(binutils)
+have cc || need_apt+=(gcc)
+
+if ((${#need_apt[@]})); then
+  echo "deps: installing ${need_apt[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+have cargo || { echo "deps: cargo not found; install Rust with rustup (https://rustup.rs) first" >&2; exit 1; }
