@@ -39,9 +39,10 @@ const DECISION_SIZES: [usize; 5] = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 <<
 /// The whole report as JSON (the text form is rendered from the same value).
 pub fn report(info: &CpuInfo) -> Value {
     let c = &info.caches;
-    let per_level_leaf = match info.vendor {
-        cpu::Vendor::Amd => "0x8000001d",
-        _ => "4",
+    let per_level_leaf = match info.caches.per_level_leaf {
+        Some(0x8000_001d) => "0x8000001d",
+        Some(_) => "4",
+        None => "none",
     };
     let levels: Vec<Value> = c
         .levels()

@@ -1,7 +1,9 @@
 //! The `blockmem` command as a library: argument parsing, then one module per
 //! subcommand. `main` only calls [`run`] and prints the error.
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod info;
+pub mod lab;
 
 use clap::{Parser, Subcommand};
 
@@ -17,6 +19,8 @@ pub struct Cli {
 enum Command {
     /// CPU, caches (as each CPUID leaf reports them and as blockmem uses them), kernels.
     Info(info::InfoArgs),
+    /// Measure copies, moves and sets under controlled cache states (the seed experiments).
+    Lab(lab::LabArgs),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -24,5 +28,6 @@ pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Info(args) => info::run(&args),
+        Command::Lab(args) => lab::run(&args),
     }
 }

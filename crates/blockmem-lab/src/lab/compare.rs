@@ -1,0 +1,194 @@
+//! `blockmem lab --compare A.json B.json`: run-to-run agreement. Cells are matched by
+//! their key (experiment, method, op, size, states, reuse, offsets, workload); for each
+//! the relative difference of the medians, |a − b| / min(a, b), is reported per
+//! experiment (how many cells agree within the tolerance, median, 90th percentile and
+//! worst), followed by the worst cells.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::report::Table;
+use super::stats::{quantile_sorted, rel_diff};
+
+/// One matched cell.
+#[derive(Clone, Debug)]
+pub struct Diff {
+    /// The cell key.
+    pub key: String,
+    /// Experiment.
+    pub experiment: String,
+    /// Median in A (ns).
+    pub a: f64,
+    /// Median in B (ns).
+    pub b: f64,
+    /// |a − b| / min(a, b).
+    pub rel: f64,
+}
+
+/// The comparison.
+#[derive(Debug, Default)]
+pub struct Comparison {
+    /// Matched cells.
+    pub diffs: Vec<Diff>,
+    /// Keys only in one file.
+    pub unmatched: usize,
+}
+
+fn load(path: &Path) -> Result<BTreeMap<String, (String, f64)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let Some(results) = v["results"].as_array() else {
+        bail!(
+            "{} has no \"results\" array: not a blockmem lab JSON file",
+            path.display()
+        );
+    };
+    let mut m = BTreeMap::new();
+    for r in results {
+        let key = r["key"].as_str().map(String::from).unwrap_or_else(|| {
+            format!(
+                "{}/{}/{}/{}/{}/{}/{}",
+                r["experiment"], r["method"], r["op"], r["size"], r["src"], r["dst"], r["reuse"]
+            )
+        });
+        let med = r["median_ns"].as_f64().unwrap_or(f64::NAN);
+        m.insert(
+            key,
+            (r["experiment"].as_str().unwrap_or("?").to_string(), med),
+        );
+    }
+    Ok(m)
+}
+
+/// Compares two result files.
+pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
+    let (ma, mb) = (load(a)?, load(b)?);
+    let mut c = Comparison::default();
+    for (k, (exp, x)) in &ma {
+        match mb.get(k) {
+            Some((_, y)) => c.diffs.push(Diff {
+                key: k.clone(),
+                experiment: exp.clone(),
+                a: *x,
+                b: *y,
+                rel: rel_diff(*x, *y),
+            }),
+            None => c.unmatched += 1,
+        }
+    }
+    c.unmatched += mb.keys().filter(|k| !ma.contains_key(*k)).count();
+    if c.diffs.is_empty() {
+        bail!("{} and {} have no cell in common", a.display(), b.display());
+    }
+    Ok(c)
+}
+
+impl Comparison {
+    /// Summary table per experiment plus an "all" row.
+    pub fn summary(&self, tol: f64) -> Table {
+        let mut t = Table::new(
+            format!(
+                "run-to-run agreement of medians (|a−b| / min(a,b)); tolerance {:.0}%",
+                tol * 100.0
+            ),
+            format!(
+                "{} cells matched, {} unmatched",
+                self.diffs.len(),
+                self.unmatched
+            ),
+            [
+                "experiment",
+                "cells",
+                "within tol",
+                "median diff",
+                "p90 diff",
+                "max diff",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        let mut exps: Vec<String> = self.diffs.iter().map(|d| d.experiment.clone()).collect();
+        exps.sort();
+        exps.dedup();
+        exps.push("all".into());
+        for e in exps {
+            let mut r: Vec<f64> = self
+                .diffs
+                .iter()
+                .filter(|d| e == "all" || d.experiment == e)
+                .map(|d| d.rel)
+                .collect();
+            r.sort_by(f64::total_cmp);
+            let within = r.iter().filter(|&&x| x <= tol).count();
+            t.rows.push(vec![
+                e,
+                r.len().to_string(),
+                format!("{within} ({:.1}%)", 100.0 * within as f64 / r.len() as f64),
+                format!("{:.1}%", 100.0 * quantile_sorted(&r, 0.5)),
+                format!("{:.1}%", 100.0 * quantile_sorted(&r, 0.9)),
+                format!("{:.1}%", 100.0 * r.last().copied().unwrap_or(0.0)),
+            ]);
+        }
+        t
+    }
+
+    /// The `n` cells that differ most.
+    pub fn worst(&self, n: usize) -> Table {
+        let mut d = self.diffs.clone();
+        d.sort_by(|x, y| y.rel.total_cmp(&x.rel));
+        let mut t = Table::new(
+            "cells that differ most",
+            "",
+            ["cell", "A ns", "B ns", "diff"].map(String::from).to_vec(),
+        );
+        for x in d.into_iter().take(n) {
+            t.rows.push(vec![
+                x.key,
+                format!("{:.1}", x.a),
+                format!("{:.1}", x.b),
+                format!("{:.1}%", 100.0 * x.rel),
+            ]);
+        }
+        t
+    }
+
+    /// Fraction of cells within `tol`.
+    pub fn within(&self, tol: f64) -> f64 {
+        self.diffs.iter().filter(|d| d.rel <= tol).count() as f64 / self.diffs.len() as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_cells_by_key() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.json");
+        let b = d.path().join("b.json");
+        std::fs::write(&a, r#"{"results":[{"key":"x","experiment":"t","median_ns":100.0},{"key":"y","experiment":"t","median_ns":10.0}]}"#).unwrap();
+        std::fs::write(&b, r#"{"results":[{"key":"x","experiment":"t","median_ns":105.0},{"key":"z","experiment":"t","median_ns":1.0}]}"#).unwrap();
+        let c = compare(&a, &b).unwrap();
+        assert_eq!(c.diffs.len(), 1);
+        assert_eq!(c.unmatched, 2);
+        assert!((c.diffs[0].rel - 0.05).abs() < 1e-12);
+        assert_eq!(c.within(0.10), 1.0);
+        let s = c.summary(0.10).to_text();
+        assert!(s.contains("1 (100.0%)"), "{s}");
+    }
+
+    #[test]
+    fn rejects_non_lab_json() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.json");
+        std::fs::write(&a, "{}").unwrap();
+        let e = compare(&a, &a).unwrap_err().to_string();
+        assert!(e.contains("no \"results\""), "{e}");
+    }
+}

@@ -1,0 +1,190 @@
+//! `alignment`: destination offsets 0..=64 against a page-aligned source at 4 KiB (the
+//! paper's size), hot→hot and clean→clean (seed 000 Tables 3–4); then the distance
+//! between source and destination modulo 4 KiB at 64 KiB hot→hot (4 KiB aliasing: a
+//! load whose address matches an earlier, still-buffered store in the low 12 bits is
+//! falsely held back, so a destination just ahead of the source mod 4 KiB is slow).
+//!
+//! Source and destination live in separate page-aligned mappings, so the destination's
+//! offset *is* their distance modulo 4 KiB.
+
+use blockmem::kernel::Op;
+
+use super::{distinct, libc_median, with_ratio, Ctx};
+use crate::lab::report::Table;
+use crate::lab::runner::{After, Cell, Record};
+use crate::lab::state::CacheState::{Clean, Hot};
+
+/// Name in JSON and on the command line.
+pub const NAME: &str = "alignment";
+
+/// Methods shown unless `--methods`.
+pub const DEFAULT_METHODS: [&str; 7] = [
+    "sse2",
+    "avx2",
+    "avx2_nt",
+    "avx2_pf",
+    "rep_movsb",
+    "libc",
+    "auto",
+];
+
+/// Distances (mod 4 KiB) for the aliasing sweep.
+pub const ALIAS_DISTANCES: [usize; 14] = [
+    0, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 3072, 4032, 4064, 4088,
+];
+
+/// Runs both sweeps.
+pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
+    let methods = ctx.pick(Some(&DEFAULT_METHODS));
+    let offsets: Vec<usize> = if ctx.quick {
+        vec![0, 1, 2, 4, 7, 8, 15, 16, 31, 32, 33, 48, 63, 64]
+    } else {
+        (0..=64).collect()
+    };
+    let n = ctx
+        .sizes
+        .and_then(|s| s.first().copied())
+        .unwrap_or(4 << 10);
+    let alias_n = ctx
+        .sizes
+        .and_then(|s| s.get(1).copied())
+        .unwrap_or(64 << 10);
+    let pb = ctx.bar(
+        methods.len() * (2 * offsets.len() + ALIAS_DISTANCES.len()),
+        NAME,
+    );
+    let mut out = Vec::new();
+    for state in [Hot, Clean] {
+        for &off in &offsets {
+            for m in &methods {
+                let c = Cell {
+                    experiment: NAME,
+                    method: m,
+                    op: Op::Copy,
+                    size: n,
+                    src: state,
+                    dst: state,
+                    src_off: 0,
+                    dst_off: off,
+                    after: After::Nothing,
+                    reps: ctx.reps_for(n, 15, 5),
+                };
+                out.extend(ctx.runner.measure(&c).map(|mut r| {
+                    r.extras.insert("sweep".into(), "dst_offset".into());
+                    r.extras.insert("dst_offset".into(), off.into());
+                    r
+                }));
+                pb.inc(1);
+            }
+        }
+    }
+    for &dist in &ALIAS_DISTANCES {
+        for m in &methods {
+            let c = Cell {
+                experiment: NAME,
+                method: m,
+                op: Op::Copy,
+                size: alias_n,
+                src: Hot,
+                dst: Hot,
+                src_off: 0,
+                dst_off: dist,
+                after: After::Nothing,
+                reps: ctx.reps_for(alias_n, 15, 5),
+            };
+            out.extend(ctx.runner.measure(&c).map(|mut r| {
+                r.extras.insert("sweep".into(), "distance_mod_4k".into());
+                r.extras.insert("dst_offset".into(), dist.into());
+                r
+            }));
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+    out
+}
+
+fn sweep_of(r: &Record) -> &str {
+    r.extras.get("sweep").and_then(|v| v.as_str()).unwrap_or("")
+}
+
+fn off_of(r: &Record) -> u64 {
+    r.extras
+        .get("dst_offset")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
+}
+
+/// Offset tables (hot, clean) and the aliasing table: GB/s with libc's ratio.
+pub fn tables(recs: &[Record]) -> Vec<Table> {
+    let recs: Vec<Record> = recs
+        .iter()
+        .filter(|r| r.experiment == NAME)
+        .cloned()
+        .collect();
+    let methods = distinct(&recs, |r| r.method.clone());
+    let mut out = Vec::new();
+    let groups = [
+        (
+            "dst_offset",
+            "hot",
+            "destination offset vs aligned source, hot→hot",
+        ),
+        (
+            "dst_offset",
+            "clean",
+            "destination offset vs aligned source, clean→clean",
+        ),
+        (
+            "distance_mod_4k",
+            "hot",
+            "dst − src distance mod 4 KiB (4K aliasing), hot→hot",
+        ),
+    ];
+    for (sweep, state, title) in groups {
+        let sel: Vec<&Record> = recs
+            .iter()
+            .filter(|r| sweep_of(r) == sweep && r.dst == state)
+            .collect();
+        if sel.is_empty() {
+            continue;
+        }
+        let mut header = vec![if sweep == "dst_offset" {
+            "offset"
+        } else {
+            "distance"
+        }
+        .to_string()];
+        header.extend(methods.iter().cloned());
+        let size = sel[0].size;
+        let mut t = Table::new(
+            format!(
+                "alignment, {} copy: {title}: GB/s (libc time / method time)",
+                super::fmt_size(size)
+            ),
+            "seed 000 Tables 3–4",
+            header,
+        );
+        let mut offs: Vec<u64> = sel.iter().map(|r| off_of(r)).collect();
+        offs.dedup();
+        offs.sort_unstable();
+        offs.dedup();
+        for o in offs {
+            let same = |r: &Record| sweep_of(r) == sweep && r.dst == state && off_of(r) == o;
+            let mut row = vec![o.to_string()];
+            for m in &methods {
+                row.push(match recs.iter().find(|r| &r.method == m && same(r)) {
+                    Some(r) => with_ratio(
+                        format!("{:.1}", r.gbps),
+                        r.summary.median,
+                        libc_median(&recs, same),
+                    ),
+                    None => "-".into(),
+                });
+            }
+            t.rows.push(row);
+        }
+        out.push(t);
+    }
+    out
+}

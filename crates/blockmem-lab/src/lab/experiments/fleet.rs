@@ -1,0 +1,554 @@
+//! `fleet`: throughput on the fleetbench distributions (sizes, overlap probability and
+//! pointer alignment sampled from production call sites; see
+//! `shared/data/fleet-size-distributions`). For each distribution a fixed sequence of
+//! calls is drawn once and replayed by every method, on a hot working set (the same
+//! addresses every call) and a cold one (calls scattered over buffers several times the
+//! effective LLC, flushed before each repetition).
+//!
+//! Verification: every call of one untimed pass is checked on its own (copy/move
+//! against a snapshot of the source, set against the byte), and after every timed
+//! repetition the whole destination buffer is compared with the state a reference
+//! implementation leaves.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use blockmem::kernel::Op;
+use serde_json::json;
+
+use super::{distinct, libc_median, with_ratio, Ctx};
+use crate::lab::mem::Buffer;
+use crate::lab::method::Method;
+use crate::lab::report::Table;
+use crate::lab::runner::{Record, SET_BYTE};
+use crate::lab::state::{Access, CacheState, Region};
+use crate::lab::stats::Summary;
+
+/// Name in JSON and on the command line.
+pub const NAME: &str = "fleet";
+
+/// A parsed distribution file.
+#[derive(Clone, Debug)]
+pub struct Distribution {
+    /// File stem (`Memcpy_Fleet`).
+    pub name: String,
+    /// The op (`Memcpy` → copy, `Memmove` → move, `Memset` → set).
+    pub op: Op,
+    /// (size, probability).
+    pub sizes: Vec<(usize, f64)>,
+    /// Probability that source and destination overlap.
+    pub overlap: f64,
+    /// (alignment, probability).
+    pub aligns: Vec<(usize, f64)>,
+}
+
+fn parse_line(line: &str, what: &str, path: &Path) -> anyhow::Result<Vec<(usize, f64)>> {
+    line.split(',')
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let (x, p) = e.trim().split_once(':').with_context(|| {
+                format!("{}: {what} line: entry '{e}' is not x:p", path.display())
+            })?;
+            Ok((
+                x.parse()
+                    .with_context(|| format!("{}: {what} line: bad value '{x}'", path.display()))?,
+                p.parse().with_context(|| {
+                    format!("{}: {what} line: bad probability '{p}'", path.display())
+                })?,
+            ))
+        })
+        .collect()
+}
+
+impl Distribution {
+    /// Parses a fleetbench CSV (sizes, overlap, alignments on three lines).
+    pub fn parse(path: &Path) -> anyhow::Result<Distribution> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let op = match name.split('_').next() {
+            Some("Memcpy") => Op::Copy,
+            Some("Memmove") => Op::Move,
+            Some("Memset") => Op::Set,
+            _ => bail!(
+                "{}: name must start with Memcpy_, Memmove_ or Memset_",
+                path.display()
+            ),
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        if lines.len() < 3 {
+            bail!(
+                "{}: expected 3 lines (sizes, overlap, alignments), found {}",
+                path.display(),
+                lines.len()
+            );
+        }
+        let sizes = parse_line(lines[0], "size", path)?;
+        let ov = parse_line(lines[1], "overlap", path)?;
+        let aligns = parse_line(lines[2], "alignment", path)?;
+        if sizes.is_empty() || aligns.is_empty() {
+            bail!("{}: empty size or alignment distribution", path.display());
+        }
+        let overlap = ov.iter().filter(|(x, _)| *x == 1).map(|(_, p)| p).sum();
+        Ok(Distribution {
+            name,
+            op,
+            sizes,
+            overlap,
+            aligns,
+        })
+    }
+
+    /// Largest size.
+    pub fn max_size(&self) -> usize {
+        self.sizes.iter().map(|s| s.0).max().unwrap_or(0)
+    }
+}
+
+fn sample(dist: &[(usize, f64)], rng: &mut fastrand::Rng) -> usize {
+    let total: f64 = dist.iter().map(|d| d.1).sum();
+    let mut x = rng.f64() * total;
+    for &(v, p) in dist {
+        if x < p {
+            return v;
+        }
+        x -= p;
+    }
+    dist.last().map(|d| d.0).unwrap_or(0)
+}
+
+/// One call of a workload: byte offsets into the source and destination buffers (for
+/// an overlapping move both are in the destination buffer).
+#[derive(Clone, Copy, Debug)]
+pub struct Call {
+    /// Bytes.
+    pub n: usize,
+    /// Source offset.
+    pub src: usize,
+    /// Destination offset.
+    pub dst: usize,
+    /// Source is inside the destination buffer (overlapping move).
+    pub overlap: bool,
+}
+
+/// An offset whose alignment is exactly `a` within a 64-byte line (64: line-aligned).
+fn aligned_offset(a: usize, rng: &mut fastrand::Rng) -> usize {
+    if a >= 64 || a == 0 {
+        0
+    } else {
+        a * (2 * rng.usize(..64 / (2 * a)) + 1)
+    }
+}
+
+/// Draws `count` calls. `span`: bytes of each buffer the calls may use (hot: just the
+/// largest call; cold: scattered over a large buffer).
+pub fn draw(d: &Distribution, count: usize, span: usize, seed: u64) -> Vec<Call> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let max = d.max_size() + 128;
+    (0..count)
+        .map(|_| {
+            let n = sample(&d.sizes, &mut rng);
+            let slots = (span.saturating_sub(max) / 64).max(1);
+            let base = |rng: &mut fastrand::Rng| rng.usize(..slots) * 64;
+            let overlap = d.op == Op::Move && n > 1 && rng.f64() < d.overlap;
+            let so = aligned_offset(sample(&d.aligns, &mut rng), &mut rng);
+            let dof = aligned_offset(sample(&d.aligns, &mut rng), &mut rng);
+            if overlap {
+                // Both ends inside the destination buffer, |dst - src| < n.
+                let b = base(&mut rng) + max;
+                let delta = rng.usize(1..n) as isize * if rng.bool() { 1 } else { -1 };
+                let s = b + so;
+                Call {
+                    n,
+                    src: s,
+                    dst: (s as isize + delta) as usize,
+                    overlap: true,
+                }
+            } else {
+                Call {
+                    n,
+                    src: base(&mut rng) + so,
+                    dst: base(&mut rng) + dof,
+                    overlap: false,
+                }
+            }
+        })
+        .collect()
+}
+
+/// Reference semantics of one call on plain slices.
+fn reference(call: &Call, op: Op, src: &[u8], dst: &mut [u8]) {
+    match op {
+        Op::Set | Op::Zero => {
+            dst[call.dst..call.dst + call.n].fill(if op == Op::Set { SET_BYTE } else { 0 })
+        }
+        _ if call.overlap => dst.copy_within(call.src..call.src + call.n, call.dst),
+        _ => dst[call.dst..call.dst + call.n].copy_from_slice(&src[call.src..call.src + call.n]),
+    }
+}
+
+/// The distribution files to run: the three fleet-wide ones in quick mode, all in full.
+fn files(dir: &Path, quick: bool) -> anyhow::Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {} (pass --fleet-dir DIR)", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .filter(|p| {
+            !quick
+                || p.file_stem()
+                    .is_some_and(|s| s.to_string_lossy().ends_with("_Fleet"))
+        })
+        .collect();
+    v.sort();
+    if v.is_empty() {
+        bail!(
+            "no Memcpy_/Memmove_/Memset_*.csv files in {}",
+            dir.display()
+        );
+    }
+    Ok(v)
+}
+
+/// Where the distributions are by default: `../shared/data/fleet-size-distributions`
+/// relative to the current directory or the executable's workspace, else
+/// `$BLOCKMEM_FLEET_DIR`.
+pub fn default_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("BLOCKMEM_FLEET_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let rel = Path::new("shared/data/fleet-size-distributions");
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        roots.extend(cwd.ancestors().map(Path::to_path_buf));
+    }
+    roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    roots.extend(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(Path::to_path_buf),
+    );
+    roots.into_iter().map(|r| r.join(rel)).find(|p| p.is_dir())
+}
+
+/// Runs every distribution × working set × method.
+pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
+    let dir = ctx.fleet_dir.clone().or_else(default_dir).context(
+        "fleet: distributions not found; pass --fleet-dir DIR or set BLOCKMEM_FLEET_DIR",
+    )?;
+    let dists: Vec<Distribution> = files(&dir, ctx.quick)?
+        .iter()
+        .map(|p| Distribution::parse(p))
+        .collect::<anyhow::Result<_>>()?;
+    let methods = ctx.pick(None);
+    let methods: Vec<&Method> = methods
+        .iter()
+        .filter(|m| !(ctx.methods.is_none() && m.name() == "naive"))
+        .collect();
+    let count = if ctx.quick { 2000 } else { 8000 };
+    let reps = ctx.reps.unwrap_or(if ctx.quick { 5 } else { 15 });
+    let cold_span = (ctx.runner.states.hier.llc_effective * 2).clamp(16 << 20, 128 << 20);
+    let pb = ctx.bar(dists.len() * 2 * methods.len(), NAME);
+    let mut out = Vec::new();
+    for d in &dists {
+        let max = d.max_size() + 256;
+        for (ws, span) in [("hot", max), ("cold", cold_span.max(4 * max))] {
+            let calls = draw(d, count, span, 0xf1ee7);
+            let buf_len = span + 2 * max;
+            let mut src = Buffer::new(buf_len);
+            src.fill_random(&mut fastrand::Rng::with_seed(1));
+            let mut init = Buffer::new(buf_len);
+            init.fill_random(&mut fastrand::Rng::with_seed(2));
+            let mut expect = Buffer::new(buf_len);
+            expect.as_mut_slice().copy_from_slice(init.as_slice());
+            for c in &calls {
+                reference(c, d.op, src.as_slice(), expect.as_mut_slice());
+            }
+            let mut dst = Buffer::new(buf_len);
+            let bytes: usize = calls.iter().map(|c| c.n).sum();
+            for m in &methods {
+                pb.set_message(format!("{} {ws} {}", d.name, m.name()));
+                if let Some(r) = measure(
+                    ctx, m, d, ws, &calls, &src, &init, &expect, &mut dst, reps, bytes,
+                ) {
+                    out.push(r);
+                }
+                pb.inc(1);
+            }
+        }
+    }
+    pb.finish_and_clear();
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    ctx: &mut Ctx<'_>,
+    m: &Method,
+    d: &Distribution,
+    ws: &str,
+    calls: &[Call],
+    src: &Buffer,
+    init: &Buffer,
+    expect: &Buffer,
+    dst: &mut Buffer,
+    reps: usize,
+    bytes: usize,
+) -> Option<Record> {
+    let entry = m.entry(d.op)?;
+    let byte = SET_BYTE;
+    let sp = src.as_ptr();
+    // Per-call verification pass (untimed).
+    dst.as_mut_slice().copy_from_slice(init.as_slice());
+    let mut verified = true;
+    let mut scratch = Vec::new();
+    for c in calls {
+        let dp = dst.as_mut_ptr();
+        let from: *const u8 = if c.overlap {
+            dp.wrapping_add(c.src)
+        } else {
+            sp.wrapping_add(c.src)
+        };
+        if d.op != Op::Set {
+            scratch.clear();
+            // SAFETY: `from..from+n` lies inside its buffer (draw keeps every call
+            // within `span + max <= buf_len`).
+            scratch.extend_from_slice(unsafe { std::slice::from_raw_parts(from, c.n) });
+        }
+        // SAFETY: ranges inside `dst`/`src`; overlap only for move, which allows it.
+        unsafe { entry.call(dp.wrapping_add(c.dst), from, byte, c.n) };
+        let got = &dst.as_slice()[c.dst..c.dst + c.n];
+        let ok = if d.op == Op::Set {
+            got.iter().all(|&b| b == byte)
+        } else {
+            got == &scratch[..]
+        };
+        verified &= ok;
+    }
+    verified &= dst.as_slice() == expect.as_slice();
+    let cold = ws == "cold";
+    let timer = ctx.runner.timer;
+    let mut samples = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        dst.as_mut_slice().copy_from_slice(init.as_slice());
+        let state = if cold {
+            CacheState::Clean
+        } else {
+            CacheState::Hot
+        };
+        let regions = [
+            Region {
+                ptr: sp as *mut u8,
+                len: src.len(),
+                state,
+                access: Access::Read,
+            },
+            Region {
+                ptr: dst.as_mut_ptr(),
+                len: dst.len(),
+                state,
+                access: Access::Write,
+            },
+        ];
+        // SAFETY: both buffers are ours and distinct from the eviction buffer.
+        unsafe {
+            ctx.runner
+                .states
+                .prepare(if cold { &regions } else { &regions[..0] })
+        };
+        if !cold {
+            // Hot: one untimed replay warms exactly the lines the calls use.
+            for c in calls {
+                let dp = dst.as_mut_ptr();
+                let from: *const u8 = if c.overlap {
+                    dp.wrapping_add(c.src)
+                } else {
+                    sp.wrapping_add(c.src)
+                };
+                // SAFETY: as in the verification pass.
+                unsafe { entry.call(dp.wrapping_add(c.dst), from, byte, c.n) };
+            }
+            dst.as_mut_slice().copy_from_slice(init.as_slice());
+        }
+        let dp = dst.as_mut_ptr();
+        let t = timer.time(|| {
+            for c in calls {
+                let from: *const u8 = if c.overlap {
+                    dp.wrapping_add(c.src)
+                } else {
+                    sp.wrapping_add(c.src)
+                };
+                // SAFETY: as in the verification pass.
+                unsafe { entry.call(dp.wrapping_add(c.dst), from, byte, c.n) };
+            }
+        });
+        samples.push(t);
+        verified &= dst.as_slice() == expect.as_slice();
+    }
+    if !verified {
+        ctx.runner
+            .warnings
+            .push(crate::lab::warn::Warning::VerificationFailed {
+                cell: format!("fleet {} {ws} {}", d.name, m.name()),
+            });
+    }
+    let s = Summary::of(&samples);
+    let mut extras = serde_json::Map::new();
+    extras.insert("workload".into(), json!(d.name));
+    extras.insert("working_set".into(), json!(ws));
+    extras.insert("calls".into(), json!(calls.len()));
+    extras.insert("mean_size".into(), json!(bytes as f64 / calls.len() as f64));
+    extras.insert("ns_per_call".into(), json!(s.median / calls.len() as f64));
+    extras.insert(
+        "overlapping_calls".into(),
+        json!(calls.iter().filter(|c| c.overlap).count()),
+    );
+    extras.insert("median_cycles".into(), json!(s.median * timer.ticks_per_ns));
+    let st = if cold { "clean" } else { "hot" };
+    Some(Record {
+        experiment: NAME.into(),
+        method: m.name().into(),
+        op: d.op.name().into(),
+        size: bytes,
+        src: if d.op == Op::Set {
+            "none".into()
+        } else {
+            st.into()
+        },
+        dst: st.into(),
+        reuse: "none".into(),
+        gbps: s.gbps(bytes),
+        summary: s,
+        verified,
+        samples_ns: samples,
+        extras,
+    })
+}
+
+/// Per working set: ns per call for each workload and method.
+pub fn tables(recs: &[Record]) -> Vec<Table> {
+    let recs: Vec<Record> = recs
+        .iter()
+        .filter(|r| r.experiment == NAME)
+        .cloned()
+        .collect();
+    let methods = distinct(&recs, |r| r.method.clone());
+    let wl = |r: &Record| {
+        r.extras
+            .get("workload")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let wsf = |r: &Record| {
+        r.extras
+            .get("working_set")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut out = Vec::new();
+    for ws in distinct(&recs, wsf) {
+        let mut header = vec!["workload".to_string(), "mean B".to_string()];
+        header.extend(methods.iter().cloned());
+        let mut t = Table::new(
+            format!("fleet, {ws} working set: ns per call (libc time / method time)"),
+            "fleetbench distributions; a fixed sequence of calls replayed by every method",
+            header,
+        );
+        for w in distinct(&recs, wl) {
+            let same = |r: &Record| wl(r) == w && wsf(r) == ws;
+            let Some(first) = recs.iter().find(|r| same(r)) else {
+                continue;
+            };
+            let mut row = vec![
+                w.clone(),
+                format!("{:.0}", first.extra_f64("mean_size").unwrap_or(0.0)),
+            ];
+            for m in &methods {
+                row.push(match recs.iter().find(|r| &r.method == m && same(r)) {
+                    Some(r) => with_ratio(
+                        format!("{:.1}", r.extra_f64("ns_per_call").unwrap_or(f64::NAN)),
+                        r.summary.median,
+                        libc_median(&recs, same),
+                    ),
+                    None => "-".into(),
+                });
+            }
+            t.rows.push(row);
+        }
+        out.push(t);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn parses_the_three_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            d.path(),
+            "Memmove_Test.csv",
+            "0:0.5,100:0.5\n0:0.9,1:0.1\n1:0.5,64:0.5\n",
+        );
+        let dist = Distribution::parse(&p).unwrap();
+        assert_eq!(dist.op, Op::Move);
+        assert_eq!(dist.sizes, vec![(0, 0.5), (100, 0.5)]);
+        assert!((dist.overlap - 0.1).abs() < 1e-12);
+        assert_eq!(dist.max_size(), 100);
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), "Memcpy_X.csv", "0:0.5,zz:0.5\n0:1\n1:1\n");
+        let e = format!("{:#}", Distribution::parse(&p).unwrap_err());
+        assert!(e.contains("Memcpy_X.csv") && e.contains("size line"), "{e}");
+        let p = write(d.path(), "Other.csv", "0:1\n0:1\n1:1\n");
+        assert!(Distribution::parse(&p).is_err());
+    }
+
+    #[test]
+    fn drawn_calls_stay_in_bounds_and_respect_alignment() {
+        let dist = Distribution {
+            name: "Memmove_T".into(),
+            op: Op::Move,
+            sizes: vec![(1, 0.3), (1000, 0.7)],
+            overlap: 0.5,
+            aligns: vec![(8, 0.5), (64, 0.5)],
+        };
+        let span = 1 << 16;
+        let calls = draw(&dist, 2000, span, 1);
+        let lim = span + 2 * (dist.max_size() + 256);
+        assert!(calls.iter().any(|c| c.overlap));
+        for c in &calls {
+            assert!(c.src + c.n <= lim && c.dst + c.n <= lim, "{c:?}");
+            if c.overlap {
+                assert!(c.src.abs_diff(c.dst) < c.n);
+            } else {
+                assert!(c.dst % 8 == 0 && c.src % 8 == 0);
+            }
+        }
+    }
+
+    #[test]
+    fn the_shipped_distributions_parse() {
+        let Some(dir) = default_dir() else { return };
+        for p in files(&dir, false).unwrap() {
+            let d = Distribution::parse(&p).unwrap();
+            assert!(d.max_size() > 0, "{}", d.name);
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! The experiments, one module each, named after the seed table or figure it
+//! reproduces. Each has `run` (measure, returning records) and `tables` (the terminal
+//! and HTML view); plots live in [`crate::lab::plot`].
+
+pub mod alignment;
+pub mod fleet;
+pub mod pollution;
+pub mod reuse;
+pub mod sizes;
+pub mod temperature;
+pub mod zero;
+
+use std::path::PathBuf;
+
+use super::method::Method;
+use super::report::Table;
+use super::runner::{Record, Runner};
+
+/// The experiments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Experiment {
+    /// Seed 000 Tables 5–6.
+    Temperature,
+    /// Seed 001 table, seed 003 Fig. 2.
+    Sizes,
+    /// Seed 000 Tables 3–4 plus 4 KiB aliasing.
+    Alignment,
+    /// Seed 003 Fig. 3.
+    Reuse,
+    /// Seed 004: misses induced in the application.
+    Pollution,
+    /// Seed 004: block clear.
+    Zero,
+    /// fleetbench distributions.
+    Fleet,
+}
+
+impl Experiment {
+    /// Every experiment, in the default order (the default set).
+    pub const ALL: [Experiment; 7] = [
+        Experiment::Temperature,
+        Experiment::Sizes,
+        Experiment::Alignment,
+        Experiment::Reuse,
+        Experiment::Pollution,
+        Experiment::Zero,
+        Experiment::Fleet,
+    ];
+
+    /// The name on the command line and in JSON.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Experiment::Temperature => "temperature",
+            Experiment::Sizes => "sizes",
+            Experiment::Alignment => "alignment",
+            Experiment::Reuse => "reuse",
+            Experiment::Pollution => "pollution",
+            Experiment::Zero => "zero",
+            Experiment::Fleet => "fleet",
+        }
+    }
+
+    /// One line: what it measures and which seed figure it reproduces.
+    pub const fn about(self) -> &'static str {
+        match self {
+            Experiment::Temperature => "3×3 hot/clean/dirty src×dst matrix per method at 4 KiB..16 MiB (seed 000 Tables 5–6)",
+            Experiment::Sizes => "bandwidth and cycles/byte from 32 B to 64 MiB, hot/cold src×dst (seed 001 table, seed 003 Fig. 2)",
+            Experiment::Alignment => "destination offset 0..64 against an aligned source, hot and clean, plus 4 KiB aliasing (seed 000 Tables 3–4)",
+            Experiment::Reuse => "copy, then read the whole destination: copy, read and sum (seed 003 Fig. 3)",
+            Experiment::Pollution => "cost to re-read a warm application working set after a copy (seed 004)",
+            Experiment::Zero => "set/zero of 4 KiB to 256 MiB, hot and clean destination (seed 004 block clear)",
+            Experiment::Fleet => "fleetbench size/alignment/overlap distributions, hot and cold working sets",
+        }
+    }
+
+    /// Parses a name.
+    pub fn from_name(s: &str) -> Option<Experiment> {
+        Experiment::ALL.into_iter().find(|e| e.name() == s)
+    }
+
+    /// Runs it.
+    pub fn run(self, ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
+        Ok(match self {
+            Experiment::Temperature => temperature::run(ctx),
+            Experiment::Sizes => sizes::run(ctx),
+            Experiment::Alignment => alignment::run(ctx),
+            Experiment::Reuse => reuse::run(ctx),
+            Experiment::Pollution => pollution::run(ctx),
+            Experiment::Zero => zero::run(ctx),
+            Experiment::Fleet => fleet::run(ctx)?,
+        })
+    }
+
+    /// Its tables.
+    pub fn tables(self, recs: &[Record]) -> Vec<Table> {
+        match self {
+            Experiment::Temperature => temperature::tables(recs),
+            Experiment::Sizes => sizes::tables(recs),
+            Experiment::Alignment => alignment::tables(recs),
+            Experiment::Reuse => reuse::tables(recs),
+            Experiment::Pollution => pollution::tables(recs),
+            Experiment::Zero => zero::tables(recs),
+            Experiment::Fleet => fleet::tables(recs),
+        }
+    }
+}
+
+/// What an experiment gets: the engine and the validated options.
+pub struct Ctx<'a> {
+    /// The engine.
+    pub runner: &'a mut Runner,
+    /// Quick mode (the default set in under 3 minutes).
+    pub quick: bool,
+    /// Methods the user named (`None`: each experiment's default set).
+    pub methods: Option<&'a [Method]>,
+    /// Every method this host has.
+    pub all_methods: &'a [Method],
+    /// Sizes the user named.
+    pub sizes: Option<&'a [usize]>,
+    /// Repetitions the user asked for.
+    pub reps: Option<usize>,
+    /// Hide progress bars.
+    pub quiet: bool,
+    /// Where the fleet distributions are.
+    pub fleet_dir: Option<PathBuf>,
+}
+
+impl Ctx<'_> {
+    /// The methods to run: the user's, else those of `default` names this host has
+    /// (`None`: all).
+    pub fn pick(&self, default: Option<&[&str]>) -> Vec<Method> {
+        if let Some(m) = self.methods {
+            return m.to_vec();
+        }
+        match default {
+            None => self.all_methods.to_vec(),
+            Some(names) => self
+                .all_methods
+                .iter()
+                .filter(|m| names.contains(&m.name()))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The sizes to run: the user's, else `full` or `quick`.
+    pub fn sizes_or(&self, full: &[usize], quick: &[usize]) -> Vec<usize> {
+        match self.sizes {
+            Some(s) => s.to_vec(),
+            None if self.quick => quick.to_vec(),
+            None => full.to_vec(),
+        }
+    }
+
+    /// Repetitions for a cell of `n` bytes: the user's, else `base` (`quick_base` in
+    /// quick mode), reduced for large sizes where one repetition is expensive and the
+    /// spread is small.
+    pub fn reps_for(&self, n: usize, base: usize, quick_base: usize) -> usize {
+        if let Some(r) = self.reps {
+            return r.max(1);
+        }
+        let b = if self.quick { quick_base } else { base };
+        if n >= 32 << 20 {
+            (b / 3).max(3)
+        } else if n >= 4 << 20 {
+            (b / 2).max(3)
+        } else {
+            b
+        }
+    }
+
+    /// A progress bar.
+    pub fn bar(&self, len: usize, title: &str) -> indicatif::ProgressBar {
+        super::progress::bar(len as u64, title, self.quiet)
+    }
+}
+
+/// Powers of two from `lo` to `hi` inclusive, stepping by `×step`.
+pub fn geometric(lo: usize, hi: usize, step: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut n = lo;
+    while n <= hi {
+        v.push(n);
+        n *= step;
+    }
+    v
+}
+
+/// Human size: `32 B`, `4 KiB`, `1 MiB`, `1.5 MiB`.
+pub fn fmt_size(n: usize) -> String {
+    if n >= 1 << 30 && n % (1 << 30) == 0 {
+        format!("{} GiB", n >> 30)
+    } else if n >= 1 << 20 {
+        if n % (1 << 20) == 0 {
+            format!("{} MiB", n >> 20)
+        } else {
+            format!("{:.1} MiB", n as f64 / (1 << 20) as f64)
+        }
+    } else if n >= 1 << 10 {
+        if n % (1 << 10) == 0 {
+            format!("{} KiB", n >> 10)
+        } else {
+            format!("{:.1} KiB", n as f64 / 1024.0)
+        }
+    } else {
+        format!("{n} B")
+    }
+}
+
+/// Median ns of libc's record matching `same`, for ratios.
+pub fn libc_median<'r>(recs: &'r [Record], same: impl Fn(&Record) -> bool) -> Option<f64> {
+    recs.iter()
+        .find(|r| r.method == "libc" && same(r))
+        .map(|r| r.summary.median)
+}
+
+/// "12.3 (0.85×)": a value and the ratio of libc's time to this method's (>1 = faster
+/// than libc).
+pub fn with_ratio(value: String, median: f64, libc: Option<f64>) -> String {
+    match libc {
+        Some(l) if median > 0.0 => format!("{value} ({:.2}×)", l / median),
+        _ => value,
+    }
+}
+
+/// Distinct values of `f` over `recs`, in first-seen order.
+pub fn distinct<T: PartialEq + Clone>(recs: &[Record], f: impl Fn(&Record) -> T) -> Vec<T> {
+    let mut v: Vec<T> = Vec::new();
+    for r in recs {
+        let x = f(r);
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    v
+}

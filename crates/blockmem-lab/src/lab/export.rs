@@ -1,0 +1,276 @@
+//! Exporters: one trait, one implementation per format (JSON with DESIGN.md's fixed
+//! fields plus raw samples and host info; CSV with one row per cell; Markdown tables).
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+
+use super::report::Table;
+use super::runner::Record;
+
+/// Everything a run produced.
+pub struct RunData {
+    /// Host description (CPU, caches as reported and measured, timer, libc, options).
+    pub host: Value,
+    /// Experiments run, in order.
+    pub experiments: Vec<String>,
+    /// Every result.
+    pub records: Vec<Record>,
+    /// Warning lines.
+    pub warnings: Vec<String>,
+    /// Tables per experiment (for Markdown).
+    pub tables: Vec<Table>,
+}
+
+impl RunData {
+    /// The `experiment` field: the experiment's name, or the names joined by `+`.
+    pub fn experiment_name(&self) -> String {
+        self.experiments.join("+")
+    }
+}
+
+/// A serialisation of a run.
+pub trait Exporter {
+    /// Format name (for messages).
+    fn name(&self) -> &'static str;
+    /// Writes the run to `out`.
+    fn write(&self, run: &RunData, out: &mut dyn Write) -> Result<()>;
+    /// Writes the run to a file, naming the file on error.
+    fn write_file(&self, run: &RunData, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {} file {}", self.name(), path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        self.write(run, &mut w)?;
+        w.flush()
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    }
+}
+
+/// JSON: `{"host", "experiment", "experiments", "warnings", "results": [...]}`.
+pub struct Json;
+
+impl Json {
+    /// The document as a value.
+    pub fn value(run: &RunData) -> Value {
+        json!({
+            "host": run.host,
+            "experiment": run.experiment_name(),
+            "experiments": run.experiments,
+            "warnings": run.warnings,
+            "results": run.records.iter().map(Record::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl Exporter for Json {
+    fn name(&self) -> &'static str {
+        "JSON"
+    }
+    fn write(&self, run: &RunData, out: &mut dyn Write) -> Result<()> {
+        serde_json::to_writer_pretty(&mut *out, &Json::value(run))?;
+        writeln!(out)?;
+        Ok(())
+    }
+}
+
+/// Extra fields that become CSV columns when present.
+pub const CSV_EXTRAS: [&str; 13] = [
+    "median_cycles",
+    "cycles_per_byte",
+    "batch",
+    "src_state_check",
+    "dst_state_check",
+    "dst_offset",
+    "copy_median_ns",
+    "read_median_ns",
+    "app_ws",
+    "app_extra_ns",
+    "workload",
+    "working_set",
+    "ns_per_call",
+];
+
+/// CSV: one row per result, fixed fields then [`CSV_EXTRAS`] (empty when absent).
+pub struct Csv;
+
+/// The CSV header.
+pub fn csv_header() -> Vec<&'static str> {
+    let mut h = vec![
+        "experiment",
+        "method",
+        "op",
+        "size",
+        "src",
+        "dst",
+        "reuse",
+        "min_ns",
+        "median_ns",
+        "max_ns",
+        "gbps",
+        "verified",
+        "reps",
+    ];
+    h.extend(CSV_EXTRAS);
+    h
+}
+
+impl Exporter for Csv {
+    fn name(&self) -> &'static str {
+        "CSV"
+    }
+    fn write(&self, run: &RunData, out: &mut dyn Write) -> Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(csv_header())?;
+        for r in &run.records {
+            let mut row = vec![
+                r.experiment.clone(),
+                r.method.clone(),
+                r.op.clone(),
+                r.size.to_string(),
+                r.src.clone(),
+                r.dst.clone(),
+                r.reuse.clone(),
+                format!("{:.2}", r.summary.min),
+                format!("{:.2}", r.summary.median),
+                format!("{:.2}", r.summary.max),
+                format!("{:.4}", r.gbps),
+                r.verified.to_string(),
+                r.summary.n.to_string(),
+            ];
+            for k in CSV_EXTRAS {
+                row.push(match r.extras.get(k) {
+                    None => String::new(),
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Number(n)) if n.is_f64() => {
+                        format!("{:.4}", n.as_f64().unwrap_or(f64::NAN))
+                    }
+                    Some(v) => v.to_string(),
+                });
+            }
+            w.write_record(&row)?;
+        }
+        w.flush()?;
+        Ok(())
+    }
+}
+
+/// Markdown: the tables, as GitHub-flavoured tables.
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "Markdown"
+    }
+    fn write(&self, run: &RunData, out: &mut dyn Write) -> Result<()> {
+        writeln!(out, "# blockmem lab: {}\n", run.experiment_name())?;
+        for t in &run.tables {
+            writeln!(out, "## {}\n\n{}\n", t.title, t.note)?;
+            writeln!(out, "| {} |", t.header.join(" | "))?;
+            writeln!(out, "|{}", "---|".repeat(t.header.len()))?;
+            for r in &t.rows {
+                writeln!(out, "| {} |", r.join(" | "))?;
+            }
+            writeln!(out)?;
+        }
+        if !run.warnings.is_empty() {
+            writeln!(out, "## Warnings\n")?;
+            for w in &run.warnings {
+                writeln!(out, "- {w}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::lab::stats::Summary;
+
+    pub(crate) fn sample_run() -> RunData {
+        let mut extras = serde_json::Map::new();
+        extras.insert("cycles_per_byte".into(), json!(0.5));
+        extras.insert("workload".into(), json!("Memcpy_Fleet"));
+        let rec = Record {
+            experiment: "temperature".into(),
+            method: "libc".into(),
+            op: "copy".into(),
+            size: 4096,
+            src: "hot".into(),
+            dst: "clean".into(),
+            reuse: "none".into(),
+            summary: Summary::of(&[100.0, 120.0, 110.0]),
+            gbps: 4096.0 / 110.0,
+            verified: true,
+            samples_ns: vec![100.0, 120.0, 110.0],
+            extras,
+        };
+        RunData {
+            host: json!({"cpu": {"brand": "test"}}),
+            experiments: vec!["temperature".into()],
+            records: vec![rec],
+            warnings: vec!["noisy: x".into()],
+            tables: vec![],
+        }
+    }
+
+    #[test]
+    fn json_has_the_fixed_fields() {
+        let v = Json::value(&sample_run());
+        assert_eq!(v["experiment"], "temperature");
+        assert!(v["host"].is_object());
+        let r = &v["results"][0];
+        for f in [
+            "method",
+            "op",
+            "size",
+            "src",
+            "dst",
+            "reuse",
+            "min_ns",
+            "median_ns",
+            "max_ns",
+            "gbps",
+            "verified",
+        ] {
+            assert!(!r[f].is_null(), "missing {f}");
+        }
+        assert_eq!(r["median_ns"], 110.0);
+        assert_eq!(r["min_ns"], 100.0);
+        assert_eq!(r["max_ns"], 120.0);
+        assert_eq!(r["verified"], true);
+        assert_eq!(r["samples_ns"].as_array().unwrap().len(), 3);
+        assert_eq!(r["cycles_per_byte"], 0.5);
+    }
+
+    #[test]
+    fn csv_has_header_and_one_row_per_result() {
+        let mut buf = Vec::new();
+        Csv.write(&sample_run(), &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+        assert_eq!(h, csv_header());
+        let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(&rows[0][1], "libc");
+        assert_eq!(&rows[0][8], "110.00");
+        assert_eq!(&rows[0][11], "true");
+        let wl = h.iter().position(|x| x == "workload").unwrap();
+        assert_eq!(&rows[0][wl], "Memcpy_Fleet");
+    }
+
+    #[test]
+    fn markdown_lists_warnings() {
+        let mut buf = Vec::new();
+        Markdown.write(&sample_run(), &mut buf).unwrap();
+        assert!(String::from_utf8(buf).unwrap().contains("- noisy: x"));
+    }
+}

@@ -1,0 +1,507 @@
+//! `blockmem lab`: block memory operations measured under controlled cache states.
+//!
+//! The engine is reusable (the calibration command builds on it):
+//! * [`timer`]: `rdtscp` timing, measured TSC frequency, overhead subtraction;
+//! * [`mem`]: pre-faulted page-aligned buffers;
+//! * [`state`]: hot / clean / dirty construction and verification, effective LLC;
+//! * [`method`]: kernels, `libc` (from libc.so.6 itself) and `auto`;
+//! * [`runner`]: prepare → time → verify for one cell, into a [`runner::Record`];
+//! * [`stats`], [`warn`]: summaries and advice;
+//! * [`export`], [`plot`], [`report`]: JSON/CSV/Markdown, SVG, terminal and HTML;
+//! * [`experiments`]: one module per seed figure.
+//!
+//! Flags are parsed once by clap ([`LabArgs`]), then validated into [`LabOptions`];
+//! everything after that works from the options.
+
+pub mod compare;
+pub mod experiments;
+pub mod export;
+pub mod mem;
+pub mod method;
+pub mod perf;
+pub mod plot;
+pub mod progress;
+pub mod report;
+pub mod runner;
+pub mod state;
+pub mod stats;
+pub mod timer;
+pub mod warn;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use experiments::{Ctx, Experiment};
+use export::{Csv, Exporter, Json, Markdown, RunData};
+use method::Method;
+use runner::{Record, Runner};
+use state::{Hierarchy, StateBuilder};
+use timer::Timer;
+use warn::Warning;
+
+fn experiment_names() -> Vec<&'static str> {
+    Experiment::ALL.iter().map(|e| e.name()).collect()
+}
+
+/// Flags of `blockmem lab`.
+#[derive(clap::Args, Debug, Default)]
+#[command(after_help = "Experiments (default: all, in this order):\n  \
+    temperature  3×3 hot/clean/dirty src×dst matrix per method (seed 000 Tables 5–6)\n  \
+    sizes        32 B..64 MiB, hot/cold src×dst (seed 003 Fig. 2)\n  \
+    alignment    dst offset 0..64 and 4 KiB aliasing (seed 000 Tables 3–4)\n  \
+    reuse        copy, then read the destination (seed 003 Fig. 3)\n  \
+    pollution    cost of re-reading a warm working set after a copy (seed 004)\n  \
+    zero         set/zero 4 KiB..256 MiB, hot and clean (seed 004)\n  \
+    fleet        fleetbench size distributions\n\n\
+    `blockmem lab` alone runs them all and writes ./blockmem-lab/index.html.")]
+pub struct LabArgs {
+    /// Experiments to run (default: all).
+    #[arg(value_name = "EXPERIMENT", value_parser = clap::builder::PossibleValuesParser::new(experiment_names()))]
+    pub experiments: Vec<String>,
+    /// Fewer sizes, methods and repetitions: the default set in under 3 minutes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write results as JSON (DESIGN.md's fields, raw samples, host info).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write results as CSV.
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+    /// Write the tables as Markdown.
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    /// Write everything (JSON, CSV, Markdown, SVG plots, index.html) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Methods to measure, comma-separated: kernel names, `libc`, `auto` (default:
+    /// each experiment's set).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub methods: Vec<String>,
+    /// Sizes to measure, comma-separated, with optional K/M/G suffix (e.g. 4K,1M).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub sizes: Vec<String>,
+    /// Timed repetitions per cell (default: per experiment, fewer with --quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub reps: Option<u32>,
+    /// Effective LLC size to assume instead of measuring it (e.g. 12M).
+    #[arg(long, value_name = "SIZE")]
+    pub llc: Option<String>,
+    /// Directory of fleetbench distribution CSVs (default: shared/data/fleet-size-distributions).
+    #[arg(long, value_name = "DIR")]
+    pub fleet_dir: Option<PathBuf>,
+    /// Compare two result JSON files cell by cell instead of measuring.
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub compare: Option<Vec<PathBuf>>,
+    /// Agreement tolerance for --compare (relative, e.g. 0.10).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.10)]
+    pub tolerance: f64,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Validated options.
+pub struct LabOptions {
+    /// Experiments, in run order.
+    pub experiments: Vec<Experiment>,
+    /// Quick mode.
+    pub quick: bool,
+    /// Methods the user named.
+    pub methods: Option<Vec<Method>>,
+    /// Sizes the user named.
+    pub sizes: Option<Vec<usize>>,
+    /// Repetitions.
+    pub reps: Option<usize>,
+    /// Effective LLC override.
+    pub llc: Option<usize>,
+    /// Output files.
+    pub json: Option<PathBuf>,
+    /// CSV output.
+    pub csv: Option<PathBuf>,
+    /// Markdown output.
+    pub markdown: Option<PathBuf>,
+    /// Report directory.
+    pub out: Option<PathBuf>,
+    /// Fleet distributions.
+    pub fleet_dir: Option<PathBuf>,
+    /// No progress bars.
+    pub quiet: bool,
+}
+
+/// Parses `4096`, `4K`, `4KiB`, `1M`, `1MiB`, `2G`.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let (num, mul) = [
+        ("kib", 1usize << 10),
+        ("mib", 1 << 20),
+        ("gib", 1 << 30),
+        ("k", 1 << 10),
+        ("m", 1 << 20),
+        ("g", 1 << 30),
+        ("b", 1),
+    ]
+    .iter()
+    .find_map(|(suf, m)| lower.strip_suffix(suf).map(|n| (n.trim().to_string(), *m)))
+    .unwrap_or((lower.clone(), 1));
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 4096, 4K, 1M, 64MiB)"))?;
+    n.checked_mul(mul)
+        .filter(|&x| x > 0)
+        .ok_or_else(|| format!("size '{s}' must be positive and fit in memory"))
+}
+
+/// Largest size the lab accepts per buffer.
+pub const MAX_SIZE: usize = 4 << 30;
+
+impl LabArgs {
+    /// Validates the flags into options.
+    pub fn validate(&self) -> Result<LabOptions> {
+        let experiments: Vec<Experiment> = if self.experiments.is_empty() {
+            Experiment::ALL.to_vec()
+        } else {
+            let mut v: Vec<Experiment> = self
+                .experiments
+                .iter()
+                .map(|n| {
+                    Experiment::from_name(n).with_context(|| format!("unknown experiment '{n}'"))
+                })
+                .collect::<Result<_>>()?;
+            v.dedup();
+            v
+        };
+        let methods = if self.methods.is_empty() {
+            None
+        } else {
+            let mut v = Vec::new();
+            for n in &self.methods {
+                v.push(Method::by_name(n.trim()).map_err(|e| anyhow::anyhow!("--methods: {e}"))?);
+            }
+            Some(v)
+        };
+        let sizes = if self.sizes.is_empty() {
+            None
+        } else {
+            let v: Vec<usize> = self
+                .sizes
+                .iter()
+                .map(|s| parse_size(s).map_err(|e| anyhow::anyhow!("--sizes: {e}")))
+                .collect::<Result<_>>()?;
+            if let Some(big) = v.iter().find(|&&n| n > MAX_SIZE) {
+                bail!("--sizes: {big} bytes is more than the lab's limit of 4 GiB per buffer");
+            }
+            Some(v)
+        };
+        let llc = match &self.llc {
+            None => None,
+            Some(s) => {
+                let n = parse_size(s).map_err(|e| anyhow::anyhow!("--llc: {e}"))?;
+                if n < 64 << 10 {
+                    bail!("--llc: {n} bytes is smaller than any last-level cache; give e.g. --llc 12M");
+                }
+                Some(n)
+            }
+        };
+        if !(self.tolerance > 0.0 && self.tolerance < 10.0) {
+            bail!(
+                "--tolerance: {} is not a fraction like 0.10",
+                self.tolerance
+            );
+        }
+        let out = self.out.clone().or_else(|| {
+            (self.experiments.is_empty() && self.json.is_none() && self.csv.is_none())
+                .then(|| PathBuf::from("blockmem-lab"))
+        });
+        Ok(LabOptions {
+            experiments,
+            quick: self.quick,
+            methods,
+            sizes,
+            reps: self.reps.map(|r| r as usize),
+            llc,
+            json: self.json.clone(),
+            csv: self.csv.clone(),
+            markdown: self.markdown.clone(),
+            out,
+            fleet_dir: self.fleet_dir.clone(),
+            quiet: self.quiet,
+        })
+    }
+}
+
+fn libc_version() -> String {
+    // SAFETY: gnu_get_libc_version returns a static NUL-terminated string.
+    unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// The `host` object of the JSON.
+pub fn host_json(runner: &Runner, opts: &LabOptions, perf: &perf::PerfStatus) -> Value {
+    let info = blockmem::cpu::detect();
+    let r = crate::info::report(&info);
+    let t = blockmem::dispatch::thresholds();
+    json!({
+        "cpu": r["cpu"],
+        "caches": r["caches"],
+        "hierarchy": runner.states.hier,
+        "eviction_buffer_bytes": runner.states.eviction_bytes(),
+        "timer": runner.timer,
+        "perf": perf,
+        "libc": method::libc_origin().unwrap_or_else(|e| format!("unavailable: {e}")),
+        "libc_version": libc_version(),
+        "kernel": kernel_release(),
+        "blockmem_version": env!("CARGO_PKG_VERSION"),
+        "thresholds": {"stream_auto": t.stream_auto, "stream_no_reuse": t.stream_no_reuse, "stream_reuse": t.stream_reuse},
+        "methods_available": Method::all().iter().map(|m| m.name().to_string()).collect::<Vec<_>>(),
+        "options": {
+            "quick": opts.quick,
+            "reps": opts.reps,
+            "sizes": opts.sizes,
+            "methods": opts.methods.as_ref().map(|m| m.iter().map(|x| x.name().to_string()).collect::<Vec<_>>()),
+            "llc_override": opts.llc,
+        },
+        "started_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+    })
+}
+
+/// Builds the engine: timer, measured hierarchy, state builder.
+pub fn engine(llc: Option<usize>) -> Runner {
+    let timer = Timer::calibrate(Duration::from_millis(30));
+    let hier = Hierarchy::measure(&timer, llc);
+    Runner::new(StateBuilder::new(hier, timer))
+}
+
+fn mib(n: usize) -> String {
+    experiments::fmt_size(n)
+}
+
+/// Runs `blockmem lab`.
+pub fn run(args: &LabArgs) -> Result<()> {
+    if let Some(files) = &args.compare {
+        let c = compare::compare(&files[0], &files[1])?;
+        print!("{}", c.summary(args.tolerance).to_text());
+        println!();
+        print!("{}", c.worst(10).to_text());
+        return Ok(());
+    }
+    let opts = args.validate()?;
+    let started = Instant::now();
+    eprintln!("blockmem lab: measuring the timer and the cache hierarchy…");
+    let mut runner = engine(opts.llc);
+    let perf = perf::status();
+    {
+        let h = &runner.states.hier;
+        eprintln!(
+            "blockmem lab: TSC {:.3} GHz, timer overhead {:.0} ticks; L2 {}, LLC {} reported, {} effective ({}); \
+             probe: resident {:.0}–{:.0} ns, DRAM {:.0} ns; eviction buffer {}",
+            runner.timer.ticks_per_ns,
+            runner.timer.overhead_ticks,
+            mib(h.l2),
+            mib(h.llc_reported),
+            mib(h.llc_effective),
+            h.llc_source,
+            h.probe_hot_ns,
+            h.probe_llc_ns,
+            h.probe_dram_ns,
+            mib(runner.states.eviction_bytes())
+        );
+        let h = h.clone();
+        if !perf.available {
+            runner.warnings.push(Warning::NoCounters {
+                detail: perf.detail.clone(),
+            });
+        }
+        if h.llc_source.starts_with("cpuid") {
+            runner.warnings.push(Warning::LlcNotMeasured {
+                used: h.llc_effective,
+            });
+        }
+        if !h.can_verify() {
+            runner.warnings.push(Warning::StateUnverifiable {
+                hot_ns: h.probe_llc_ns,
+                dram_ns: h.probe_dram_ns,
+            });
+        }
+        if runner.timer.freq_spread > 1.01 {
+            runner.warnings.push(Warning::UnstableTsc {
+                spread: runner.timer.freq_spread,
+            });
+        }
+    }
+    if let Err(e) = Method::libc() {
+        runner.warnings.push(Warning::NoLibc { detail: e });
+    }
+    let host = host_json(&runner, &opts, &perf);
+    let all_methods = Method::all();
+    let mut records: Vec<Record> = Vec::new();
+    let mut tables = Vec::new();
+    let mut timings = Vec::new();
+    for &exp in &opts.experiments {
+        let t0 = Instant::now();
+        let mut ctx = Ctx {
+            runner: &mut runner,
+            quick: opts.quick,
+            methods: opts.methods.as_deref(),
+            all_methods: &all_methods,
+            sizes: opts.sizes.as_deref(),
+            reps: opts.reps,
+            quiet: opts.quiet,
+            fleet_dir: opts.fleet_dir.clone(),
+        };
+        let recs = exp.run(&mut ctx)?;
+        let ts = exp.tables(&recs);
+        for t in &ts {
+            println!("{}", t.to_text());
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "blockmem lab: {} done in {:.1} s ({} cells)",
+            exp.name(),
+            secs,
+            recs.len()
+        );
+        timings.push(json!({"experiment": exp.name(), "seconds": secs, "cells": recs.len()}));
+        tables.extend(ts);
+        records.extend(recs);
+    }
+    let mut host = host;
+    host["durations"] = json!(timings);
+    host["total_seconds"] = json!(started.elapsed().as_secs_f64());
+    let warnings = runner.warnings.lines();
+    let data = RunData {
+        host,
+        experiments: opts
+            .experiments
+            .iter()
+            .map(|e| e.name().to_string())
+            .collect(),
+        records,
+        warnings,
+        tables,
+    };
+    write_outputs(&opts, &data)?;
+    for w in &data.warnings {
+        eprintln!("warning: {w}");
+    }
+    let bad = data.records.iter().filter(|r| !r.verified).count();
+    eprintln!(
+        "blockmem lab: {} results, {} verified, in {:.1} s",
+        data.records.len(),
+        data.records.len() - bad,
+        started.elapsed().as_secs_f64()
+    );
+    if bad > 0 {
+        bail!("{bad} result(s) failed verification: a method wrote wrong bytes (see the warnings above)");
+    }
+    Ok(())
+}
+
+fn write_outputs(opts: &LabOptions, data: &RunData) -> Result<()> {
+    if let Some(p) = &opts.json {
+        Json.write_file(data, p)?;
+    }
+    if let Some(p) = &opts.csv {
+        Csv.write_file(data, p)?;
+    }
+    if let Some(p) = &opts.markdown {
+        Markdown.write_file(data, p)?;
+    }
+    if let Some(dir) = &opts.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create --out directory {}", dir.display()))?;
+        Json.write_file(data, &dir.join("results.json"))?;
+        Csv.write_file(data, &dir.join("results.csv"))?;
+        Markdown.write_file(data, &dir.join("results.md"))?;
+        let mut sections = Vec::new();
+        for &exp in &opts.experiments {
+            let plots = plot::plot(exp, &data.records, dir)
+                .with_context(|| format!("plotting {}", exp.name()))?;
+            sections.push(report::Section {
+                name: exp.name().into(),
+                about: exp.about().into(),
+                tables: exp.tables(&data.records),
+                plots,
+            });
+        }
+        let files = ["results.json", "results.csv", "results.md"]
+            .map(String::from)
+            .to_vec();
+        report::write_html(dir, &data.host, &sections, &data.warnings, &files)?;
+        eprintln!(
+            "blockmem lab: report written to {}",
+            dir.join("index.html").display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4K"), Ok(4096));
+        assert_eq!(parse_size("4KiB"), Ok(4096));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("x1").unwrap_err().contains("not a size"));
+    }
+
+    #[test]
+    fn validation_rejects_bad_methods_and_sizes() {
+        let a = LabArgs {
+            methods: vec!["bogus".into()],
+            ..LabArgs::default()
+        };
+        assert!(a
+            .validate()
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("unknown method 'bogus'"));
+        let a = LabArgs {
+            sizes: vec!["12Q".into()],
+            ..LabArgs::default()
+        };
+        assert!(a.validate().err().unwrap().to_string().contains("--sizes"));
+        let a = LabArgs {
+            llc: Some("1K".into()),
+            ..LabArgs::default()
+        };
+        assert!(a.validate().err().unwrap().to_string().contains("--llc"));
+    }
+
+    #[test]
+    fn lab_alone_runs_everything_into_a_report_dir() {
+        let o = LabArgs {
+            tolerance: 0.1,
+            ..LabArgs::default()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(o.experiments, Experiment::ALL.to_vec());
+        assert_eq!(o.out, Some(PathBuf::from("blockmem-lab")));
+        let o = LabArgs {
+            experiments: vec!["sizes".into()],
+            tolerance: 0.1,
+            ..LabArgs::default()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(o.out, None);
+    }
+}

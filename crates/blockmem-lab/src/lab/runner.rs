@@ -1,0 +1,621 @@
+//! The measurement engine: one [`Cell`] (method × op × size × src/dst state × offsets
+//! × what follows) is prepared, timed and checked `reps` times and becomes one
+//! [`Record`].
+//!
+//! Every repetition: poison the destination (each byte differs from what the op will
+//! write, and a canary follows the region), build the cache states, time the call with
+//! `rdtscp`, then compare the destination with the source (or the fill byte) and check
+//! the canary. Two extra, untimed preparations (before the first and after the last
+//! repetition) are probed to verify the cache states; probing disturbs the state, so
+//! it never precedes a timed call.
+
+use blockmem::kernel::Op;
+use serde_json::{json, Map, Value};
+
+use super::mem::Buffer;
+use super::method::{Entry, Method};
+use super::state::{Access, CacheState, Region, StateBuilder, StateCheck};
+use super::stats::Summary;
+use super::timer::Timer;
+use super::warn::{Warning, Warnings};
+
+/// What happens right after the measured call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// Nothing.
+    Nothing,
+    /// The destination is read completely (seed 003 Fig. 3); timed separately.
+    ReadDst,
+    /// An application working set of `ws` bytes, made hot before the call, is read
+    /// again after it (seed 004 pollution); a paired repetition without the call gives
+    /// the baseline.
+    ReadApp {
+        /// Working-set bytes.
+        ws: usize,
+    },
+}
+
+/// One cell to measure.
+#[derive(Clone, Debug)]
+pub struct Cell<'a> {
+    /// Experiment name (recorded).
+    pub experiment: &'static str,
+    /// The method.
+    pub method: &'a Method,
+    /// The op.
+    pub op: Op,
+    /// Bytes per call.
+    pub size: usize,
+    /// Source state (ignored for set/zero).
+    pub src: CacheState,
+    /// Destination state.
+    pub dst: CacheState,
+    /// Source offset from a page boundary.
+    pub src_off: usize,
+    /// Destination offset from a page boundary.
+    pub dst_off: usize,
+    /// What follows the call.
+    pub after: After,
+    /// Timed repetitions.
+    pub reps: usize,
+}
+
+/// One result row (DESIGN.md's fixed fields plus extras and raw samples).
+#[derive(Clone, Debug)]
+pub struct Record {
+    /// Experiment that produced it.
+    pub experiment: String,
+    /// Method name.
+    pub method: String,
+    /// Op name.
+    pub op: String,
+    /// Bytes per call.
+    pub size: usize,
+    /// Source state name (`none` for set/zero).
+    pub src: String,
+    /// Destination state name.
+    pub dst: String,
+    /// What happened to the destination after the call (`none`, `read`).
+    pub reuse: String,
+    /// Timing summary (ns).
+    pub summary: Summary,
+    /// Bandwidth at the median (GB/s).
+    pub gbps: f64,
+    /// Every measured call left the right bytes.
+    pub verified: bool,
+    /// Raw samples (ns), in measurement order.
+    pub samples_ns: Vec<f64>,
+    /// Experiment-specific fields.
+    pub extras: Map<String, Value>,
+}
+
+impl Record {
+    /// A key that identifies the cell across runs (for `--compare`).
+    pub fn key(&self) -> String {
+        let mut k = format!(
+            "{}/{}/{}/{}/{}/{}/{}",
+            self.experiment, self.method, self.op, self.size, self.src, self.dst, self.reuse
+        );
+        for f in [
+            "sweep",
+            "dst_offset",
+            "src_offset",
+            "app_ws",
+            "workload",
+            "working_set",
+        ] {
+            if let Some(v) = self.extras.get(f) {
+                k.push_str(&format!("/{f}={v}"));
+            }
+        }
+        k
+    }
+
+    /// The JSON object: fixed fields first, then extras, then raw samples.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("experiment".into(), json!(self.experiment));
+        m.insert("method".into(), json!(self.method));
+        m.insert("op".into(), json!(self.op));
+        m.insert("size".into(), json!(self.size));
+        m.insert("src".into(), json!(self.src));
+        m.insert("dst".into(), json!(self.dst));
+        m.insert("reuse".into(), json!(self.reuse));
+        m.insert("min_ns".into(), json!(self.summary.min));
+        m.insert("median_ns".into(), json!(self.summary.median));
+        m.insert("max_ns".into(), json!(self.summary.max));
+        m.insert("gbps".into(), json!(self.gbps));
+        m.insert("verified".into(), json!(self.verified));
+        m.insert("q1_ns".into(), json!(self.summary.q1));
+        m.insert("q3_ns".into(), json!(self.summary.q3));
+        m.insert("reps".into(), json!(self.summary.n));
+        m.insert("key".into(), json!(self.key()));
+        for (k, v) in &self.extras {
+            m.insert(k.clone(), v.clone());
+        }
+        m.insert("samples_ns".into(), json!(self.samples_ns));
+        Value::Object(m)
+    }
+
+    /// A numeric extra, if present.
+    pub fn extra_f64(&self, k: &str) -> Option<f64> {
+        self.extras.get(k).and_then(Value::as_f64)
+    }
+}
+
+/// Canary bytes after every destination region.
+const CANARY: usize = 64;
+const CANARY_BYTE: u8 = 0xC3;
+/// Byte written by the `set` op.
+pub const SET_BYTE: u8 = 0xA5;
+
+/// Grows-only buffers reused across cells.
+#[derive(Default)]
+struct Pool {
+    src: Option<Buffer>,
+    dst: Option<Buffer>,
+    app: Option<Buffer>,
+}
+
+fn ensure<'a>(
+    slot: &'a mut Option<Buffer>,
+    len: usize,
+    random: Option<&mut fastrand::Rng>,
+) -> &'a mut Buffer {
+    if slot.as_ref().is_none_or(|b| b.len() < len) {
+        *slot = None; // unmap the old one first
+        let mut b = Buffer::new(len);
+        if let Some(rng) = random {
+            b.fill_random(rng);
+        }
+        *slot = Some(b);
+    }
+    slot.as_mut().expect("just ensured")
+}
+
+/// Sums a region as `u64` words (a full, vectorised read).
+pub fn read_all(p: *const u8, n: usize) -> u64 {
+    // SAFETY: callers pass a readable region of `n` bytes.
+    let s = unsafe { std::slice::from_raw_parts(p, n) };
+    let mut acc = 0u64;
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        acc = acc.wrapping_add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    }
+    for &b in chunks.remainder() {
+        acc = acc.wrapping_add(b as u64);
+    }
+    std::hint::black_box(acc)
+}
+
+/// The engine: clock, state builder, buffers, warnings.
+pub struct Runner {
+    /// The clock.
+    pub timer: Timer,
+    /// The cache-state builder (owns the eviction buffer).
+    pub states: StateBuilder,
+    /// Warnings so far.
+    pub warnings: Warnings,
+    pool: Pool,
+    rng: fastrand::Rng,
+}
+
+/// How many timed calls one sample covers: hot small cells are timed in batches so
+/// the timer's own cost (~10 ns) does not dominate; cold cells are always single calls
+/// (the second call would find the data hot).
+pub fn batch_for(op: Op, n: usize, src: CacheState, dst: CacheState) -> usize {
+    let hot =
+        dst == CacheState::Hot && (matches!(op, Op::Set | Op::Zero) || src == CacheState::Hot);
+    if hot && n < 4096 {
+        (4096 / n.max(1)).clamp(1, 64)
+    } else {
+        1
+    }
+}
+
+fn cell_name(c: &Cell<'_>) -> String {
+    format!(
+        "{} {} {} {} B {}→{}{}",
+        c.experiment,
+        c.method.name(),
+        c.op.name(),
+        c.size,
+        c.src,
+        c.dst,
+        if c.dst_off != 0 {
+            format!(" +{}", c.dst_off)
+        } else {
+            String::new()
+        }
+    )
+}
+
+impl Runner {
+    /// An engine over `states`.
+    pub fn new(states: StateBuilder) -> Runner {
+        Runner {
+            timer: states.timer,
+            states,
+            warnings: Warnings::default(),
+            pool: Pool::default(),
+            rng: fastrand::Rng::with_seed(0xb10c),
+        }
+    }
+
+    /// Frees the buffers (call between experiments with very different sizes).
+    pub fn release(&mut self) {
+        self.pool = Pool::default();
+    }
+
+    /// Measures one cell. Returns `None` (and records a warning) when the method lacks
+    /// the op.
+    pub fn measure(&mut self, c: &Cell<'_>) -> Option<Record> {
+        let Some(entry) = c.method.entry(c.op) else {
+            self.warnings.push(Warning::MethodSkipped {
+                method: c.method.name().into(),
+                experiment: c.experiment,
+            });
+            return None;
+        };
+        let n = c.size;
+        let copy_like = matches!(c.op, Op::Copy | Op::Move);
+        let byte = match c.op {
+            Op::Set => SET_BYTE,
+            _ => 0,
+        };
+        let src = if copy_like {
+            ensure(&mut self.pool.src, c.src_off + n, Some(&mut self.rng))
+                .as_ptr()
+                .wrapping_add(c.src_off)
+        } else {
+            std::ptr::null()
+        };
+        let dst = ensure(&mut self.pool.dst, c.dst_off + n + CANARY, None)
+            .as_mut_ptr()
+            .wrapping_add(c.dst_off);
+        let app = match c.after {
+            After::ReadApp { ws } => Some((
+                ensure(&mut self.pool.app, ws, Some(&mut self.rng)).as_mut_ptr(),
+                ws,
+            )),
+            _ => None,
+        };
+        let mut regions = Vec::with_capacity(3);
+        if copy_like {
+            regions.push(Region {
+                ptr: src as *mut u8,
+                len: n,
+                state: c.src,
+                access: Access::Read,
+            });
+        }
+        regions.push(Region {
+            ptr: dst,
+            len: n,
+            state: c.dst,
+            access: Access::Write,
+        });
+        if let Some((p, ws)) = app {
+            regions.push(Region {
+                ptr: p,
+                len: ws,
+                state: CacheState::Hot,
+                access: Access::Read,
+            });
+        }
+        let batch = match c.after {
+            After::Nothing => batch_for(c.op, n, c.src, c.dst),
+            _ => 1,
+        };
+        let timer = self.timer;
+        let mut samples = Vec::with_capacity(c.reps);
+        let mut after_samples = Vec::new();
+        let mut base_samples = Vec::new();
+        let mut checks: Vec<StateCheck> = Vec::new();
+        let mut verified = true;
+        for rep in 0..c.reps + 2 {
+            let probe_rep = rep == 0 || rep == c.reps + 1;
+            // SAFETY: `src` (n bytes), `dst` (n + CANARY bytes) and `app` lie inside
+            // pool buffers owned by `self`, which nothing else touches meanwhile; the
+            // regions do not overlap each other or the eviction buffer.
+            unsafe {
+                if let (After::ReadApp { ws }, false) = (c.after, probe_rep) {
+                    // Paired baseline: same preparation, no call.
+                    poison(dst, src, n, c.op, byte);
+                    self.states.prepare(&regions);
+                    let (p, _) = app.expect("app buffer");
+                    base_samples.push(timer.time(|| {
+                        read_all(p, ws);
+                    }));
+                }
+                poison(dst, src, n, c.op, byte);
+                self.states.prepare(&regions);
+                if probe_rep {
+                    for r in &regions[..if copy_like { 2 } else { 1 }] {
+                        checks.push(self.states.verify(r));
+                    }
+                    continue;
+                }
+                let t = timer.time(|| {
+                    for _ in 0..batch {
+                        entry_call(entry, dst, src, byte, n);
+                    }
+                });
+                samples.push(t / batch as f64);
+                match c.after {
+                    After::Nothing => {}
+                    After::ReadDst => after_samples.push(timer.time(|| {
+                        read_all(dst, n);
+                    })),
+                    After::ReadApp { ws } => {
+                        let (p, _) = app.expect("app buffer");
+                        after_samples.push(timer.time(|| {
+                            read_all(p, ws);
+                        }));
+                    }
+                }
+                if !check_bytes(dst, src, n, c.op, byte) {
+                    verified = false;
+                }
+            }
+        }
+        let name = cell_name(c);
+        if !verified {
+            self.warnings
+                .push(Warning::VerificationFailed { cell: name.clone() });
+        }
+        let mut extras = Map::new();
+        extras.insert("batch".into(), json!(batch));
+        if c.src_off != 0 || c.dst_off != 0 {
+            extras.insert("src_offset".into(), json!(c.src_off));
+            extras.insert("dst_offset".into(), json!(c.dst_off));
+        }
+        self.state_extras(c, &name, copy_like, &checks, &mut extras);
+        let copy_sum = Summary::of(&samples);
+        let (summary, all) = match c.after {
+            After::ReadDst => {
+                let total: Vec<f64> = samples
+                    .iter()
+                    .zip(&after_samples)
+                    .map(|(a, b)| a + b)
+                    .collect();
+                let read = Summary::of(&after_samples);
+                extras.insert("copy_median_ns".into(), json!(copy_sum.median));
+                extras.insert("read_median_ns".into(), json!(read.median));
+                extras.insert("copy_samples_ns".into(), json!(samples));
+                extras.insert("read_samples_ns".into(), json!(after_samples));
+                (Summary::of(&total), total)
+            }
+            After::ReadApp { ws } => {
+                let after = Summary::of(&after_samples);
+                let base = Summary::of(&base_samples);
+                let diffs: Vec<f64> = after_samples
+                    .iter()
+                    .zip(&base_samples)
+                    .map(|(a, b)| a - b)
+                    .collect();
+                let extra = Summary::of(&diffs).median;
+                extras.insert("app_ws".into(), json!(ws));
+                extras.insert("app_read_ns".into(), json!(after.median));
+                extras.insert("app_base_ns".into(), json!(base.median));
+                extras.insert("app_extra_ns".into(), json!(extra));
+                extras.insert(
+                    "app_extra_ns_per_kib".into(),
+                    json!(extra / (ws as f64 / 1024.0)),
+                );
+                extras.insert("app_read_samples_ns".into(), json!(after_samples));
+                extras.insert("app_base_samples_ns".into(), json!(base_samples));
+                (copy_sum, samples)
+            }
+            After::Nothing => (copy_sum, samples),
+        };
+        let median_cycles = summary.median * self.timer.ticks_per_ns;
+        extras.insert("median_cycles".into(), json!(median_cycles));
+        extras.insert(
+            "cycles_per_byte".into(),
+            json!(median_cycles / n.max(1) as f64),
+        );
+        if summary.n >= 5 && summary.relative_iqr() > 0.25 {
+            self.warnings.push(Warning::Noisy {
+                cell: name,
+                rel_iqr: summary.relative_iqr(),
+            });
+        }
+        Some(Record {
+            experiment: c.experiment.into(),
+            method: c.method.name().into(),
+            op: c.op.name().into(),
+            size: n,
+            src: if copy_like {
+                c.src.name().into()
+            } else {
+                "none".into()
+            },
+            dst: c.dst.name().into(),
+            reuse: if c.after == After::ReadDst {
+                "read".into()
+            } else {
+                "none".into()
+            },
+            gbps: summary.gbps(n),
+            summary,
+            verified,
+            samples_ns: all,
+            extras,
+        })
+    }
+
+    fn state_extras(
+        &mut self,
+        c: &Cell<'_>,
+        name: &str,
+        copy_like: bool,
+        checks: &[StateCheck],
+        extras: &mut Map<String, Value>,
+    ) {
+        let per = if copy_like { 2 } else { 1 };
+        let regions: &[(&str, CacheState)] = if copy_like {
+            &[("src", c.src), ("dst", c.dst)]
+        } else {
+            &[("dst", c.dst)]
+        };
+        for (i, (label, state)) in regions.iter().enumerate() {
+            let mine: Vec<&StateCheck> = checks.iter().skip(i).step_by(per).collect();
+            let probe: Vec<f64> = mine.iter().map(|k| k.probe_ns).collect();
+            let verdict = if mine.iter().any(|k| k.verified == Some(false)) {
+                "contradicted"
+            } else if mine.iter().all(|k| k.verified == Some(true)) {
+                "verified"
+            } else {
+                "unverifiable"
+            };
+            extras.insert(
+                format!("{label}_probe_ns"),
+                json!(super::state::median(&probe)),
+            );
+            extras.insert(format!("{label}_state_check"), json!(verdict));
+            let misses: Vec<u64> = mine.iter().filter_map(|k| k.counted_misses).collect();
+            if !misses.is_empty() {
+                extras.insert(format!("{label}_probe_llc_misses"), json!(misses));
+            }
+            if verdict == "contradicted" {
+                self.warnings.push(Warning::StateMismatch {
+                    cell: name.to_string(),
+                    region: label,
+                    wanted: state.name(),
+                    probe_ns: super::state::median(&probe),
+                });
+            }
+            if *state == CacheState::Hot && c.size > self.states.hier.llc_effective {
+                self.warnings.push(Warning::HotExceedsLlc {
+                    size: c.size,
+                    llc: self.states.hier.llc_effective,
+                });
+            }
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn entry_call(e: Entry, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
+    // SAFETY: forwarded from `measure`'s invariants.
+    unsafe { e.call(dst, src, byte, n) }
+}
+
+/// Writes a destination that differs from the expected result in every byte, and the
+/// canary after it.
+///
+/// # Safety
+/// `dst` valid for `n + CANARY` writes; for copy/move, `src` valid for `n` reads.
+unsafe fn poison(dst: *mut u8, src: *const u8, n: usize, op: Op, byte: u8) {
+    // SAFETY: caller's contract.
+    let d = unsafe { std::slice::from_raw_parts_mut(dst, n + CANARY) };
+    match op {
+        Op::Copy | Op::Move => {
+            // SAFETY: caller's contract.
+            let s = unsafe { std::slice::from_raw_parts(src, n) };
+            for (x, y) in d[..n].iter_mut().zip(s) {
+                *x = !*y;
+            }
+        }
+        Op::Set | Op::Zero => d[..n].fill(!byte),
+    }
+    d[n..].fill(CANARY_BYTE);
+}
+
+/// True when the destination holds exactly the expected bytes and the canary is intact.
+///
+/// # Safety
+/// As [`poison`].
+unsafe fn check_bytes(dst: *const u8, src: *const u8, n: usize, op: Op, byte: u8) -> bool {
+    // SAFETY: caller's contract.
+    let d = unsafe { std::slice::from_raw_parts(dst, n + CANARY) };
+    let body = match op {
+        // SAFETY: caller's contract.
+        Op::Copy | Op::Move => d[..n] == *unsafe { std::slice::from_raw_parts(src, n) },
+        Op::Set | Op::Zero => d[..n].iter().all(|&x| x == byte),
+    };
+    body && d[n..].iter().all(|&x| x == CANARY_BYTE)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::lab::state::Hierarchy;
+
+    /// A runner with a fixed, small eviction buffer (no LLC measurement), for tests.
+    pub(crate) fn small_runner() -> Runner {
+        let timer = Timer::calibrate(std::time::Duration::from_millis(2));
+        let hier = Hierarchy::measure(&timer, Some(4 << 20));
+        Runner::new(StateBuilder::new(hier, timer))
+    }
+
+    fn cell<'a>(m: &'a Method, op: Op, n: usize) -> Cell<'a> {
+        Cell {
+            experiment: "test",
+            method: m,
+            op,
+            size: n,
+            src: CacheState::Hot,
+            dst: CacheState::Clean,
+            src_off: 3,
+            dst_off: 5,
+            after: After::Nothing,
+            reps: 3,
+        }
+    }
+
+    #[test]
+    fn broken_method_is_caught_by_verification() {
+        let mut r = small_runner();
+        let m = Method::broken();
+        let rec = r.measure(&cell(&m, Op::Copy, 1000)).unwrap();
+        assert!(!rec.verified);
+        assert!(r.warnings.has_errors());
+        assert!(r.warnings.lines()[0].contains("WRONG RESULT"));
+    }
+
+    #[test]
+    fn real_methods_verify_for_every_op() {
+        let mut r = small_runner();
+        for m in Method::all() {
+            for op in Op::ALL {
+                if let Some(rec) = r.measure(&cell(&m, op, 777)) {
+                    assert!(rec.verified, "{} {}", m.name(), op.name());
+                    assert_eq!(rec.summary.n, 3);
+                    assert_eq!(rec.samples_ns.len(), 3);
+                }
+            }
+        }
+        assert!(!r.warnings.has_errors());
+    }
+
+    #[test]
+    fn reuse_and_pollution_records_carry_their_parts() {
+        let mut r = small_runner();
+        let m = Method::auto();
+        let mut c = cell(&m, Op::Copy, 4096);
+        c.after = After::ReadDst;
+        let rec = r.measure(&c).unwrap();
+        assert_eq!(rec.reuse, "read");
+        let (cp, rd) = (
+            rec.extra_f64("copy_median_ns").unwrap(),
+            rec.extra_f64("read_median_ns").unwrap(),
+        );
+        assert!(cp >= 0.0 && rd >= 0.0);
+        c.after = After::ReadApp { ws: 64 << 10 };
+        let rec = r.measure(&c).unwrap();
+        assert!(rec.extra_f64("app_extra_ns").is_some());
+        assert!(rec.verified);
+    }
+
+    #[test]
+    fn batches_only_hot_small_cells() {
+        use CacheState::*;
+        assert_eq!(batch_for(Op::Copy, 32, Hot, Hot), 64);
+        assert_eq!(batch_for(Op::Copy, 1024, Hot, Hot), 4);
+        assert_eq!(batch_for(Op::Copy, 32, Clean, Hot), 1);
+        assert_eq!(batch_for(Op::Zero, 32, Clean, Hot), 64);
+        assert_eq!(batch_for(Op::Copy, 1 << 20, Hot, Hot), 1);
+    }
+}

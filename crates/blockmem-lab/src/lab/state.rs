@@ -1,0 +1,576 @@
+//! Cache-state control: make a buffer `hot`, `clean` or `dirty` (DESIGN.md, seed 000
+//! §3.3), independently for source and destination, and verify what was made.
+//!
+//! * `hot`: the region was touched just before the measurement (read for a source,
+//!   read-modify-written for a destination, so its lines are resident and, for a
+//!   destination, modified). It is at L1, L2 or the LLC as its size allows; a region
+//!   larger than the effective LLC cannot be hot, and verification says so.
+//! * `clean`: the region is flushed (`clflushopt`, else `clflush`, then `mfence`) and
+//!   the cache is then filled by *reading* an eviction buffer, so it holds clean lines
+//!   and a fill evicts for free.
+//! * `dirty`: the region is flushed and the cache is then filled by *writing* the
+//!   eviction buffer, so every fill first writes a modified line of other data back.
+//!
+//! When one region is clean and the other dirty, the eviction sweep alternates read
+//! and written lines, so the lines the copy displaces are half clean, half modified:
+//! each region's fills find, on average, the state asked for.
+//!
+//! The eviction buffer is sized from the *measured* effective LLC ([`Hierarchy`]), not
+//! from CPUID: in a VM, CPUID may report the whole socket's L3 (300 MiB here) when the
+//! guest can use a fraction of it. [`Hierarchy::measure`] finds the working-set size at
+//! which a pointer chase's latency is halfway from the LLC plateau to DRAM.
+//!
+//! Verification ([`StateBuilder::verify`]) times single loads of sampled lines (median)
+//! and compares them with reference latencies measured at start-up: a line that loads
+//! faster than the geometric mean of the LLC-hit and DRAM latencies is resident. When
+//! `perf_event_open` works, [`crate::lab::perf`] adds a hardware count of LLC misses.
+//! Probing disturbs the state, so the runner verifies on separate, untimed preparations.
+
+use std::fmt;
+
+use super::mem::Buffer;
+use super::timer::{stamp, Timer};
+
+/// The cache state of one region.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum CacheState {
+    /// Resident (touched just before).
+    Hot,
+    /// Evicted; the cache holds clean lines of other data.
+    Clean,
+    /// Evicted; the cache is full of modified lines of other data.
+    Dirty,
+}
+
+impl CacheState {
+    /// All three, in matrix order.
+    pub const ALL: [CacheState; 3] = [CacheState::Hot, CacheState::Clean, CacheState::Dirty];
+
+    /// The stable name (`hot`, `clean`, `dirty`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            CacheState::Hot => "hot",
+            CacheState::Clean => "clean",
+            CacheState::Dirty => "dirty",
+        }
+    }
+
+    /// Parses a stable name.
+    pub fn from_name(s: &str) -> Option<CacheState> {
+        CacheState::ALL.into_iter().find(|c| c.name() == s)
+    }
+
+    /// True for the evicted states.
+    pub const fn is_cold(self) -> bool {
+        !matches!(self, CacheState::Hot)
+    }
+}
+
+impl fmt::Display for CacheState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Line size the state code works in (x86-64).
+pub const LINE: usize = 64;
+
+/// How a region is touched when it is made hot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Access {
+    /// Loaded (a source).
+    Read,
+    /// Read-modify-written in place, contents unchanged (a destination).
+    Write,
+}
+
+/// One region to prepare.
+#[derive(Clone, Copy, Debug)]
+pub struct Region {
+    /// First byte.
+    pub ptr: *mut u8,
+    /// Length in bytes.
+    pub len: usize,
+    /// The state to make.
+    pub state: CacheState,
+    /// How a hot region is touched.
+    pub access: Access,
+}
+
+/// Loads one word of every line of `[p, p+len)`.
+///
+/// # Safety
+/// The range must be valid for reads.
+pub unsafe fn read_lines(p: *const u8, len: usize) {
+    let mut acc = 0u64;
+    let mut off = 0;
+    while off < len {
+        // SAFETY: `off < len`, the range is readable; a volatile read keeps the load.
+        acc = acc.wrapping_add(unsafe { p.add(off).read_volatile() } as u64);
+        off += LINE;
+    }
+    std::hint::black_box(acc);
+}
+
+/// Rewrites one byte of every line of `[p, p+len)` with its own value (the line
+/// becomes modified, the contents do not change).
+///
+/// # Safety
+/// The range must be valid for reads and writes, with no other access concurrently.
+pub unsafe fn write_lines(p: *mut u8, len: usize) {
+    let mut off = 0;
+    while off < len {
+        // SAFETY: `off < len`, the range is writable and exclusively ours.
+        unsafe {
+            let q = p.add(off);
+            q.write_volatile(q.read_volatile());
+        }
+        off += LINE;
+    }
+}
+
+/// Sweeps `[p, p+len)` line by line: odd lines are read, even lines written when
+/// `mix` is true; otherwise every line is read (`write == false`) or written.
+///
+/// # Safety
+/// As [`write_lines`].
+unsafe fn sweep(p: *mut u8, len: usize, write: bool, mix: bool) {
+    let mut acc = 0u64;
+    let mut off = 0;
+    let mut i = 0usize;
+    while off < len {
+        let w = if mix { i % 2 == 0 } else { write };
+        // SAFETY: `off < len`, exclusive access.
+        unsafe {
+            let q = p.add(off);
+            if w {
+                q.write_volatile(q.read_volatile().wrapping_add(1));
+            } else {
+                acc = acc.wrapping_add(q.read_volatile() as u64);
+            }
+        }
+        off += LINE;
+        i += 1;
+    }
+    std::hint::black_box(acc);
+}
+
+/// Evicts every line of `[p, p+len)` from every cache level (writing modified lines
+/// back), then `mfence` so the flushes are complete.
+///
+/// # Safety
+/// The range must be valid (mapped).
+pub unsafe fn flush(p: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use blockmem::cpu::{features, Features};
+        use core::arch::x86_64::{_mm_clflush, _mm_mfence};
+        let start = p as usize & !(LINE - 1);
+        let end = p as usize + len;
+        let opt = features().contains(Features::CLFLUSHOPT);
+        let mut a = start;
+        while a < end {
+            // SAFETY: `a` lies within the mapped range (rounded down to its line, which
+            // shares the page); clflush/clflushopt only need a mapped address.
+            // CLFLUSHOPT support was checked above.
+            unsafe {
+                if opt {
+                    core::arch::asm!("clflushopt [{0}]", in(reg) a, options(nostack, preserves_flags));
+                } else {
+                    _mm_clflush(a as *const u8);
+                }
+            }
+            a += LINE;
+        }
+        // SAFETY: mfence has no preconditions.
+        unsafe { _mm_mfence() };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (p, len);
+    }
+}
+
+/// Times single loads of `count` pseudo-randomly sampled lines of `[p, p+len)`, in
+/// overhead-corrected nanoseconds, in sampling order.
+///
+/// # Safety
+/// The range must be valid for reads.
+pub unsafe fn probe(
+    p: *const u8,
+    len: usize,
+    count: usize,
+    timer: &Timer,
+    rng: &mut fastrand::Rng,
+) -> Vec<f64> {
+    let lines = (len / LINE).max(1);
+    let mut picks: Vec<usize> = if lines <= count {
+        (0..lines).collect()
+    } else {
+        let mut v = Vec::with_capacity(count);
+        while v.len() < count {
+            let l = rng.usize(..lines);
+            // Skip neighbours of a picked line: the adjacent-line prefetcher fetches
+            // pairs, so a probed line's buddy would look resident.
+            if !v.iter().any(|&x: &usize| x.abs_diff(l) <= 2) {
+                v.push(l);
+            }
+        }
+        v
+    };
+    rng.shuffle(&mut picks);
+    picks
+        .into_iter()
+        .map(|l| {
+            // SAFETY: `l * LINE < len` (or 0), inside the readable range.
+            let q = unsafe { p.add(l * LINE) };
+            let t0 = stamp();
+            // SAFETY: as above.
+            let v = unsafe { q.read_volatile() };
+            let t1 = stamp();
+            std::hint::black_box(v);
+            timer.to_ns(t1 - t0)
+        })
+        .collect()
+}
+
+/// Median of a slice (NaN when empty).
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+/// The memory hierarchy as measured on this host.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Hierarchy {
+    /// L1d size blockmem uses (CPUID).
+    pub l1d: usize,
+    /// L2 size blockmem uses (CPUID).
+    pub l2: usize,
+    /// LLC size CPUID reports.
+    pub llc_reported: usize,
+    /// LLC size measured: the working set whose chase latency is halfway from the LLC
+    /// plateau to DRAM.
+    pub llc_effective: usize,
+    /// How `llc_effective` was obtained (`measured`, `--llc`, or `cpuid (…)`).
+    pub llc_source: String,
+    /// The pointer-chase curve: (working-set bytes, ns per dependent load).
+    pub chase: Vec<(usize, f64)>,
+    /// Median probe latency of a line in L1/L2 (ns).
+    pub probe_hot_ns: f64,
+    /// Median probe latency of a line resident in the LLC (ns).
+    pub probe_llc_ns: f64,
+    /// Median probe latency of a flushed line (ns).
+    pub probe_dram_ns: f64,
+    /// Probe latency below which a line counts as resident (geometric mean of the LLC
+    /// and DRAM references).
+    pub resident_below_ns: f64,
+}
+
+/// Number of lines sampled by a verification probe.
+pub const PROBE_LINES: usize = 16;
+
+/// One dependent-load chase over a random cyclic permutation of `lines` lines starting
+/// at `p`, returning ns per load.
+///
+/// # Safety
+/// `[p, p + lines * LINE)` must be valid for reads and writes, exclusively ours.
+unsafe fn chase(p: *mut u8, lines: usize, loads: usize, rng: &mut fastrand::Rng) -> f64 {
+    let mut order: Vec<usize> = (0..lines).collect();
+    rng.shuffle(&mut order);
+    for i in 0..lines {
+        let from = order[i];
+        let to = order[(i + 1) % lines];
+        // SAFETY: both indices are < lines; each line's first 8 bytes hold a pointer
+        // (lines are 64-byte aligned because `p` is page-aligned).
+        unsafe { (p.add(from * LINE) as *mut usize).write(p.add(to * LINE) as usize) };
+    }
+    let mut q = p as *const usize;
+    for _ in 0..lines.min(1 << 20) {
+        // SAFETY: every line holds a pointer to another line of the range.
+        q = unsafe { q.read_volatile() } as *const usize;
+    }
+    let t0 = std::time::Instant::now();
+    for _ in 0..loads {
+        // SAFETY: as above.
+        q = unsafe { q.read_volatile() } as *const usize;
+    }
+    let dt = t0.elapsed().as_nanos() as f64;
+    std::hint::black_box(q);
+    dt / loads as f64
+}
+
+impl Hierarchy {
+    /// Measures the effective LLC (unless `llc_override` is given) and the reference
+    /// probe latencies. Takes about a second.
+    pub fn measure(timer: &Timer, llc_override: Option<usize>) -> Hierarchy {
+        let used = blockmem::cpu::detect().caches.used;
+        let (l1d, l2, llc_reported) = (used.l1d.size, used.l2.size, used.llc.size);
+        let mut rng = fastrand::Rng::with_seed(0x1ab);
+        let mut chase_curve = Vec::new();
+        let (llc_effective, llc_source) = match llc_override {
+            Some(n) => (n, "--llc".to_string()),
+            None => {
+                // Sizes from 2×L2 up, ×1.25 each; stop once latency has flattened well
+                // above the LLC plateau (DRAM), or at 4× the reported LLC / 512 MiB.
+                let cap = (llc_reported.saturating_mul(2)).clamp(64 << 20, 512 << 20);
+                let mut buf = huge_buffer(cap);
+                let mut ws = (2 * l2).max(1 << 20);
+                while ws <= cap {
+                    let lines = ws / LINE;
+                    // SAFETY: `buf` holds `cap >= ws` bytes, exclusively ours.
+                    let ns = unsafe { chase(buf.as_mut_ptr(), lines, 150_000, &mut rng) };
+                    chase_curve.push((ws, ns));
+                    let n = chase_curve.len();
+                    if n >= 6 && ws >= 32 << 20 {
+                        let first = chase_curve[0].1;
+                        let last3: Vec<f64> = chase_curve[n - 3..].iter().map(|c| c.1).collect();
+                        let flat = last3.iter().all(|&x| x > 2.5 * first)
+                            && (last3[2] - last3[0]).abs() < 0.15 * last3[2];
+                        if flat {
+                            break;
+                        }
+                    }
+                    ws = (ws + ws / 4) / 4096 * 4096;
+                }
+                match effective_llc(&chase_curve) {
+                    Some(n) => (n, "measured (pointer chase)".to_string()),
+                    None => (
+                        llc_reported,
+                        "cpuid (the chase found no LLC-to-DRAM step)".to_string(),
+                    ),
+                }
+            }
+        };
+        // Reference probe latencies, with the same probe the verification uses.
+        let ref_len = (llc_effective / 2).clamp(64 << 10, 8 << 20);
+        let mut b = Buffer::new(ref_len.max(4 * l2.min(1 << 20)));
+        let (hot_ns, llc_ns, dram_ns) = {
+            let p = b.as_mut_ptr();
+            let small = (l1d / 2).max(4096);
+            let mut hot = Vec::new();
+            let mut llc = Vec::new();
+            let mut dram = Vec::new();
+            for _ in 0..8 {
+                // SAFETY: all ranges lie inside `b`.
+                unsafe {
+                    read_lines(p, small);
+                    hot.extend(probe(p, small, PROBE_LINES, timer, &mut rng));
+                    // Beyond L2, inside the effective LLC.
+                    read_lines(p, ref_len.min(b.len()));
+                    llc.extend(probe(
+                        p,
+                        ref_len.min(b.len()) / 2,
+                        PROBE_LINES,
+                        timer,
+                        &mut rng,
+                    ));
+                    flush(p, b.len());
+                    dram.extend(probe(p, b.len(), PROBE_LINES, timer, &mut rng));
+                }
+            }
+            (median(&hot), median(&llc), median(&dram))
+        };
+        Hierarchy {
+            l1d,
+            l2,
+            llc_reported,
+            llc_effective,
+            llc_source,
+            chase: chase_curve,
+            probe_hot_ns: hot_ns,
+            probe_llc_ns: llc_ns,
+            probe_dram_ns: dram_ns,
+            resident_below_ns: (llc_ns.max(hot_ns).max(0.5) * dram_ns.max(1.0)).sqrt(),
+        }
+    }
+
+    /// Whether a probe median says "resident".
+    pub fn is_resident(&self, probe_median_ns: f64) -> bool {
+        probe_median_ns < self.resident_below_ns
+    }
+
+    /// True when the probe references separate resident from evicted lines clearly
+    /// enough to classify (DRAM at least 1.5× the LLC-hit latency).
+    pub fn can_verify(&self) -> bool {
+        self.probe_dram_ns > 1.5 * self.probe_llc_ns.max(self.probe_hot_ns)
+    }
+
+    /// Size of the eviction buffer: three effective LLCs (a sweep of 3× the capacity
+    /// leaves ~5% of old lines even under random replacement), at least 8 MiB.
+    pub fn eviction_bytes(&self) -> usize {
+        (self.llc_effective.saturating_mul(3)).max(8 << 20)
+    }
+}
+
+/// The working-set size at which chase latency crosses halfway between the LLC plateau
+/// (the curve's first point, at 2×L2) and DRAM (its maximum over the last points),
+/// interpolated geometrically; `None` when there is no clear step.
+pub fn effective_llc(curve: &[(usize, f64)]) -> Option<usize> {
+    if curve.len() < 3 {
+        return None;
+    }
+    let low = curve[0].1;
+    let tail = &curve[curve.len().saturating_sub(3)..];
+    let high = median(&tail.iter().map(|c| c.1).collect::<Vec<_>>());
+    if high < 1.5 * low {
+        return None;
+    }
+    let mid = (low + high) / 2.0;
+    for w in curve.windows(2) {
+        let ((s0, l0), (s1, l1)) = (w[0], w[1]);
+        if l0 < mid && l1 >= mid {
+            let f = (mid - l0) / (l1 - l0);
+            let s = (s0 as f64).ln() + f * ((s1 as f64).ln() - (s0 as f64).ln());
+            return Some((s.exp() as usize) / 4096 * 4096);
+        }
+    }
+    None
+}
+
+/// A buffer for the chase, asking for transparent huge pages so TLB misses do not
+/// masquerade as cache misses.
+fn huge_buffer(len: usize) -> Buffer {
+    let b = Buffer::new(len);
+    // SAFETY: advice on our own mapping; failure is harmless (4 KiB pages then).
+    unsafe {
+        libc::madvise(
+            b.as_ptr() as *mut libc::c_void,
+            b.len(),
+            libc::MADV_HUGEPAGE,
+        );
+    }
+    b
+}
+
+/// What a verification found for one region.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct StateCheck {
+    /// The state asked for.
+    #[serde(serialize_with = "ser_state")]
+    pub wanted: CacheState,
+    /// Median probe latency of the sampled lines (ns).
+    pub probe_ns: f64,
+    /// Whether the sampled lines were resident.
+    pub resident: bool,
+    /// `Some(true)`: the probe agrees with the state; `Some(false)`: it contradicts it;
+    /// `None`: could not tell (probe references too close together).
+    pub verified: Option<bool>,
+    /// Whether dirtiness / cleanliness of the surrounding cache is by construction only
+    /// (no counters to check it).
+    pub by_construction: bool,
+    /// LLC misses the hardware counted while the sampled lines were probed (`None`
+    /// without perf_event).
+    pub counted_misses: Option<u64>,
+}
+
+fn ser_state<S: serde::Serializer>(s: &CacheState, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s.name())
+}
+
+/// Builds cache states on demand. Owns the eviction buffer.
+pub struct StateBuilder {
+    /// The measured hierarchy.
+    pub hier: Hierarchy,
+    /// The clock.
+    pub timer: Timer,
+    evict: Buffer,
+    rng: fastrand::Rng,
+    counter: Option<super::perf::MissCounter>,
+}
+
+impl StateBuilder {
+    /// A builder for `hier`, with its eviction buffer mapped and faulted in.
+    pub fn new(hier: Hierarchy, timer: Timer) -> StateBuilder {
+        let evict = Buffer::new(hier.eviction_bytes());
+        StateBuilder {
+            hier,
+            timer,
+            evict,
+            rng: fastrand::Rng::with_seed(0x5eed),
+            counter: super::perf::MissCounter::open().ok(),
+        }
+    }
+
+    /// Size of the eviction buffer in bytes.
+    pub fn eviction_bytes(&self) -> usize {
+        self.evict.len()
+    }
+
+    /// Puts every region in its state. Order: flush the cold regions; sweep the
+    /// eviction buffer (read, written, or alternating, see the module docs); touch the
+    /// hot regions last, sources before destinations.
+    ///
+    /// # Safety
+    /// Every region must be valid for reads and writes, exclusively ours, and not
+    /// overlap the eviction buffer.
+    pub unsafe fn prepare(&mut self, regions: &[Region]) {
+        let cold: Vec<&Region> = regions.iter().filter(|r| r.state.is_cold()).collect();
+        if !cold.is_empty() {
+            for r in &cold {
+                // SAFETY: caller's contract.
+                unsafe { flush(r.ptr, r.len) };
+            }
+            let any_dirty = cold.iter().any(|r| r.state == CacheState::Dirty);
+            let any_clean = cold.iter().any(|r| r.state == CacheState::Clean);
+            let (p, n) = (self.evict.as_mut_ptr(), self.evict.len());
+            // SAFETY: the eviction buffer is ours.
+            unsafe { sweep(p, n, any_dirty, any_dirty && any_clean) };
+        }
+        for access in [Access::Read, Access::Write] {
+            for r in regions
+                .iter()
+                .filter(|r| !r.state.is_cold() && r.access == access)
+            {
+                // SAFETY: caller's contract.
+                unsafe {
+                    match access {
+                        Access::Read => read_lines(r.ptr, r.len),
+                        Access::Write => write_lines(r.ptr, r.len),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Probes sampled lines of a region just prepared and says whether it is in the
+    /// state asked for. A hot region larger than the effective LLC is expected to be
+    /// (partly) evicted, so its check is `None`.
+    ///
+    /// # Safety
+    /// The region must be valid for reads.
+    pub unsafe fn verify(&mut self, r: &Region) -> StateCheck {
+        if let Some(c) = &self.counter {
+            c.start();
+        }
+        // SAFETY: caller's contract.
+        let lat = unsafe { probe(r.ptr, r.len, PROBE_LINES, &self.timer, &mut self.rng) };
+        let counted_misses = self.counter.as_ref().map(|c| c.stop());
+        let m = median(&lat);
+        let resident = self.hier.is_resident(m);
+        let verified = if !self.hier.can_verify()
+            || (r.state == CacheState::Hot && r.len > self.hier.llc_effective)
+        {
+            None
+        } else {
+            Some(resident == (r.state == CacheState::Hot))
+        };
+        StateCheck {
+            wanted: r.state,
+            probe_ns: m,
+            resident,
+            verified,
+            by_construction: r.state == CacheState::Dirty,
+            counted_misses,
+        }
+    }
+}

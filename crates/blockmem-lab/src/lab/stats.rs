@@ -1,0 +1,139 @@
+//! Summary statistics of timing samples: min, median, max, quartiles, and a spread
+//! measure the runner uses to warn about noisy cells.
+
+/// Summary of one cell's samples (nanoseconds).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    /// Smallest sample.
+    pub min: f64,
+    /// First quartile.
+    pub q1: f64,
+    /// Median.
+    pub median: f64,
+    /// Third quartile.
+    pub q3: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// Quantile `q` in `[0, 1]` of sorted data, linearly interpolated.
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        1 => sorted[0],
+        n => {
+            let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+            let i = pos.floor() as usize;
+            let f = pos - i as f64;
+            if i + 1 < n {
+                sorted[i] * (1.0 - f) + sorted[i + 1] * f
+            } else {
+                sorted[n - 1]
+            }
+        }
+    }
+}
+
+impl Summary {
+    /// Summarises `samples` (any order). NaN fields when empty.
+    pub fn of(samples: &[f64]) -> Summary {
+        let mut s: Vec<f64> = samples.iter().copied().filter(|x| !x.is_nan()).collect();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        Summary {
+            n,
+            min: s.first().copied().unwrap_or(f64::NAN),
+            q1: quantile_sorted(&s, 0.25),
+            median: quantile_sorted(&s, 0.5),
+            q3: quantile_sorted(&s, 0.75),
+            max: s.last().copied().unwrap_or(f64::NAN),
+            mean: if n == 0 {
+                f64::NAN
+            } else {
+                s.iter().sum::<f64>() / n as f64
+            },
+        }
+    }
+
+    /// Interquartile range relative to the median: the lab's noise measure. Robust to a
+    /// few outliers (an interrupt, a preemption) that would inflate max/min.
+    pub fn relative_iqr(&self) -> f64 {
+        if self.median > 0.0 {
+            (self.q3 - self.q1) / self.median
+        } else {
+            0.0
+        }
+    }
+
+    /// Bandwidth in GB/s (10^9 bytes/s) for `bytes` moved in the median time.
+    pub fn gbps(&self, bytes: usize) -> f64 {
+        if self.median > 0.0 {
+            bytes as f64 / self.median
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// Relative difference `|a - b| / min(a, b)` (0 when both are 0).
+pub fn rel_diff(a: f64, b: f64) -> f64 {
+    let lo = a.min(b);
+    if lo <= 0.0 {
+        if a == b {
+            0.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        (a - b).abs() / lo
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odd_and_even_medians() {
+        assert_eq!(Summary::of(&[3.0, 1.0, 2.0]).median, 2.0);
+        assert_eq!(Summary::of(&[4.0, 1.0, 2.0, 3.0]).median, 2.5);
+    }
+
+    #[test]
+    fn min_max_mean_quartiles() {
+        let s = Summary::of(&[5.0, 1.0, 9.0, 3.0, 7.0]);
+        assert_eq!((s.min, s.max, s.mean, s.n), (1.0, 9.0, 5.0, 5));
+        assert_eq!((s.q1, s.q3), (3.0, 7.0));
+        assert!((s.relative_iqr() - 0.8).abs() < 1e-12);
+    }
+
+    #[test]
+    fn empty_and_nan_are_handled() {
+        let s = Summary::of(&[]);
+        assert!(s.median.is_nan() && s.n == 0);
+        let s = Summary::of(&[f64::NAN, 2.0]);
+        assert_eq!((s.n, s.median), (1, 2.0));
+    }
+
+    #[test]
+    fn outlier_does_not_move_the_median_or_iqr_much() {
+        let mut v = vec![100.0; 20];
+        v.push(1e6);
+        let s = Summary::of(&v);
+        assert_eq!(s.median, 100.0);
+        assert_eq!(s.relative_iqr(), 0.0);
+        assert_eq!(s.max, 1e6);
+    }
+
+    #[test]
+    fn bandwidth_and_rel_diff() {
+        let s = Summary::of(&[1000.0]);
+        assert_eq!(s.gbps(4000), 4.0);
+        assert_eq!(rel_diff(100.0, 110.0), 0.1);
+        assert_eq!(rel_diff(0.0, 0.0), 0.0);
+    }
+}
