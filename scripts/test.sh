@@ -8,5 +8,5 @@ start=$(date +%s)
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 cargo test --workspace --release
-BLOCKMEM_TEST_DISABLE=avx cargo test --release -p blockmem --test kernels
+BLOCKMEM_TEST_DISABLE=avx cargo test --release -p blockmem --tests
 echo "tests: all passed in $(( $(date +%s) - start )) s"

@@ -94,16 +94,16 @@ impl Features {
     /// The stable lowercase names of the features in the set, in a fixed order.
     pub fn names(self) -> impl Iterator<Item = &'static str> {
         Features::ALL_NAMED
-            .into_iter()
+            .iter()
             .filter(move |(f, _)| self.contains(*f) && !f.is_empty())
-            .map(|(_, n)| n)
+            .map(|(_, n)| *n)
     }
     /// Parses one stable feature name (as printed by [`Features::names`]).
     pub fn from_name(name: &str) -> Option<Features> {
         Features::ALL_NAMED
-            .into_iter()
+            .iter()
             .find(|(_, n)| *n == name)
-            .map(|(f, _)| f)
+            .map(|(f, _)| *f)
     }
 }
 
@@ -245,7 +245,10 @@ pub const MAX_LEVELS: usize = 8;
 /// Cache topology from every leaf blockmem reads.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct CacheInfo {
-    levels: [Option<CacheLevel>; MAX_LEVELS],
+    /// The per-level leaf this CPU answers (4 or 0x8000001D), if any. The levels are
+    /// re-read from it by [`CacheInfo::levels`] rather than stored, which keeps this
+    /// report small enough to return without a `memcpy` call.
+    pub per_level_leaf: Option<u32>,
     /// L2 size in bytes from legacy leaf 0x80000006 ECX (0 if absent).
     pub legacy_l2: usize,
     /// L3 size in bytes from legacy leaf 0x80000006 EDX (0 if absent).
@@ -255,9 +258,10 @@ pub struct CacheInfo {
 }
 
 impl CacheInfo {
-    /// The caches the per-level leaf enumerated, in CPUID order.
-    pub fn levels(&self) -> impl Iterator<Item = &CacheLevel> {
-        self.levels.iter().flatten()
+    /// The caches the per-level leaf enumerates, in CPUID order.
+    pub fn levels(&self) -> impl Iterator<Item = CacheLevel> {
+        let leaf = self.per_level_leaf;
+        (0..MAX_LEVELS as u32).map_while(move |i| leaf.and_then(|l| subleaf(l, i)))
     }
 }
 
@@ -323,20 +327,43 @@ pub fn choose_used(
     legacy_l2: usize,
     legacy_l3: usize,
 ) -> UsedCaches {
+    // Plain index loops, no iterator adapters: this runs on the first large operation,
+    // and unoptimised adapters copy themselves with `memcpy` (see the disassembly test).
     let in_range = |v: usize, r: (usize, usize)| v >= r.0 && v <= r.1;
-    let find = |level: u8, data: bool| {
-        per_level.iter().flatten().find(|c| {
-            c.level == level
-                && (c.kind == CacheKind::Unified || (data && c.kind == CacheKind::Data))
-        })
+    let find = |level: u8, data: bool| -> Option<CacheLevel> {
+        let mut i = 0;
+        while i < per_level.len() {
+            if let Some(c) = per_level[i] {
+                if c.level == level
+                    && (c.kind == CacheKind::Unified || (data && c.kind == CacheKind::Data))
+                {
+                    return Some(c);
+                }
+            }
+            i += 1;
+        }
+        None
     };
-    let line = per_level
-        .iter()
-        .flatten()
-        .find(|c| c.kind != CacheKind::Instruction)
-        .map(|c| c.line as usize)
-        .filter(|l| l.is_power_of_two() && (16..=1024).contains(l))
-        .unwrap_or(DEFAULT_LINE);
+    let mut line = DEFAULT_LINE;
+    let mut top: Option<CacheLevel> = None;
+    let mut i = 0;
+    while i < per_level.len() {
+        if let Some(c) = per_level[i] {
+            let l = c.line as usize;
+            if c.kind != CacheKind::Instruction
+                && line == DEFAULT_LINE
+                && l.is_power_of_two()
+                && (16..=1024).contains(&l)
+            {
+                line = l;
+            }
+            if c.level >= 3 && c.kind == CacheKind::Unified && top.is_none_or(|t| c.level > t.level)
+            {
+                top = Some(c);
+            }
+        }
+        i += 1;
+    }
 
     let l1d = match find(1, true) {
         Some(c) if in_range(c.size, L1D_RANGE) => UsedSize {
@@ -362,12 +389,6 @@ pub fn choose_used(
             source: SizeSource::Default,
         },
     };
-    // The LLC is the highest unified level above L2 the leaf lists.
-    let top = per_level
-        .iter()
-        .flatten()
-        .filter(|c| c.level >= 3 && c.kind == CacheKind::Unified)
-        .max_by_key(|c| c.level);
     let llc = match top {
         Some(c) if in_range(c.size, LLC_RANGE) && c.size > l2.size => UsedSize {
             size: c.size,
@@ -474,94 +495,112 @@ mod x86 {
         }
     }
 
-    /// Walks a leaf-4-shaped leaf (4 or 0x8000001D) until the null type.
-    fn per_level_leaf(leaf: u32) -> [Option<CacheLevel>; MAX_LEVELS] {
-        let mut out = [None; MAX_LEVELS];
-        for (i, slot) in out.iter_mut().enumerate() {
-            let r = cpuid(leaf, i as u32);
-            let kind = match r.eax & 0x1f {
-                1 => CacheKind::Data,
-                2 => CacheKind::Instruction,
-                3 => CacheKind::Unified,
-                _ => break,
-            };
-            let line = (r.ebx & 0xfff) + 1;
-            let parts = ((r.ebx >> 12) & 0x3ff) + 1;
-            let ways = ((r.ebx >> 22) & 0x3ff) + 1;
-            let sets = r.ecx.wrapping_add(1);
-            *slot = Some(CacheLevel {
-                level: ((r.eax >> 5) & 0x7) as u8,
-                kind,
-                size: line as usize * parts as usize * ways as usize * sets as usize,
-                line,
-                ways,
-                sets,
-                shared_by: ((r.eax >> 14) & 0xfff) + 1,
-            });
-        }
-        out
+    /// Reads subleaf `i` of a leaf-4-shaped leaf (4 or 0x8000001D); `None` at the end.
+    pub(super) fn cache_subleaf(leaf: u32, i: u32) -> Option<CacheLevel> {
+        let r = cpuid(leaf, i);
+        let kind = match r.eax & 0x1f {
+            1 => CacheKind::Data,
+            2 => CacheKind::Instruction,
+            3 => CacheKind::Unified,
+            _ => return None,
+        };
+        let line = (r.ebx & 0xfff) + 1;
+        let parts = ((r.ebx >> 12) & 0x3ff) + 1;
+        let ways = ((r.ebx >> 22) & 0x3ff) + 1;
+        let sets = r.ecx.wrapping_add(1);
+        Some(CacheLevel {
+            level: ((r.eax >> 5) & 0x7) as u8,
+            kind,
+            size: line as usize * parts as usize * ways as usize * sets as usize,
+            line,
+            ways,
+            sets,
+            shared_by: ((r.eax >> 14) & 0xfff) + 1,
+        })
     }
 
-    pub(super) fn detect() -> CpuInfo {
+    /// Which per-level leaf this CPU has, and the legacy leaf's (L2, L3) sizes.
+    pub(super) fn cache_leaves() -> (Option<u32>, usize, usize) {
         let l0 = cpuid(0, 0);
-        let mut vendor_string = [0u8; 12];
-        vendor_string[0..4].copy_from_slice(&l0.ebx.to_le_bytes());
-        vendor_string[4..8].copy_from_slice(&l0.edx.to_le_bytes());
-        vendor_string[8..12].copy_from_slice(&l0.ecx.to_le_bytes());
-        let vendor = vendor_of(&vendor_string);
+        let amd = (l0.ebx, l0.edx, l0.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163) // "AuthenticAMD"
+            || (l0.ebx, l0.edx, l0.ecx) == (0x6f67_7948, 0x6e65_476e, 0x656e_6975); // "HygonGenuine"
+        let emax = cpuid(0x8000_0000, 0).eax;
+        let topoext = emax >= 0x8000_0001 && cpuid(0x8000_0001, 0).ecx & (1 << 22) != 0;
+        let leaf = if amd && topoext && emax >= 0x8000_001d {
+            Some(0x8000_001d)
+        } else if l0.eax >= 4 {
+            Some(4)
+        } else {
+            None
+        };
+        let (mut l2, mut l3) = (0, 0);
+        if emax >= 0x8000_0006 {
+            let r = cpuid(0x8000_0006, 0);
+            l2 = ((r.ecx >> 16) as usize) << 10;
+            l3 = ((r.edx >> 18) as usize) * (512 << 10);
+        }
+        (leaf, l2, l3)
+    }
+
+    /// Fills `levels` from the per-level leaf, element by element (no array moves: this
+    /// runs on the first large operation, where a compiler-inserted `memcpy` would
+    /// recurse through the shim).
+    pub(super) fn fill_levels(leaf: Option<u32>, levels: &mut [Option<CacheLevel>; MAX_LEVELS]) {
+        let Some(leaf) = leaf else { return };
+        let mut i = 0;
+        while i < MAX_LEVELS {
+            levels[i] = cache_subleaf(leaf, i as u32);
+            if levels[i].is_none() {
+                break;
+            }
+            i += 1;
+        }
+    }
+
+    /// Fills the report in place (see `fill_levels` for why in place).
+    pub(super) fn detect_into(info: &mut CpuInfo) {
+        let l0 = cpuid(0, 0);
+        let regs = [l0.ebx, l0.edx, l0.ecx];
+        let mut k = 0;
+        while k < 12 {
+            info.vendor_string[k] = (regs[k / 4] >> (8 * (k % 4))) as u8;
+            k += 1;
+        }
+        info.vendor = vendor_of(&info.vendor_string);
         let l1 = cpuid(1, 0);
         let base_family = (l1.eax >> 8) & 0xf;
-        let family = if base_family == 0xf {
+        info.family = if base_family == 0xf {
             base_family + ((l1.eax >> 20) & 0xff)
         } else {
             base_family
         };
-        let mut model = (l1.eax >> 4) & 0xf;
+        info.model = (l1.eax >> 4) & 0xf;
         if base_family == 0x6 || base_family == 0xf {
-            model |= ((l1.eax >> 16) & 0xf) << 4;
+            info.model |= ((l1.eax >> 16) & 0xf) << 4;
         }
+        info.stepping = l1.eax & 0xf;
+        info.hypervisor = l1.ecx & (1 << 31) != 0;
         let emax = cpuid(0x8000_0000, 0).eax;
-        let mut brand = [0u8; 48];
         if emax >= 0x8000_0004 {
-            for (i, leaf) in (0x8000_0002u32..=0x8000_0004).enumerate() {
+            let mut leaf = 0x8000_0002u32;
+            while leaf <= 0x8000_0004 {
                 let r = cpuid(leaf, 0);
-                for (j, reg) in [r.eax, r.ebx, r.ecx, r.edx].into_iter().enumerate() {
-                    let at = i * 16 + j * 4;
-                    brand[at..at + 4].copy_from_slice(&reg.to_le_bytes());
+                let regs = [r.eax, r.ebx, r.ecx, r.edx];
+                let base = (leaf - 0x8000_0002) as usize * 16;
+                let mut k = 0;
+                while k < 16 {
+                    info.brand[base + k] = (regs[k / 4] >> (8 * (k % 4))) as u8;
+                    k += 1;
                 }
+                leaf += 1;
             }
         }
-        let topoext = emax >= 0x8000_0001 && cpuid(0x8000_0001, 0).ecx & (1 << 22) != 0;
-        let levels = if vendor == Vendor::Amd && topoext && emax >= 0x8000_001d {
-            per_level_leaf(0x8000_001d)
-        } else if l0.eax >= 4 {
-            per_level_leaf(4)
-        } else {
-            [None; MAX_LEVELS]
-        };
-        let (mut legacy_l2, mut legacy_l3) = (0, 0);
-        if emax >= 0x8000_0006 {
-            let r = cpuid(0x8000_0006, 0);
-            legacy_l2 = ((r.ecx >> 16) as usize) << 10;
-            legacy_l3 = ((r.edx >> 18) as usize) * (512 << 10);
-        }
-        let used = choose_used(&levels, legacy_l2, legacy_l3);
-        CpuInfo {
-            vendor,
-            vendor_string,
-            brand,
-            family,
-            model,
-            stepping: l1.eax & 0xf,
-            hypervisor: l1.ecx & (1 << 31) != 0,
-            features: features(),
-            caches: CacheInfo {
-                levels,
-                legacy_l2,
-                legacy_l3,
-                used,
-            },
-        }
+        let (leaf, l2, l3) = cache_leaves();
+        info.caches.per_level_leaf = leaf;
+        info.caches.legacy_l2 = l2;
+        info.caches.legacy_l3 = l3;
+        info.caches.used = super::used_caches();
+        info.features = detected_features();
     }
 }
 
@@ -576,16 +615,59 @@ fn detect_features() -> Features {
 }
 
 /// Runs the full detection (about twenty CPUID instructions; each may trap to the
-/// hypervisor, so call it once, not per operation).
+/// hypervisor, so call it once, not per operation). For reports; the operations
+/// themselves only need [`features`] and [`used_caches`].
 #[cfg(target_arch = "x86_64")]
 pub fn detect() -> CpuInfo {
-    x86::detect()
+    let mut info = CpuInfo {
+        vendor: Vendor::Other,
+        vendor_string: [0; 12],
+        brand: [0; 48],
+        family: 0,
+        model: 0,
+        stepping: 0,
+        hypervisor: false,
+        features: Features::NONE,
+        caches: CacheInfo {
+            per_level_leaf: None,
+            legacy_l2: 0,
+            legacy_l3: 0,
+            used: choose_used(&[None; MAX_LEVELS], 0, 0),
+        },
+    };
+    x86::detect_into(&mut info);
+    info
+}
+
+#[cfg(target_arch = "x86_64")]
+fn subleaf(leaf: u32, i: u32) -> Option<CacheLevel> {
+    x86::cache_subleaf(leaf, i)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn subleaf(_leaf: u32, _i: u32) -> Option<CacheLevel> {
+    None
+}
+
+/// The cache sizes blockmem uses ([`CacheInfo::used`]) without the rest of the report:
+/// what the dispatcher derives its default thresholds from on the first large operation.
+#[cfg(target_arch = "x86_64")]
+pub fn used_caches() -> UsedCaches {
+    let mut levels = [None; MAX_LEVELS];
+    let (leaf, l2, l3) = x86::cache_leaves();
+    x86::fill_levels(leaf, &mut levels);
+    choose_used(&levels, l2, l3)
+}
+
+/// The cache sizes blockmem uses: defaults on this target.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn used_caches() -> UsedCaches {
+    choose_used(&[None; MAX_LEVELS], 0, 0)
 }
 
 /// Runs the full detection: on this target there is no CPUID, so everything is default.
 #[cfg(not(target_arch = "x86_64"))]
 pub fn detect() -> CpuInfo {
-    let levels = [None; MAX_LEVELS];
     CpuInfo {
         vendor: Vendor::Other,
         vendor_string: *b"unknown     ",

@@ -12,7 +12,7 @@
 //! kernel. Nothing here allocates, locks or calls `memcpy`; every path is
 //! async-signal-safe and works before any initialisation has run.
 
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
@@ -28,12 +28,24 @@ static STREAM_REUSE: AtomicUsize = AtomicUsize::new(0);
 // 0 = no forced kernel, else KernelId as u8 + 1.
 static FORCED: AtomicU8 = AtomicU8::new(0);
 
+// Set while the first caller derives the thresholds from CPUID.
+static DERIVING: AtomicBool = AtomicBool::new(false);
+
 /// The thresholds in use (derived from CPUID on first call).
+///
+/// Derivation is re-entrancy-safe: a call that arrives while another is deriving (a
+/// signal handler, another thread, or, if a compiler ever inserted a `memcpy` into the
+/// derivation, the shim recursing into itself) gets the built-in defaults instead of
+/// deriving again.
 pub fn thresholds() -> Thresholds {
     let auto = STREAM_AUTO.load(Ordering::Acquire);
     if auto == 0 {
-        let t = Thresholds::from_caches(&cpu::detect().caches.used);
+        if DERIVING.swap(true, Ordering::Acquire) {
+            return Thresholds::FALLBACK;
+        }
+        let t = Thresholds::from_caches(&cpu::used_caches());
         set_thresholds(t);
+        DERIVING.store(false, Ordering::Release);
         return t;
     }
     Thresholds {
@@ -189,7 +201,7 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
     unsafe {
         if n <= INLINE_MAX {
             copy_inline(dst, src, n)
-        } else if dst as *const u8 != src {
+        } else if !core::ptr::eq(dst, src) {
             let overlap = !disjoint(dst, src, n);
             run(choose(Op::Move, n, hint, overlap), Op::Move, dst, src, 0, n)
         }

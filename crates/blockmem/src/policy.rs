@@ -38,6 +38,15 @@ pub struct Thresholds {
 pub const MIN_STREAM_NO_REUSE: usize = 16 << 10;
 
 impl Thresholds {
+    /// What a call gets while another call is still deriving the thresholds: the
+    /// defaults of a small machine (`cpu::DEFAULT_*`), as a constant so that producing
+    /// it cannot itself copy memory.
+    pub const FALLBACK: Thresholds = Thresholds {
+        stream_auto: crate::cpu::DEFAULT_LLC / 2,
+        stream_no_reuse: MIN_STREAM_NO_REUSE * 8,
+        stream_reuse: crate::cpu::DEFAULT_LLC * 2,
+    };
+
     /// CPUID-derived defaults: `Auto` streams from half the LLC (source and destination
     /// together no longer fit), `NoReuse` from half the L2 (at least
     /// [`MIN_STREAM_NO_REUSE`]), `Reuse` from twice the LLC.

@@ -59,6 +59,58 @@ pub trait Vector: Copy {
     unsafe fn splat(b: u8) -> Self;
 }
 
+// The four-vector building blocks are macros that bind four separate locals rather
+// than functions returning `[V; 4]`: an unoptimised build copies such arrays with a
+// call to `memcpy`, which the shim exports, and the disassembly test forbids.
+
+/// `load4!(V, p => a, b, c, d)`: four unaligned loads of `V` from `p`.
+macro_rules! load4 {
+    ($V:ty, $p:expr => $a:ident, $b:ident, $c:ident, $d:ident) => {
+        let p = $p;
+        let $a = <$V>::load(p);
+        let $b = <$V>::load(p.add(<$V>::SIZE));
+        let $c = <$V>::load(p.add(2 * <$V>::SIZE));
+        let $d = <$V>::load(p.add(3 * <$V>::SIZE));
+    };
+}
+
+/// `store4!(V, p <= a, b, c, d)`: four unaligned stores to `p`.
+macro_rules! store4 {
+    ($V:ty, $p:expr, $a:expr, $b:expr, $c:expr, $d:expr) => {{
+        let p = $p;
+        $a.store(p);
+        $b.store(p.add(<$V>::SIZE));
+        $c.store(p.add(2 * <$V>::SIZE));
+        $d.store(p.add(3 * <$V>::SIZE));
+    }};
+}
+
+/// `store4_loop!(V, p, stores, a, b, c, d)`: four aligned (or streaming) stores.
+macro_rules! store4_loop {
+    ($V:ty, $p:expr, $stores:expr, $a:expr, $b:expr, $c:expr, $d:expr) => {{
+        let p = $p;
+        if $stores == Stores::NonTemporal {
+            $a.store_nt(p);
+            $b.store_nt(p.add(<$V>::SIZE));
+            $c.store_nt(p.add(2 * <$V>::SIZE));
+            $d.store_nt(p.add(3 * <$V>::SIZE));
+        } else {
+            $a.store_aligned(p);
+            $b.store_aligned(p.add(<$V>::SIZE));
+            $c.store_aligned(p.add(2 * <$V>::SIZE));
+            $d.store_aligned(p.add(3 * <$V>::SIZE));
+        }
+    }};
+}
+
+/// One loop step: load `4V` bytes at `s`, store them at `d` (aligned or streaming).
+macro_rules! copy4_loop {
+    ($V:ty, $d:expr, $s:expr, $stores:expr) => {{
+        load4!($V, $s => x0, x1, x2, x3);
+        store4_loop!($V, $d, $stores, x0, x1, x2, x3);
+    }};
+}
+
 /// Store flavour of a loop: temporal or non-temporal.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Stores {
@@ -130,55 +182,10 @@ pub unsafe fn copy_short<V: Vector>(dst: *mut u8, src: *const u8, n: usize) {
             c.store(dst.add(n - 2 * w));
             d.store(dst.add(n - w));
         } else {
-            let h = load4::<V>(src);
-            let t = load4::<V>(src.add(n - 4 * w));
-            store4(dst, h);
-            store4(dst.add(n - 4 * w), t);
-        }
-    }
-}
-
-#[inline(always)]
-unsafe fn load4<V: Vector>(p: *const u8) -> [V; 4] {
-    let w = V::SIZE;
-    // SAFETY: the caller guarantees 4w readable bytes at p.
-    unsafe {
-        [
-            V::load(p),
-            V::load(p.add(w)),
-            V::load(p.add(2 * w)),
-            V::load(p.add(3 * w)),
-        ]
-    }
-}
-
-#[inline(always)]
-unsafe fn store4<V: Vector>(p: *mut u8, v: [V; 4]) {
-    let w = V::SIZE;
-    // SAFETY: the caller guarantees 4w writable bytes at p.
-    unsafe {
-        v[0].store(p);
-        v[1].store(p.add(w));
-        v[2].store(p.add(2 * w));
-        v[3].store(p.add(3 * w));
-    }
-}
-
-#[inline(always)]
-unsafe fn store4_loop<V: Vector>(p: *mut u8, v: [V; 4], stores: Stores) {
-    let w = V::SIZE;
-    // SAFETY: the caller guarantees 4w writable bytes at p and p aligned to V::SIZE.
-    unsafe {
-        if stores == Stores::NonTemporal {
-            v[0].store_nt(p);
-            v[1].store_nt(p.add(w));
-            v[2].store_nt(p.add(2 * w));
-            v[3].store_nt(p.add(3 * w));
-        } else {
-            v[0].store_aligned(p);
-            v[1].store_aligned(p.add(w));
-            v[2].store_aligned(p.add(2 * w));
-            v[3].store_aligned(p.add(3 * w));
+            load4!(V, src => h0, h1, h2, h3);
+            load4!(V, src.add(n - 4 * w) => t0, t1, t2, t3);
+            store4!(V, dst, h0, h1, h2, h3);
+            store4!(V, dst.add(n - 4 * w), t0, t1, t2, t3);
         }
     }
 }
@@ -223,8 +230,8 @@ pub unsafe fn copy_forward<V: Vector>(
     // [s, s+4w) with s - d = src - dst > 0, above everything stored so far; head and
     // tail were loaded before any store.
     unsafe {
-        let head = load4::<V>(src);
-        let tail = load4::<V>(src.add(n - step));
+        load4!(V, src => h0, h1, h2, h3);
+        load4!(V, src.add(n - step) => t0, t1, t2, t3);
         let skip = align_up(dst as usize, loop_align::<V>()) - dst as usize;
         let mut d = dst.add(skip);
         let mut s = src.add(skip);
@@ -235,14 +242,14 @@ pub unsafe fn copy_forward<V: Vector>(
                 touch_block(s, block);
                 let block_end = d.add(block);
                 while d < block_end {
-                    store4_loop(d, load4::<V>(s), stores);
+                    copy4_loop!(V, d, s, stores);
                     d = d.add(step);
                     s = s.add(step);
                 }
             }
         } else {
             while d < end {
-                store4_loop(d, load4::<V>(s), stores);
+                copy4_loop!(V, d, s, stores);
                 d = d.add(step);
                 s = s.add(step);
             }
@@ -250,8 +257,8 @@ pub unsafe fn copy_forward<V: Vector>(
         if stores == Stores::NonTemporal {
             V::fence();
         }
-        store4(dst.add(n - step), tail);
-        store4(dst, head);
+        store4!(V, dst.add(n - step), t0, t1, t2, t3);
+        store4!(V, dst, h0, h1, h2, h3);
     }
 }
 
@@ -272,8 +279,8 @@ pub unsafe fn copy_backward<V: Vector>(dst: *mut u8, src: *const u8, n: usize) {
     // (stores so far lie at or above de). [align_down(dst+n), dst+n) is covered by the
     // tail (loop_align <= 4w), [dst, de_final) by the head.
     unsafe {
-        let head = load4::<V>(src);
-        let tail = load4::<V>(src.add(n - step));
+        load4!(V, src => h0, h1, h2, h3);
+        load4!(V, src.add(n - step) => t0, t1, t2, t3);
         let dst_end = dst as usize + n;
         let back = dst_end & (loop_align::<V>() - 1);
         let mut de = dst.add(n - back);
@@ -282,10 +289,10 @@ pub unsafe fn copy_backward<V: Vector>(dst: *mut u8, src: *const u8, n: usize) {
         while de > begin {
             de = de.sub(step);
             se = se.sub(step);
-            store4_loop(de, load4::<V>(se), Stores::Temporal);
+            copy4_loop!(V, de, se, Stores::Temporal);
         }
-        store4(dst.add(n - step), tail);
-        store4(dst, head);
+        store4!(V, dst.add(n - step), t0, t1, t2, t3);
+        store4!(V, dst, h0, h1, h2, h3);
     }
 }
 
@@ -325,8 +332,8 @@ pub unsafe fn set_short<V: Vector>(dst: *mut u8, v: V, n: usize) {
             v.store(dst.add(n - 2 * w));
             v.store(dst.add(n - w));
         } else {
-            store4(dst, [v; 4]);
-            store4(dst.add(n - 4 * w), [v; 4]);
+            store4!(V, dst, v, v, v, v);
+            store4!(V, dst.add(n - 4 * w), v, v, v, v);
         }
     }
 }
@@ -341,17 +348,17 @@ pub unsafe fn set_forward<V: Vector>(dst: *mut u8, v: V, n: usize, stores: Store
     debug_assert!(n > 2 * step);
     // SAFETY: as in `copy_forward` without the loads.
     unsafe {
-        store4(dst, [v; 4]);
+        store4!(V, dst, v, v, v, v);
         let mut d = dst.add(align_up(dst as usize, loop_align::<V>()) - dst as usize);
         let end = dst.add(n - step);
         while d < end {
-            store4_loop(d, [v; 4], stores);
+            store4_loop!(V, d, stores, v, v, v, v);
             d = d.add(step);
         }
         if stores == Stores::NonTemporal {
             V::fence();
         }
-        store4(end, [v; 4]);
+        store4!(V, end, v, v, v, v);
     }
 }
 
