@@ -34,6 +34,9 @@ pub fn setup() {
 pub enum Method {
     Kernel(Available),
     Auto(Hint),
+    /// The `clzero` kernel's line arithmetic with CLZERO emulated: run where the CPU
+    /// lacks CLZERO, so the kernel's logic is tested even though the instruction is not.
+    ClzeroEmulated,
 }
 
 impl Method {
@@ -41,6 +44,7 @@ impl Method {
         match self {
             Method::Kernel(k) => k.name().to_string(),
             Method::Auto(h) => format!("auto[{}]", h.name()),
+            Method::ClzeroEmulated => "clzero(emulated)".to_string(),
         }
     }
 
@@ -48,6 +52,7 @@ impl Method {
         match self {
             Method::Kernel(k) => k.kernel().supports(op),
             Method::Auto(_) => true,
+            Method::ClzeroEmulated => op == Op::Zero,
         }
     }
 
@@ -76,6 +81,11 @@ impl Method {
                     assert_eq!(ret, dst, "{}: {} must return dst", self.name(), op.name());
                     true
                 }
+                Method::ClzeroEmulated => {
+                    #[cfg(target_arch = "x86_64")]
+                    blockmem::arch::x86_64::clzero::zero_emulated(dst, n);
+                    op == Op::Zero
+                }
             }
         }
     }
@@ -86,6 +96,10 @@ pub fn methods(op: Op) -> Vec<Method> {
     setup();
     let mut v: Vec<Method> = kernel::available().map(Method::Kernel).collect();
     v.extend(Hint::ALL.into_iter().map(Method::Auto));
+    let has_clzero = kernel::by_name("clzero").is_some_and(|k| k.is_available());
+    if cfg!(target_arch = "x86_64") && !has_clzero {
+        v.push(Method::ClzeroEmulated);
+    }
     v.retain(|m| m.supports(op));
     v
 }
