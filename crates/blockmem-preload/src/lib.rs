@@ -1,6 +1,392 @@
-//! The LD_PRELOAD shim. Not built as a preloadable object yet: exporting `memcpy` from
-//! this crate before the shim issue's safeguards (no recursion, AT_SECURE, fallbacks)
-//! exist would be unsafe for host programs. Until then it only re-exports the core.
-#![no_std]
+//! The LD_PRELOAD shim: puts blockmem under unmodified programs.
+//!
+//! ```text
+//! cargo rustc --release -p blockmem-preload -- -C panic=abort
+//! LD_PRELOAD=$PWD/target/release/libblockmem_preload.so BLOCKMEM_STATS=1 sort big.txt
+//! ```
+//!
+//! It exports `memcpy`, `memmove`, `memset`, `bzero`, `mempcpy` and the fortified
+//! `__memcpy_chk`, `__memmove_chk`, `__memset_chk`, `__mempcpy_chk` with the C library's
+//! semantics and return values; the dynamic linker binds every call the program (and
+//! every other library) makes to these names here instead of in libc. Each call goes
+//! straight to the core's entry points (`blockmem::copy_raw` and friends: the inline
+//! size ladder, then the policy, then the kernel) with [`Hint::Auto`].
+//!
+//! # Rules this object keeps
+//!
+//! * **Works before its constructor has run.** The copy path reads one atomic byte
+//!   ([`MODE`]); it is zero until the constructor has read the environment, and zero
+//!   means "plain blockmem", which needs no initialisation (the core derives its
+//!   thresholds from CPUID on first use, without allocating). The dynamic linker, libc's
+//!   own start-up, other libraries' constructors and the program's `.preinit_array` may
+//!   all call `memcpy` first, and get a correct one.
+//! * **Never allocates, never locks, never calls itself.** The crate is `no_std` and
+//!   `#![no_builtins]`, uses no formatting machinery, no slices helpers that lower to
+//!   `memcpy`, and no stack array initialisers large enough to become `memset` calls; a
+//!   test (`tests/disasm.rs`) reads the shared object's dynamic relocations and its
+//!   disassembly and fails on any call to `memcpy`, `memmove`, `memset` or any other
+//!   name exported here. No exported function calls another one: each calls the shared
+//!   `#[inline(always)]` bodies below.
+//! * **Async-signal-safe, thread-safe, fork-safe.** State is atomics written once by
+//!   the constructor; statistics are relaxed atomic counters. Nothing needs resetting in
+//!   a forked child; an exec'd program loads the shim afresh from `LD_PRELOAD`.
+//! * **Environment read once, at load** ([`config`]), from the `envp` the dynamic linker
+//!   passes to constructors (no `getenv`, no allocation), and ignored entirely when the
+//!   kernel marks the process `AT_SECURE` (set-user-ID and friends).
+//!
+//! # `memcpy` tolerates overlap
+//!
+//! C makes overlapping `memcpy` undefined, yet real programs do it, and glibc on x86-64
+//! forgives them: its `memcpy` *is* its `memmove` (`__memcpy_avx_unaligned_erms` is an
+//! alias of `__memmove_avx_unaligned_erms`, and the `evex`/`avx512` variants likewise).
+//! A shim whose `memcpy` copied forward blindly would turn a latent bug into corrupted
+//! output that the same binary never shows without the shim, which is precisely what
+//! this object must not do. So `memcpy` and `mempcpy` check disjointness (two
+//! subtractions and two compares) and hand overlapping ranges to `move_raw`, which also
+//! guarantees that non-temporal stores are never used on them (DESIGN.md). Disjoint
+//! ranges, the case every correct program is in, take the copy path with streaming
+//! stores still allowed.
+//!
+//! # Panic strategy
+//!
+//! Nothing here can panic: no indexing, no arithmetic that overflow-checks, no
+//! `unwrap`; the disassembly test would catch `core::panicking` (its formatting code
+//! calls `memcpy`). The object preloaded into programs is built with `-C panic=abort`
+//! (`cargo rustc --release -p blockmem-preload -- -C panic=abort`, what
+//! `scripts/install.sh` and the tests do), and then it is pure `no_std` with a
+//! `#[panic_handler]` that aborts. Stable rustc refuses a `no_std` shared object built
+//! with `panic=unwind` (it has no unwinding runtime to offer), and cargo forces
+//! `panic=unwind` on a plain `cargo build` with the workspace's release profile and on
+//! everything built for tests, so under `panic=unwind` only, the crate links `std` to
+//! borrow its unwinding runtime. That variant works too but carries `std` (and `std`'s
+//! own `memcpy` imports); it is not the one to deploy, and the tests never use it.
 
-pub use blockmem;
+#![no_std]
+#![no_builtins]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+// See "Panic strategy" above: only for a build with panic=unwind.
+#[cfg(not(panic = "abort"))]
+extern crate std;
+
+mod config;
+mod next;
+mod out;
+mod stats;
+
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicU8, Ordering};
+
+use blockmem::{Hint, Op};
+
+use crate::next::Next;
+
+/// Everything the copy path needs to know, in one byte: zero until the constructor has
+/// run, and zero afterwards unless an environment variable asked for something.
+pub static MODE: AtomicU8 = AtomicU8::new(0);
+/// `MODE` bit: count calls and bytes (`BLOCKMEM_STATS=1`).
+pub const MODE_STATS: u8 = 1 << 0;
+/// `MODE` bit: pass calls through to the next definition, normally libc's
+/// (`BLOCKMEM_DISABLE=1`). Set only after every pointer it needs has been resolved.
+pub const MODE_DISABLE: u8 = 1 << 1;
+
+#[cfg(panic = "abort")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: abort() has no preconditions. Unreachable in practice (see the crate docs).
+    unsafe { libc::abort() }
+}
+
+// The precompiled `core` is built for unwinding, and the link keeps one of its
+// `.eh_frame` entries, which names `rust_eh_personality`. Nothing here ever unwinds, but
+// an undefined symbol would stop the dynamic linker from loading the shim, so a hidden
+// (not exported) personality routine is defined. Were it ever called, it answers
+// `_URC_FATAL_PHASE1_ERROR` (3), which makes the unwinder give up.
+#[cfg(all(panic = "abort", target_arch = "x86_64"))]
+core::arch::global_asm!(
+    ".pushsection .text.rust_eh_personality,\"ax\",@progbits",
+    ".globl rust_eh_personality",
+    ".hidden rust_eh_personality",
+    ".type rust_eh_personality,@function",
+    "rust_eh_personality:",
+    "    mov eax, 3",
+    "    ret",
+    ".size rust_eh_personality, . - rust_eh_personality",
+    ".popsection",
+);
+
+/// True if `[dst, dst+n)` and `[src, src+n)` share no byte.
+#[inline(always)]
+fn disjoint(dst: *const u8, src: *const u8, n: usize) -> bool {
+    (dst as usize).wrapping_sub(src as usize) >= n && (src as usize).wrapping_sub(dst as usize) >= n
+}
+
+/// The body of `memcpy` and `mempcpy`: a copy that forgives overlap (see the crate
+/// docs).
+///
+/// # Safety
+/// `src` valid for `n` reads and `dst` for `n` writes (any pointers when `n == 0`).
+#[inline(always)]
+unsafe fn copy_body(dst: *mut u8, src: *const u8, n: usize) {
+    let mode = MODE.load(Ordering::Relaxed);
+    if mode != 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { copy_with_mode(mode, Next::Memcpy, dst, src, n) };
+    }
+    // SAFETY: forwarded contract; overlapping ranges go to the move.
+    unsafe {
+        if disjoint(dst, src, n) {
+            blockmem::copy_raw(dst, src, n, Hint::Auto);
+        } else {
+            blockmem::move_raw(dst, src, n, Hint::Auto);
+        }
+    }
+}
+
+/// `copy_body` when statistics or pass-through are on; kept out of line so that the
+/// common path stays small.
+///
+/// # Safety
+/// As [`copy_body`].
+#[cold]
+#[inline(never)]
+unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: usize) {
+    let overlap = !disjoint(dst, src, n);
+    if mode & MODE_STATS != 0 {
+        let op = if overlap { Op::Move } else { Op::Copy };
+        stats::record(stats::OpSlot::Copy, op, n, overlap, mode);
+    }
+    // SAFETY: forwarded contract. `next.copy_fn()` only returns libc's function when
+    // pass-through is on and it was resolved.
+    unsafe {
+        match next.copy_fn(mode) {
+            Some(f) => {
+                f(dst.cast(), src.cast(), n);
+            }
+            None if overlap => {
+                blockmem::move_raw(dst, src, n, Hint::Auto);
+            }
+            None => {
+                blockmem::copy_raw(dst, src, n, Hint::Auto);
+            }
+        }
+    }
+}
+
+/// The body of `memmove`.
+///
+/// # Safety
+/// `src` valid for `n` reads and `dst` for `n` writes; overlap allowed.
+#[inline(always)]
+unsafe fn move_body(dst: *mut u8, src: *const u8, n: usize) {
+    let mode = MODE.load(Ordering::Relaxed);
+    if mode != 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { move_with_mode(mode, dst, src, n) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::move_raw(dst, src, n, Hint::Auto) };
+}
+
+/// # Safety
+/// As [`move_body`].
+#[cold]
+#[inline(never)]
+unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
+    if mode & MODE_STATS != 0 {
+        let overlap = !disjoint(dst, src, n);
+        stats::record(stats::OpSlot::Move, Op::Move, n, overlap, mode);
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        match Next::Memmove.copy_fn(mode) {
+            Some(f) => {
+                f(dst.cast(), src.cast(), n);
+            }
+            None => {
+                blockmem::move_raw(dst, src, n, Hint::Auto);
+            }
+        }
+    }
+}
+
+/// The body of `memset` and `bzero`.
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[inline(always)]
+unsafe fn set_body(slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) {
+    let mode = MODE.load(Ordering::Relaxed);
+    if mode != 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { set_with_mode(mode, slot, dst, byte, n) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::set_raw(dst, byte, n, Hint::Auto) };
+}
+
+/// # Safety
+/// As [`set_body`].
+#[cold]
+#[inline(never)]
+unsafe fn set_with_mode(mode: u8, slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) {
+    if mode & MODE_STATS != 0 {
+        // The core itself treats a zero fill as `Op::Zero` when it picks the kernel.
+        let op = if byte == 0 { Op::Zero } else { Op::Set };
+        stats::record(slot, op, n, false, mode);
+    }
+    // SAFETY: forwarded contract. libc's `bzero` only ever receives byte 0.
+    unsafe {
+        match (slot, Next::Memset.set_fn(mode), Next::Bzero.zero_fn(mode)) {
+            (stats::OpSlot::Zero, _, Some(z)) => z(dst.cast(), n),
+            (_, Some(s), _) => {
+                s(dst.cast(), c_int::from(byte), n);
+            }
+            _ => {
+                blockmem::set_raw(dst, byte, n, Hint::Auto);
+            }
+        }
+    }
+}
+
+/// glibc's `__chk_fail`: the fortified caller's destination is smaller than `n`.
+/// Same message, same signal (`SIGABRT`).
+#[cold]
+#[inline(never)]
+fn chk_fail() -> ! {
+    out::write_all(2, b"*** buffer overflow detected ***: terminated\n");
+    // SAFETY: abort() has no preconditions.
+    unsafe { libc::abort() }
+}
+
+/// C `memcpy`: copies `n` bytes from `src` to `dst`, returns `dst`. Overlapping ranges
+/// are copied as `memmove` would (see the crate docs).
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` valid for `n` writes.
+#[no_mangle]
+pub unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: the C contract is the caller's.
+    unsafe { copy_body(dst.cast(), src.cast(), n) };
+    dst
+}
+
+/// GNU `mempcpy`: `memcpy` that returns `dst + n`.
+///
+/// # Safety
+/// As [`memcpy`].
+#[no_mangle]
+pub unsafe extern "C" fn mempcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: the C contract is the caller's.
+    unsafe { copy_body(dst.cast(), src.cast(), n) };
+    dst.cast::<u8>().wrapping_add(n).cast()
+}
+
+/// C `memmove`: copies `n` bytes, the ranges may overlap; returns `dst`.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` valid for `n` writes.
+#[no_mangle]
+pub unsafe extern "C" fn memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: the C contract is the caller's.
+    unsafe { move_body(dst.cast(), src.cast(), n) };
+    dst
+}
+
+/// C `memset`: sets `n` bytes to `c` converted to `unsigned char`; returns `dst`.
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[no_mangle]
+pub unsafe extern "C" fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
+    // SAFETY: the C contract is the caller's.
+    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n) };
+    dst
+}
+
+/// BSD `bzero`: zeroes `n` bytes.
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[no_mangle]
+pub unsafe extern "C" fn bzero(dst: *mut c_void, n: usize) {
+    // SAFETY: the C contract is the caller's.
+    unsafe { set_body(stats::OpSlot::Zero, dst.cast(), 0, n) };
+}
+
+/// Fortified `memcpy` (`-D_FORTIFY_SOURCE`): aborts like glibc if `dstlen < n`.
+///
+/// # Safety
+/// As [`memcpy`]; `dstlen` is the size of the object `dst` points into.
+#[no_mangle]
+pub unsafe extern "C" fn __memcpy_chk(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    dstlen: usize,
+) -> *mut c_void {
+    if dstlen < n {
+        chk_fail();
+    }
+    // SAFETY: the C contract is the caller's.
+    unsafe { copy_body(dst.cast(), src.cast(), n) };
+    dst
+}
+
+/// Fortified `mempcpy`: aborts like glibc if `dstlen < n`, else returns `dst + n`.
+///
+/// # Safety
+/// As [`__memcpy_chk`].
+#[no_mangle]
+pub unsafe extern "C" fn __mempcpy_chk(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    dstlen: usize,
+) -> *mut c_void {
+    if dstlen < n {
+        chk_fail();
+    }
+    // SAFETY: the C contract is the caller's.
+    unsafe { copy_body(dst.cast(), src.cast(), n) };
+    dst.cast::<u8>().wrapping_add(n).cast()
+}
+
+/// Fortified `memmove`: aborts like glibc if `dstlen < n`.
+///
+/// # Safety
+/// As [`memmove`]; `dstlen` is the size of the object `dst` points into.
+#[no_mangle]
+pub unsafe extern "C" fn __memmove_chk(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    dstlen: usize,
+) -> *mut c_void {
+    if dstlen < n {
+        chk_fail();
+    }
+    // SAFETY: the C contract is the caller's.
+    unsafe { move_body(dst.cast(), src.cast(), n) };
+    dst
+}
+
+/// Fortified `memset`: aborts like glibc if `dstlen < n`.
+///
+/// # Safety
+/// As [`memset`]; `dstlen` is the size of the object `dst` points into.
+#[no_mangle]
+pub unsafe extern "C" fn __memset_chk(
+    dst: *mut c_void,
+    c: c_int,
+    n: usize,
+    dstlen: usize,
+) -> *mut c_void {
+    if dstlen < n {
+        chk_fail();
+    }
+    // SAFETY: the C contract is the caller's.
+    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n) };
+    dst
+}

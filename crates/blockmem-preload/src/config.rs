@@ -1,0 +1,183 @@
+//! The environment, read once at load by a constructor.
+//!
+//! | variable | effect |
+//! |---|---|
+//! | `BLOCKMEM_STATS=1` | print calls and bytes per op and per kernel at exit ([`crate::stats`]) |
+//! | `BLOCKMEM_DISABLE=1` | pass every call through to the next definition (libc's) |
+//! | `BLOCKMEM_FORCE=<kernel>` | `blockmem::dispatch::force` that kernel (`auto` = the policy) |
+//! | `BLOCKMEM_PROFILE=<path>` | recorded and shown in the statistics line; the core cannot load profiles yet |
+//!
+//! A flag is on when its value is non-empty and not `0`. Everything is ignored when
+//! the process runs with `AT_SECURE` (set-user-ID, set-group-ID, file capabilities):
+//! an unprivileged user must not steer a privileged program's memory operations.
+//!
+//! The constructor is an `.init_array` entry, which the dynamic linker calls with
+//! `(argc, argv, envp)` on glibc; reading `envp` directly needs neither `getenv` nor any
+//! allocation. Calls made before it runs (the dynamic linker's, libc's, other
+//! constructors', the program's `.preinit_array`) use blockmem with the defaults.
+
+use core::ffi::{c_char, c_int};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use blockmem::KernelId;
+
+use crate::out::Line;
+use crate::stats::warn;
+use crate::{next, MODE, MODE_DISABLE, MODE_STATS};
+
+/// `BLOCKMEM_PROFILE` as given (the first [`PROFILE_CAP`] bytes).
+static PROFILE: [AtomicU8; PROFILE_CAP] = [const { AtomicU8::new(0) }; PROFILE_CAP];
+static PROFILE_LEN: AtomicUsize = AtomicUsize::new(0);
+const PROFILE_CAP: usize = 256;
+
+/// Bits describing the configuration, for the statistics line.
+static NOTES: AtomicU8 = AtomicU8::new(0);
+const NOTE_DISABLED: u8 = 1 << 0;
+const NOTE_DISABLE_FAILED: u8 = 1 << 1;
+
+/// A NUL-terminated environment string as a slice (without the NUL).
+///
+/// # Safety
+/// `p` points to a NUL-terminated string that lives for the rest of the process (the
+/// initial environment block does).
+unsafe fn c_bytes(p: *const c_char) -> &'static [u8] {
+    let mut len = 0usize;
+    // SAFETY: reads stop at the terminating NUL, inside the string.
+    unsafe {
+        while *p.add(len) != 0 {
+            len += 1;
+        }
+        core::slice::from_raw_parts(p.cast::<u8>(), len)
+    }
+}
+
+/// If `entry` is `NAME=value`, the value.
+fn value_of<'a>(entry: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let (head, rest) = (entry.get(..name.len())?, entry.get(name.len()..)?);
+    if head != name {
+        return None;
+    }
+    match rest.split_first() {
+        Some((b'=', value)) => Some(value),
+        _ => None,
+    }
+}
+
+fn is_on(value: &[u8]) -> bool {
+    !value.is_empty() && value != b"0"
+}
+
+/// Applies `BLOCKMEM_FORCE`.
+fn apply_force(value: &[u8]) {
+    if value.is_empty() || value == b"auto" {
+        return;
+    }
+    let Some(id) = KernelId::ALL
+        .into_iter()
+        .find(|k| k.name().as_bytes() == value)
+    else {
+        warn(&[
+            b"BLOCKMEM_FORCE=",
+            value,
+            b": no such kernel (naive, portable, sse2, avx2, avx2_nt, avx2_pf, avx2_pf_nt, \
+              rep_movsb, rep_stosb, clzero); using the policy",
+        ]);
+        return;
+    };
+    if !id.kernel().is_some_and(|k| k.is_available()) {
+        warn(&[
+            b"BLOCKMEM_FORCE=",
+            value,
+            b": this CPU cannot run that kernel; using the policy",
+        ]);
+        return;
+    }
+    blockmem::dispatch::force(Some(id));
+}
+
+fn record_profile(value: &[u8]) {
+    let mut len = 0;
+    for (slot, &b) in PROFILE.iter().zip(value) {
+        slot.store(b, Ordering::Relaxed);
+        len += 1;
+    }
+    PROFILE_LEN.store(len, Ordering::Release);
+}
+
+/// The constructor.
+///
+/// # Safety
+/// Called by the dynamic linker with the process's `envp` (or null).
+unsafe extern "C" fn init(_argc: c_int, _argv: *const *const c_char, envp: *const *const c_char) {
+    // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
+    let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
+    if secure || envp.is_null() {
+        return;
+    }
+    let (mut stats, mut disable) = (false, false);
+    let mut i = 0;
+    loop {
+        // SAFETY: envp is a null-terminated array of pointers to NUL-terminated strings
+        // that live as long as the process; `i` never passes the terminating null.
+        let entry = unsafe { *envp.add(i) };
+        if entry.is_null() {
+            break;
+        }
+        i += 1;
+        // SAFETY: as above.
+        let entry = unsafe { c_bytes(entry) };
+        if !entry.starts_with(b"BLOCKMEM_") {
+            continue;
+        }
+        if let Some(v) = value_of(entry, b"BLOCKMEM_STATS") {
+            stats = is_on(v);
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_DISABLE") {
+            disable = is_on(v);
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_FORCE") {
+            apply_force(v);
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_PROFILE") {
+            record_profile(v);
+        }
+    }
+    let mut mode = 0;
+    if stats {
+        mode |= MODE_STATS;
+    }
+    if disable {
+        if next::resolve() {
+            mode |= MODE_DISABLE;
+            NOTES.fetch_or(NOTE_DISABLED, Ordering::Relaxed);
+        } else {
+            NOTES.fetch_or(NOTE_DISABLE_FAILED, Ordering::Relaxed);
+            warn(&[b"BLOCKMEM_DISABLE=1: the next memcpy/memmove/memset was not found; staying on blockmem"]);
+        }
+    }
+    MODE.store(mode, Ordering::Release);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) = init;
+
+/// Appends the configuration notes to the statistics line.
+pub(crate) fn describe(line: &mut Line) {
+    let notes = NOTES.load(Ordering::Relaxed);
+    if notes & NOTE_DISABLED != 0 {
+        line.bytes(b"; disabled (libc)");
+    }
+    if notes & NOTE_DISABLE_FAILED != 0 {
+        line.bytes(b"; disable failed");
+    }
+    if let Some(k) = blockmem::dispatch::forced() {
+        line.bytes(b"; forced ");
+        line.bytes(k.name().as_bytes());
+    }
+    let len = PROFILE_LEN.load(Ordering::Acquire);
+    if len > 0 {
+        line.bytes(b"; profile ");
+        for slot in PROFILE.iter().take(len) {
+            line.byte(slot.load(Ordering::Relaxed));
+        }
+        line.bytes(b" (not loaded: profiles are not supported yet)");
+    }
+}

@@ -1,0 +1,139 @@
+//! `BLOCKMEM_STATS=1`: calls and bytes per operation and per kernel, printed as one
+//! line on stderr when the process exits.
+//!
+//! Counters are relaxed atomics, touched only when statistics are on (the copy path
+//! checks one byte otherwise). Attribution to a kernel repeats the core's decision
+//! rather than observing it: calls up to the inline ladder's top are `inline`; above
+//! it, `blockmem::dispatch::choose` answers with the same inputs the call used (op,
+//! size, `Hint::Auto`, overlap), which is exactly what the entry point does next.
+//! Pass-through calls (`BLOCKMEM_DISABLE=1`) count as `libc`.
+//!
+//! The line (`calls/bytes` pairs; kernels with no calls are left out):
+//!
+//! ```text
+//! blockmem: pid 4242 calls/bytes: copy 1200/35000000 move 3/100 set 40/5000 zero 0/0; kernels: inline 1190/20000 avx2 53/35085100
+//! ```
+//!
+//! It is written with `write(2)` from a `.fini_array` entry, so it appears on `exit`
+//! (and `dlclose`), not on `_exit` or a fatal signal. A forked child that exits prints
+//! its own line, with its own pid.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use blockmem::{Hint, KernelId, Op};
+
+use crate::out::Line;
+use crate::{config, MODE, MODE_DISABLE, MODE_STATS};
+
+/// The operation as the caller named it: `memcpy`, `mempcpy` and their `_chk` variants
+/// are `Copy`; `memmove` is `Move`; `memset` is `Set`; `bzero` is `Zero`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpSlot {
+    Copy = 0,
+    Move = 1,
+    Set = 2,
+    Zero = 3,
+}
+
+const OP_NAMES: [&[u8]; 4] = [b"copy", b"move", b"set", b"zero"];
+
+/// Kernel slots: `inline`, then one per [`KernelId`] in table order, then `libc`.
+const KERNEL_SLOTS: usize = KernelId::ALL.len() + 2;
+const SLOT_INLINE: usize = 0;
+const SLOT_LIBC: usize = KERNEL_SLOTS - 1;
+
+/// Largest size the core serves from its inline ladder, without the policy: a mirror of
+/// the private `INLINE_MAX` in `blockmem::dispatch` (128 on x86-64, the scalar ladder's
+/// 32 elsewhere). Used only to label calls in the statistics.
+#[cfg(target_arch = "x86_64")]
+const INLINE_MAX: usize = 128;
+#[cfg(not(target_arch = "x86_64"))]
+const INLINE_MAX: usize = blockmem::arch::all::small::SMALL_MAX;
+
+static OP_CALLS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+static OP_BYTES: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+static KERNEL_CALLS: [AtomicU64; KERNEL_SLOTS] = [const { AtomicU64::new(0) }; KERNEL_SLOTS];
+static KERNEL_BYTES: [AtomicU64; KERNEL_SLOTS] = [const { AtomicU64::new(0) }; KERNEL_SLOTS];
+
+fn add(calls: &[AtomicU64], bytes: &[AtomicU64], slot: usize, n: usize) {
+    if let (Some(c), Some(b)) = (calls.get(slot), bytes.get(slot)) {
+        c.fetch_add(1, Ordering::Relaxed);
+        b.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Counts one call of `n` bytes. `op` and `overlap` are what the core will decide on.
+pub(crate) fn record(slot: OpSlot, op: Op, n: usize, overlap: bool, mode: u8) {
+    add(&OP_CALLS, &OP_BYTES, slot as usize, n);
+    let kernel = if mode & MODE_DISABLE != 0 {
+        SLOT_LIBC
+    } else if n <= INLINE_MAX {
+        SLOT_INLINE
+    } else {
+        1 + blockmem::dispatch::choose(op, n, Hint::Auto, overlap) as usize
+    };
+    add(&KERNEL_CALLS, &KERNEL_BYTES, kernel, n);
+}
+
+fn kernel_name(slot: usize) -> &'static [u8] {
+    match slot {
+        SLOT_INLINE => b"inline",
+        SLOT_LIBC => b"libc",
+        _ => match KernelId::ALL.get(slot.wrapping_sub(1)) {
+            Some(k) => k.name().as_bytes(),
+            None => b"?",
+        },
+    }
+}
+
+fn pair(line: &mut Line, calls: &AtomicU64, bytes: &AtomicU64) {
+    line.num(calls.load(Ordering::Relaxed));
+    line.byte(b'/');
+    line.num(bytes.load(Ordering::Relaxed));
+}
+
+/// Runs at exit: prints the line if statistics are on.
+extern "C" fn print_at_exit() {
+    if MODE.load(Ordering::Relaxed) & MODE_STATS == 0 {
+        return;
+    }
+    let mut line = Line::new();
+    line.bytes(b"blockmem: pid ");
+    // SAFETY: getpid has no preconditions.
+    line.num(unsafe { libc::getpid() } as u64);
+    line.bytes(b" calls/bytes:");
+    for ((name, calls), bytes) in OP_NAMES.iter().zip(&OP_CALLS).zip(&OP_BYTES) {
+        line.byte(b' ');
+        line.bytes(name);
+        line.byte(b' ');
+        pair(&mut line, calls, bytes);
+    }
+    line.bytes(b"; kernels:");
+    for (slot, (calls, bytes)) in KERNEL_CALLS.iter().zip(&KERNEL_BYTES).enumerate() {
+        if calls.load(Ordering::Relaxed) == 0 {
+            continue;
+        }
+        line.byte(b' ');
+        line.bytes(kernel_name(slot));
+        line.byte(b' ');
+        pair(&mut line, calls, bytes);
+    }
+    config::describe(&mut line);
+    line.byte(b'\n');
+    line.write_to(2);
+}
+
+#[used]
+#[link_section = ".fini_array"]
+static PRINT_AT_EXIT: extern "C" fn() = print_at_exit;
+
+/// Writes a warning line to stderr (used by the constructor).
+pub(crate) fn warn(parts: &[&[u8]]) {
+    let mut line = Line::new();
+    line.bytes(b"blockmem: ");
+    for p in parts {
+        line.bytes(p);
+    }
+    line.byte(b'\n');
+    line.write_to(2);
+}
