@@ -2,8 +2,55 @@
 
 use blockmem::cpu::{self, CacheKind, CpuInfo};
 use blockmem::kernel::{self, Op};
+use blockmem::policy::{Probed, Probes};
+use blockmem::profile::{self, Profile};
 use blockmem::{dispatch, Hint};
 use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// Where the library looks for its profile: `BLOCKMEM_PROFILE`, else
+/// `$XDG_CACHE_HOME/blockmem/profile`, else `$HOME/.cache/blockmem/profile` (the same
+/// rule as the core's loader). `None` when neither variable is set.
+pub fn profile_path() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(p) = var("BLOCKMEM_PROFILE") {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(x) = var("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(x).join("blockmem/profile"));
+    }
+    var("HOME").map(|h| PathBuf::from(h).join(".cache/blockmem/profile"))
+}
+
+/// The cache states of the decision table: (label, src, dst).
+const STATES: [(&str, Probed, Probed); 4] = [
+    ("hot/hot", Probed::Cached, Probed::Cached),
+    ("cold/cold", Probed::Cold, Probed::Cold),
+    ("hot/cold", Probed::Cached, Probed::Cold),
+    ("cold/hot", Probed::Cold, Probed::Cached),
+];
+
+/// The kernel the library picks for a call of `n` bytes whose first source and
+/// destination lines are in the given states (probes only count where the profile
+/// probes: `Auto` and `n >= probe_min`).
+pub fn decision(
+    op: Op,
+    n: usize,
+    hint: Hint,
+    src: Probed,
+    dst: Probed,
+    p: &Profile,
+) -> &'static str {
+    let probes = if hint == Hint::Auto && p.probe_min != 0 && n >= p.probe_min {
+        Probes {
+            src: if op == Op::Copy { src } else { Probed::Unknown },
+            dst,
+        }
+    } else {
+        Probes::NONE
+    };
+    dispatch::choose_probed(op, n, hint, false, probes).name()
+}
 
 /// Flags of `blockmem info`.
 #[derive(clap::Args, Debug)]
@@ -66,18 +113,34 @@ pub fn report(info: &CpuInfo) -> Value {
             })
         })
         .collect();
-    let t = dispatch::thresholds();
+    let p = dispatch::profile();
+    let (source, error) = dispatch::status();
     let mut decisions = Vec::new();
     for op in [Op::Copy, Op::Zero] {
         for &n in &DECISION_SIZES {
-            for hint in Hint::ALL {
-                decisions.push(json!({
-                    "op": op.name(), "size": n, "hint": hint.name(),
-                    "kernel": dispatch::choose(op, n, hint, false).name(),
-                }));
+            for (label, src, dst) in STATES {
+                if op == Op::Zero && src != dst {
+                    continue;
+                }
+                for hint in Hint::ALL {
+                    decisions.push(json!({
+                        "op": op.name(), "size": n, "hint": hint.name(),
+                        "src": if op == Op::Zero { "-" } else { label.split('/').next().unwrap() },
+                        "dst": label.split('/').nth(1).unwrap(),
+                        "kernel": decision(op, n, hint, src, dst, &p),
+                    }));
+                }
             }
         }
     }
+    let mut text = String::new();
+    profile::render(&mut text, &p, &[]).expect("render to String");
+    let keys: serde_json::Map<String, Value> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty() && !l.starts_with("version"))
+        .filter_map(|l| l.split_once(" = "))
+        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+        .collect();
     json!({
         "cpu": {
             "vendor": info.vendor_str(),
@@ -95,9 +158,10 @@ pub fn report(info: &CpuInfo) -> Value {
         },
         "kernels": kernels,
         "profile": {
-            "source": "cpuid-defaults",
-            "note": "no calibration profile support yet: thresholds derive from the cache sizes in use",
-            "stream_auto": t.stream_auto, "stream_no_reuse": t.stream_no_reuse, "stream_reuse": t.stream_reuse,
+            "source": source.name(),
+            "path": profile_path().map(|p| p.display().to_string()),
+            "error": error.map(|e| e.to_string()),
+            "keys": keys,
         },
         "decisions": decisions,
     })
@@ -206,29 +270,41 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         );
     }
     println!();
-    let p = &r["profile"];
-    println!("profile: {} ({})", s(&p["source"]), s(&p["note"]));
-    println!(
-        "  stream (non-temporal) from: auto {}  noreuse {}  reuse {}",
-        fmt_bytes(u(&p["stream_auto"])),
-        fmt_bytes(u(&p["stream_no_reuse"])),
-        fmt_bytes(u(&p["stream_reuse"]))
-    );
-    println!();
-    println!("decisions (no overlap; sizes above the inline ladder):");
-    print!("  {:<6} {:>8}", "op", "size");
-    for h in Hint::ALL {
-        print!("  {:<10}", h.name());
+    let pr = &r["profile"];
+    let path = pr["path"]
+        .as_str()
+        .unwrap_or("(no HOME or XDG_CACHE_HOME: none)");
+    match (pr["error"].as_str(), s(&pr["source"]).as_str()) {
+        (Some(e), _) => println!(
+            "profile: {path}: rejected, {e}; using CPUID defaults (fix the file or re-run `blockmem calibrate`)"
+        ),
+        (None, "cpuid-defaults") => {
+            println!("profile: none at {path}; using CPUID defaults (run `blockmem calibrate` to measure this host)")
+        }
+        (None, src) => println!("profile: {path} ({src})"),
+    }
+    for (k, v) in pr["keys"].as_object().into_iter().flatten() {
+        println!("  {k:<22} {}", v.as_str().unwrap_or(""));
     }
     println!();
-    for op in [Op::Copy, Op::Zero] {
-        for &n in &DECISION_SIZES {
-            print!("  {:<6} {:>8}", op.name(), fmt_bytes(n));
-            for h in Hint::ALL {
-                print!("  {:<10}", dispatch::choose(op, n, h, false).name());
-            }
-            println!();
+    println!("decisions (first source/destination line hot or cold; no overlap):");
+    print!("  {:<5} {:>8}  {:<10}", "op", "size", "src/dst");
+    for h in Hint::ALL {
+        print!("  {:<11}", h.name());
+    }
+    println!();
+    for d in r["decisions"].as_array().unwrap().chunks(3) {
+        let state = format!("{}/{}", s(&d[0]["src"]), s(&d[0]["dst"]));
+        print!(
+            "  {:<5} {:>8}  {:<10}",
+            s(&d[0]["op"]),
+            fmt_bytes(u(&d[0]["size"])),
+            state
+        );
+        for x in d {
+            print!("  {:<11}", s(&x["kernel"]));
         }
+        println!();
     }
     Ok(())
 }

@@ -4,63 +4,256 @@
 //! ```text
 //!   n <= 32            small ladder, inline (portable scalar head/tail)
 //!   n <= 128 (x86-64)  SSE2 head/tail vectors, inline
-//!   otherwise          policy::decide(op, n, hint, overlap) -> kernel, direct call
+//!   otherwise          probe first lines if Auto and n >= profile.probe_min,
+//!                      policy::decide(op, n, hint, overlap, probes, profile) -> kernel
 //! ```
 //!
-//! Global state is a handful of atomics, published once: the thresholds (derived from
-//! CPUID on first use, replaceable with [`set_thresholds`]) and an optional forced
-//! kernel. Nothing here allocates, locks or calls `memcpy`; every path is
+//! Global state is a handful of atomics, published once: the profile (CPUID defaults
+//! plus the calibration file, loaded on the first call that needs the policy;
+//! replaceable with [`install`]) and an optional forced kernel. Nothing here allocates, locks or calls `memcpy`; every path is
 //! async-signal-safe and works before any initialisation has run.
 
-use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
+use crate::autoload::{self, Found, Source};
 use crate::cpu::{self, features};
 use crate::kernel::{KernelId, Op};
-use crate::policy::{self, Thresholds};
+use crate::policy::{self, Probes, Thresholds};
+use crate::profile::{self, ErrorKind, Profile, ProfileError};
 use crate::Hint;
 
-// Thresholds: 0 in STREAM_AUTO means "not yet derived".
-static STREAM_AUTO: AtomicUsize = AtomicUsize::new(0);
-static STREAM_NO_REUSE: AtomicUsize = AtomicUsize::new(0);
-static STREAM_REUSE: AtomicUsize = AtomicUsize::new(0);
+// The published profile, one atomic per field (a torn read during a concurrent
+// `install` can only pick a different valid kernel, never a wrong result).
+const FIELDS: usize = 15;
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicUsize = AtomicUsize::new(0);
+static PUBLISHED: [AtomicUsize; FIELDS] = [ZERO; FIELDS];
+
+// 0 = not initialised, 1 = a caller is initialising, 2 = published.
+static STATE: AtomicU8 = AtomicU8::new(0);
+static SOURCE: AtomicU8 = AtomicU8::new(0);
+// The rejected profile's error: 0 = none, else (kind code + 1); its line; its payload.
+static ERROR_KIND: AtomicUsize = AtomicUsize::new(0);
+static ERROR_LINE: AtomicUsize = AtomicUsize::new(0);
+static ERROR_VERSION: AtomicUsize = AtomicUsize::new(0);
 // 0 = no forced kernel, else KernelId as u8 + 1.
 static FORCED: AtomicU8 = AtomicU8::new(0);
 
-// Set while the first caller derives the thresholds from CPUID.
-static DERIVING: AtomicBool = AtomicBool::new(false);
+fn encode(p: &Profile) -> [usize; FIELDS] {
+    [
+        p.stream_auto,
+        p.stream_auto_cold_dst,
+        p.stream_no_reuse,
+        p.stream_reuse,
+        p.probe_min,
+        p.probe_hit_max as usize,
+        p.copy_temporal as usize,
+        p.copy_cold_src as usize,
+        p.copy_stream as usize,
+        p.set_temporal as usize,
+        p.set_stream as usize,
+        p.zero_stream as usize,
+        p.rep_movsb_min,
+        p.rep_movsb_max,
+        p.llc_effective,
+    ]
+}
 
-/// The thresholds in use (derived from CPUID on first call).
-///
-/// Derivation is re-entrancy-safe: a call that arrives while another is deriving (a
-/// signal handler, another thread, or, if a compiler ever inserted a `memcpy` into the
-/// derivation, the shim recursing into itself) gets the built-in defaults instead of
-/// deriving again.
-pub fn thresholds() -> Thresholds {
-    let auto = STREAM_AUTO.load(Ordering::Acquire);
-    if auto == 0 {
-        if DERIVING.swap(true, Ordering::Acquire) {
-            return Thresholds::FALLBACK;
-        }
-        let t = Thresholds::from_caches(&cpu::used_caches());
-        set_thresholds(t);
-        DERIVING.store(false, Ordering::Release);
-        return t;
-    }
-    Thresholds {
-        stream_auto: auto,
-        stream_no_reuse: STREAM_NO_REUSE.load(Ordering::Relaxed),
-        stream_reuse: STREAM_REUSE.load(Ordering::Relaxed),
+fn kernel_at(v: usize) -> KernelId {
+    if v < KernelId::ALL.len() {
+        KernelId::ALL[v]
+    } else {
+        KernelId::Portable
     }
 }
 
-/// Replaces the thresholds (the calibration profile does this). Zero values are bumped
-/// to 1 so that "zero" keeps meaning "not yet derived".
+fn publish(p: &Profile, source: Source) {
+    let v = encode(p);
+    let mut i = 0;
+    while i < FIELDS {
+        PUBLISHED[i].store(v[i], Ordering::Relaxed);
+        i += 1;
+    }
+    SOURCE.store(source as u8, Ordering::Relaxed);
+    STATE.store(2, Ordering::Release);
+}
+
+fn read_published() -> Profile {
+    let f = |i: usize| PUBLISHED[i].load(Ordering::Relaxed);
+    Profile {
+        stream_auto: f(0),
+        stream_auto_cold_dst: f(1),
+        stream_no_reuse: f(2),
+        stream_reuse: f(3),
+        probe_min: f(4),
+        probe_hit_max: f(5) as u32,
+        copy_temporal: kernel_at(f(6)),
+        copy_cold_src: kernel_at(f(7)),
+        copy_stream: kernel_at(f(8)),
+        set_temporal: kernel_at(f(9)),
+        set_stream: kernel_at(f(10)),
+        zero_stream: kernel_at(f(11)),
+        rep_movsb_min: f(12),
+        rep_movsb_max: f(13),
+        llc_effective: f(14),
+    }
+}
+
+// A static, not a const: indexing a const array copies it (a `memcpy` when unoptimised).
+static ERROR_KINDS: [ErrorKind; 13] = [
+    ErrorKind::MissingVersion,
+    ErrorKind::UnsupportedVersion(0),
+    ErrorKind::NotKeyValue,
+    ErrorKind::UnknownKey,
+    ErrorKind::DuplicateKey,
+    ErrorKind::BadSize,
+    ErrorKind::Overflow,
+    ErrorKind::UnknownKernel,
+    ErrorKind::WrongKernelForKey,
+    ErrorKind::Inconsistent,
+    ErrorKind::TooLarge,
+    ErrorKind::NotUtf8,
+    ErrorKind::Unreadable,
+];
+
+fn record_error(e: Option<ProfileError>) {
+    let Some(e) = e else {
+        ERROR_KIND.store(0, Ordering::Relaxed);
+        return;
+    };
+    let mut code = 0;
+    let mut version = 0;
+    let mut i = 0;
+    while i < ERROR_KINDS.len() {
+        let same = match (ERROR_KINDS[i], e.kind) {
+            (ErrorKind::UnsupportedVersion(_), ErrorKind::UnsupportedVersion(v)) => {
+                version = v as usize;
+                true
+            }
+            (a, b) => a == b,
+        };
+        if same {
+            code = i;
+            break;
+        }
+        i += 1;
+    }
+    ERROR_LINE.store(e.line, Ordering::Relaxed);
+    ERROR_VERSION.store(version, Ordering::Relaxed);
+    ERROR_KIND.store(code + 1, Ordering::Relaxed);
+}
+
+/// Derives the CPUID defaults and loads the profile file, once. Re-entrant calls (a
+/// signal handler, another thread, or a compiler-inserted `memcpy` recursing through
+/// the shim) get [`Profile::FALLBACK`] instead of waiting or deriving again.
+fn init() -> Profile {
+    if STATE
+        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return if STATE.load(Ordering::Acquire) == 2 {
+            read_published()
+        } else {
+            Profile::FALLBACK
+        };
+    }
+    load_now()
+}
+
+fn load_now() -> Profile {
+    let defaults = Profile::from_caches(&cpu::used_caches());
+    let mut buf = core::mem::MaybeUninit::<[u8; autoload::MAX_PROFILE_BYTES]>::uninit();
+    let base = buf.as_mut_ptr() as *mut u8;
+    // SAFETY: `base` is valid for MAX_PROFILE_BYTES writes; `find` initialises the
+    // first `len` bytes it reports, and only those are read.
+    let (profile, source, error) = match unsafe { autoload::find(base) } {
+        Found::Nothing => (defaults, Source::Defaults, None),
+        Found::Secure => (defaults, Source::Secure, None),
+        Found::Error(src, e) => (defaults, src, Some(e)),
+        Found::Bytes(src, len) => {
+            match profile::parse(unsafe { core::slice::from_raw_parts(base, len) }, defaults) {
+                Ok((p, _)) => (p, src, None),
+                Err(e) => (defaults, src, Some(e)),
+            }
+        }
+    };
+    record_error(error);
+    publish(&profile, source);
+    profile
+}
+
+/// The profile in use (loaded on first call: see the module docs).
+#[inline]
+pub fn profile() -> Profile {
+    if STATE.load(Ordering::Acquire) == 2 {
+        read_published()
+    } else {
+        init()
+    }
+}
+
+/// The three streaming thresholds of the profile in use.
+pub fn thresholds() -> Thresholds {
+    let p = profile();
+    Thresholds {
+        stream_auto: p.stream_auto,
+        stream_no_reuse: p.stream_no_reuse,
+        stream_reuse: p.stream_reuse,
+    }
+}
+
+/// Replaces the streaming thresholds of the profile in use (other keys unchanged).
 pub fn set_thresholds(t: Thresholds) {
-    STREAM_NO_REUSE.store(t.stream_no_reuse, Ordering::Relaxed);
-    STREAM_REUSE.store(t.stream_reuse, Ordering::Relaxed);
-    STREAM_AUTO.store(t.stream_auto.max(1), Ordering::Release);
+    let mut p = profile();
+    p.stream_auto = t.stream_auto;
+    p.stream_no_reuse = t.stream_no_reuse;
+    p.stream_reuse = t.stream_reuse;
+    install(&p);
+}
+
+/// Installs a profile for the whole process (replacing the loaded one).
+pub fn install(p: &Profile) {
+    record_error(None);
+    publish(p, Source::Installed);
+}
+
+/// Loads the profile again from `BLOCKMEM_PROFILE` or the default path (after
+/// `blockmem calibrate` wrote a new one, say) and returns what [`status`] then says.
+pub fn reload() -> (Source, Option<ProfileError>) {
+    load_now();
+    status()
+}
+
+/// Where the profile in use came from, and the error of a rejected profile file (the
+/// library then runs on CPUID defaults).
+pub fn status() -> (Source, Option<ProfileError>) {
+    profile();
+    let source = match SOURCE.load(Ordering::Relaxed) {
+        1 => Source::Defaults,
+        2 => Source::Env,
+        3 => Source::DefaultPath,
+        4 => Source::Installed,
+        5 => Source::Secure,
+        _ => Source::NotLoaded,
+    };
+    let error = match ERROR_KIND.load(Ordering::Relaxed) {
+        0 => None,
+        code => {
+            let kind = match ERROR_KINDS[(code - 1).min(ERROR_KINDS.len() - 1)] {
+                ErrorKind::UnsupportedVersion(_) => {
+                    ErrorKind::UnsupportedVersion(ERROR_VERSION.load(Ordering::Relaxed) as u32)
+                }
+                k => k,
+            };
+            Some(ProfileError {
+                line: ERROR_LINE.load(Ordering::Relaxed),
+                kind,
+            })
+        }
+    };
+    (source, error)
 }
 
 /// Forces one kernel for every op it implements, above the inline ladder (`None`
@@ -78,20 +271,57 @@ pub fn forced() -> Option<KernelId> {
     }
 }
 
-/// The kernel a call above the inline ladder would use (what `blockmem info` prints).
+/// The kernel a call above the inline ladder would use when nothing is probed.
 pub fn choose(op: Op, n: usize, hint: Hint, overlap: bool) -> KernelId {
+    choose_probed(op, n, hint, overlap, Probes::NONE)
+}
+
+/// The kernel a call above the inline ladder would use, given probe results (what
+/// `blockmem info`'s decision table prints).
+pub fn choose_probed(op: Op, n: usize, hint: Hint, overlap: bool, probes: Probes) -> KernelId {
     if let Some(k) = forced() {
-        if k.kernel()
-            .is_some_and(|e| e.supports(op) && e.is_available())
-        {
+        if policy::usable(k, op, features()) {
             return k;
         }
     }
-    policy::decide(op, n, hint, overlap, &thresholds(), features())
+    policy::decide(op, n, hint, overlap, probes, &profile(), features())
+}
+
+/// Chooses for a real call: probes the first line of `src` (if any) and `dst` when the
+/// hint is `Auto` and the profile says probing pays at this size.
+///
+/// # Safety
+/// `dst` valid for a one-byte read; `src` null or valid for a one-byte read.
+#[inline]
+unsafe fn choose_for_call(
+    op: Op,
+    dst: *const u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+    overlap: bool,
+) -> KernelId {
+    if let Some(k) = forced() {
+        if policy::usable(k, op, features()) {
+            return k;
+        }
+    }
+    let p = profile();
+    let mut probes = Probes::NONE;
+    if hint == Hint::Auto && p.probe_min != 0 && n >= p.probe_min && !overlap {
+        // SAFETY: both pointers are readable per the contract (n > 0 here).
+        unsafe {
+            probes.dst = crate::probe::probe(dst, p.probe_hit_max);
+            if !src.is_null() {
+                probes.src = crate::probe::probe(src, p.probe_hit_max);
+            }
+        }
+    }
+    policy::decide(op, n, hint, overlap, probes, &p, features())
 }
 
 /// Calls kernel `k` for `op`. Falls back to the portable kernel if `k` lacks the op
-/// or cannot run here (which `choose` already excludes).
+/// or cannot run here (which the policy already excludes).
 ///
 /// # Safety
 /// As the op's C contract: pointers valid for `n` bytes; for `Copy`, no overlap.
@@ -185,7 +415,14 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
         if n <= INLINE_MAX {
             copy_inline(dst, src, n)
         } else {
-            run(choose(Op::Copy, n, hint, false), Op::Copy, dst, src, 0, n)
+            run(
+                choose_for_call(Op::Copy, dst, src, n, hint, false),
+                Op::Copy,
+                dst,
+                src,
+                0,
+                n,
+            )
         }
     }
 }
@@ -203,7 +440,14 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
             copy_inline(dst, src, n)
         } else if !core::ptr::eq(dst, src) {
             let overlap = !disjoint(dst, src, n);
-            run(choose(Op::Move, n, hint, overlap), Op::Move, dst, src, 0, n)
+            run(
+                choose_for_call(Op::Move, dst, src, n, hint, overlap),
+                Op::Move,
+                dst,
+                src,
+                0,
+                n,
+            )
         }
     }
 }
@@ -227,7 +471,7 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) {
             }
             let op = if byte == 0 { Op::Zero } else { Op::Set };
             run(
-                choose(op, n, hint, false),
+                choose_for_call(op, dst, core::ptr::null(), n, hint, false),
                 op,
                 dst,
                 core::ptr::null(),

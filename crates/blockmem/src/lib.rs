@@ -30,7 +30,9 @@
 //!   `avx2_pf`, `avx2_pf_nt`, `rep_movsb`, `rep_stosb`, `clzero`) for callers, such as
 //!   the lab, that want one kernel in particular.
 //! * [`cpu`]: CPUID feature and cache detection.
-//! * [`policy`]: the pure decision function; [`dispatch`]: its global state.
+//! * [`policy`]: the pure decision function; [`profile`]: the calibration profile it
+//!   reads (loaded once by [`autoload`]); [`probe`]: the timed-load cache probe;
+//!   [`dispatch`]: the entry ladder and the published state.
 
 #![no_std]
 #![no_builtins]
@@ -38,10 +40,13 @@
 #![warn(missing_docs)]
 
 pub mod arch;
+pub mod autoload;
 pub mod cpu;
 pub mod dispatch;
 pub mod kernel;
 pub mod policy;
+pub mod probe;
+pub mod profile;
 
 pub use kernel::{KernelId, Op};
 

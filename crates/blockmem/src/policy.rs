@@ -1,62 +1,69 @@
-//! The policy: a pure function from what is known about a call to the kernel that
-//! should run it. No hardware access, no global state: it is unit-tested over synthetic
-//! thresholds and feature sets.
+//! The policy: a pure function from what is known about a call to the kernel that runs
+//! it. No hardware access and no global state: it is unit-tested over synthetic
+//! profiles, probe results and feature sets.
 //!
-//! Until host calibration lands, the thresholds come from CPUID cache sizes
-//! ([`Thresholds::from_caches`]). The rules:
+//! The rules, in order:
 //!
-//! * Overlapping moves always use temporal stores (DESIGN.md rule).
-//! * `Reuse`: the destination will be read soon, so keep it in cache; stream only when
-//!   it cannot stay there anyway (larger than the LLC).
-//! * `NoReuse`: the caller promises not to read the destination soon; stream from
-//!   [`Thresholds::stream_no_reuse`] up, where streaming stops costing more than the
-//!   pollution it avoids.
-//! * `Auto`: stream from [`Thresholds::stream_auto`] up: a block that large cannot stay
-//!   cached together with its source, so temporal stores would only evict useful data
-//!   and pay a read-for-ownership per line.
-//! * Streaming zero uses `clzero` where the CPU has it, else AVX2 streaming stores.
-//! * Temporal work uses the widest available temporal kernel (AVX2, else SSE2, else the
-//!   portable words).
+//! 1. Overlapping moves never stream (DESIGN.md rule): temporal kernels only.
+//! 2. Whether to stream (non-temporal stores, or `clzero`) is a size threshold chosen
+//!    by the hint and, for `Auto`, by the destination probe:
+//!    * `Reuse` — keep the destination cached: stream only from
+//!      [`Profile::stream_reuse`] (the block cannot stay cached anyway);
+//!    * `NoReuse` — stream from [`Profile::stream_no_reuse`];
+//!    * `Auto`, destination probed cold — from [`Profile::stream_auto_cold_dst`]: the
+//!      lines must come from memory anyway, so skipping the read-for-ownership wins
+//!      (seed 003 Fig. 2: up to 75%);
+//!    * `Auto` otherwise (probed hot, or not probed) — from [`Profile::stream_auto`],
+//!      where the block no longer fits in the cache with its source.
+//! 3. Streaming uses the profile's streaming kernel for the op; temporal copies use the
+//!    cold-source kernel (block prefetch) when the source probed cold, `rep movsb` inside
+//!    its calibrated window, else the temporal kernel.
+//! 4. A kernel the CPU cannot run (or that lacks the op) is replaced by the best one it
+//!    can: AVX2, then SSE2, then portable.
 
-use crate::cpu::{Features, UsedCaches};
+use crate::cpu::Features;
 use crate::kernel::{KernelId, Op};
+use crate::profile::Profile;
 use crate::Hint;
 
-/// Size thresholds the policy uses, in bytes. Each has a documented default.
+/// The streaming thresholds of a profile, for callers that only adjust those (see
+/// [`crate::dispatch::thresholds`]); the full set of tunables is [`Profile`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Thresholds {
-    /// `Auto`: stream (non-temporal stores) at and above this size.
+    /// `Auto`, nothing probed: stream at and above this size.
     pub stream_auto: usize,
     /// `NoReuse`: stream at and above this size.
     pub stream_no_reuse: usize,
-    /// `Reuse`: stream only at and above this size (the destination cannot stay cached).
+    /// `Reuse`: stream only at and above this size.
     pub stream_reuse: usize,
 }
 
-/// `NoReuse` never streams below this: under a few KiB the `sfence` and the partial
-/// write-combining buffers cost more than the read-for-ownership they save.
-pub const MIN_STREAM_NO_REUSE: usize = 16 << 10;
+/// What a probe of the first line of a region found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Probed {
+    /// Not probed (small call, hint given, probing disabled or unsupported).
+    Unknown,
+    /// The line was in cache.
+    Cached,
+    /// The line came from memory.
+    Cold,
+}
 
-impl Thresholds {
-    /// What a call gets while another call is still deriving the thresholds: the
-    /// defaults of a small machine (`cpu::DEFAULT_*`), as a constant so that producing
-    /// it cannot itself copy memory.
-    pub const FALLBACK: Thresholds = Thresholds {
-        stream_auto: crate::cpu::DEFAULT_LLC / 2,
-        stream_no_reuse: MIN_STREAM_NO_REUSE * 8,
-        stream_reuse: crate::cpu::DEFAULT_LLC * 2,
+/// Probe results for a call.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Probes {
+    /// The source's first line (copy and move only).
+    pub src: Probed,
+    /// The destination's first line.
+    pub dst: Probed,
+}
+
+impl Probes {
+    /// Nothing probed.
+    pub const NONE: Probes = Probes {
+        src: Probed::Unknown,
+        dst: Probed::Unknown,
     };
-
-    /// CPUID-derived defaults: `Auto` streams from half the LLC (source and destination
-    /// together no longer fit), `NoReuse` from half the L2 (at least
-    /// [`MIN_STREAM_NO_REUSE`]), `Reuse` from twice the LLC.
-    pub fn from_caches(c: &UsedCaches) -> Thresholds {
-        Thresholds {
-            stream_auto: (c.llc.size / 2).max(MIN_STREAM_NO_REUSE),
-            stream_no_reuse: (c.l2.size / 2).max(MIN_STREAM_NO_REUSE),
-            stream_reuse: c.llc.size.saturating_mul(2),
-        }
-    }
 }
 
 /// Decides the kernel for one call above the inline ladder.
@@ -67,108 +74,238 @@ pub fn decide(
     n: usize,
     hint: Hint,
     overlap: bool,
-    t: &Thresholds,
+    probes: Probes,
+    p: &Profile,
     f: Features,
 ) -> KernelId {
     let stream_from = match hint {
-        Hint::Auto => t.stream_auto,
-        Hint::NoReuse => t.stream_no_reuse,
-        Hint::Reuse => t.stream_reuse,
+        Hint::Reuse => p.stream_reuse,
+        Hint::NoReuse => p.stream_no_reuse,
+        Hint::Auto if probes.dst == Probed::Cold => p.stream_auto_cold_dst,
+        Hint::Auto => p.stream_auto,
     };
-    let stream = !overlap && n >= stream_from;
-    let temporal = if f.contains(Features::AVX2) {
+    if !overlap && n >= stream_from {
+        let k = match op {
+            Op::Copy | Op::Move => p.copy_stream,
+            Op::Set => p.set_stream,
+            Op::Zero => p.zero_stream,
+        };
+        if usable(k, op, f) {
+            return k;
+        }
+        if usable(KernelId::Avx2Nt, op, f) {
+            return KernelId::Avx2Nt;
+        }
+    }
+    let k = match op {
+        Op::Copy | Op::Move if probes.src == Probed::Cold => p.copy_cold_src,
+        Op::Copy | Op::Move if n >= p.rep_movsb_min && n < p.rep_movsb_max => KernelId::RepMovsb,
+        Op::Copy | Op::Move => p.copy_temporal,
+        Op::Set | Op::Zero => p.set_temporal,
+    };
+    if usable(k, op, f) && !k.streams() {
+        return k;
+    }
+    best_temporal(f)
+}
+
+/// The widest temporal kernel the CPU can run.
+pub fn best_temporal(f: Features) -> KernelId {
+    if cfg!(target_arch = "x86_64") && f.contains(Features::AVX2) {
         KernelId::Avx2
-    } else if f.contains(Features::SSE2) {
+    } else if cfg!(target_arch = "x86_64") && f.contains(Features::SSE2) {
         KernelId::Sse2
     } else {
         KernelId::Portable
-    };
-    if !stream {
-        return temporal;
     }
-    match op {
-        Op::Zero if f.contains(Features::CLZERO) => KernelId::Clzero,
-        _ if f.contains(Features::AVX2) => KernelId::Avx2Nt,
-        _ => temporal,
-    }
+}
+
+/// True if `k` exists on this target, implements `op` and needs only features in `f`.
+pub fn usable(k: KernelId, op: Op, f: Features) -> bool {
+    k.kernel()
+        .is_some_and(|e| e.supports(op) && f.contains(e.requires))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const T: Thresholds = Thresholds {
-        stream_auto: 1 << 20,
-        stream_no_reuse: 64 << 10,
-        stream_reuse: 64 << 20,
-    };
     const AVX2: Features = Features::SSE2.union(Features::AVX).union(Features::AVX2);
+    const COLD_DST: Probes = Probes {
+        src: Probed::Unknown,
+        dst: Probed::Cold,
+    };
+    const COLD_SRC: Probes = Probes {
+        src: Probed::Cold,
+        dst: Probed::Cached,
+    };
+
+    fn profile() -> Profile {
+        let mut p = Profile::FALLBACK;
+        p.stream_auto = 1 << 20;
+        p.stream_auto_cold_dst = 64 << 10;
+        p.stream_no_reuse = 32 << 10;
+        p.stream_reuse = 64 << 20;
+        p.copy_cold_src = KernelId::Avx2Pf;
+        p.copy_stream = KernelId::Avx2PfNt;
+        p
+    }
 
     #[test]
-    fn temporal_below_each_threshold_streaming_at_it() {
-        for (hint, at) in [
-            (Hint::Auto, T.stream_auto),
-            (Hint::NoReuse, T.stream_no_reuse),
-            (Hint::Reuse, T.stream_reuse),
+    fn each_hint_streams_from_its_threshold() {
+        let p = profile();
+        for (hint, probes, at) in [
+            (Hint::Auto, Probes::NONE, p.stream_auto),
+            (Hint::Auto, COLD_DST, p.stream_auto_cold_dst),
+            (Hint::NoReuse, Probes::NONE, p.stream_no_reuse),
+            (Hint::Reuse, COLD_DST, p.stream_reuse),
         ] {
             assert_eq!(
-                decide(Op::Copy, at - 1, hint, false, &T, AVX2),
-                KernelId::Avx2
+                decide(Op::Copy, at - 1, hint, false, probes, &p, AVX2),
+                KernelId::Avx2,
+                "{hint:?} {probes:?}"
             );
             assert_eq!(
-                decide(Op::Copy, at, hint, false, &T, AVX2),
+                decide(Op::Copy, at, hint, false, probes, &p, AVX2),
+                KernelId::Avx2PfNt,
+                "{hint:?} {probes:?}"
+            );
+            assert_eq!(
+                decide(Op::Set, at, hint, false, probes, &p, AVX2),
                 KernelId::Avx2Nt
             );
-            assert_eq!(decide(Op::Set, at, hint, false, &T, AVX2), KernelId::Avx2Nt);
+            assert_eq!(
+                decide(Op::Zero, at, hint, false, probes, &p, AVX2),
+                KernelId::Avx2Nt
+            );
         }
     }
 
     #[test]
-    fn overlap_never_streams() {
+    fn hot_dst_probe_keeps_temporal_until_the_size_rule() {
+        let p = profile();
+        let hot = Probes {
+            src: Probed::Cached,
+            dst: Probed::Cached,
+        };
         assert_eq!(
-            decide(Op::Move, 1 << 30, Hint::NoReuse, true, &T, AVX2),
+            decide(Op::Copy, 512 << 10, Hint::Auto, false, hot, &p, AVX2),
             KernelId::Avx2
         );
         assert_eq!(
-            decide(Op::Move, 1 << 30, Hint::NoReuse, false, &T, AVX2),
-            KernelId::Avx2Nt
+            decide(Op::Copy, 2 << 20, Hint::Auto, false, hot, &p, AVX2),
+            KernelId::Avx2PfNt
         );
     }
 
     #[test]
-    fn zero_prefers_clzero_when_streaming() {
-        let f = AVX2.union(Features::CLZERO);
+    fn cold_source_prefetches_when_not_streaming() {
+        let p = profile();
         assert_eq!(
-            decide(Op::Zero, 1 << 30, Hint::Auto, false, &T, f),
+            decide(Op::Copy, 16 << 10, Hint::Auto, false, COLD_SRC, &p, AVX2),
+            KernelId::Avx2Pf
+        );
+        assert_eq!(
+            decide(Op::Move, 16 << 10, Hint::Auto, true, COLD_SRC, &p, AVX2),
+            KernelId::Avx2Pf
+        );
+    }
+
+    #[test]
+    fn overlap_never_streams() {
+        let p = profile();
+        for hint in Hint::ALL {
+            let k = decide(Op::Move, 1 << 30, hint, true, COLD_DST, &p, AVX2);
+            assert!(!k.streams(), "{hint:?} -> {k:?}");
+        }
+        assert_eq!(
+            decide(
+                Op::Move,
+                1 << 30,
+                Hint::NoReuse,
+                false,
+                Probes::NONE,
+                &p,
+                AVX2
+            ),
+            KernelId::Avx2PfNt
+        );
+    }
+
+    #[test]
+    fn rep_movsb_window() {
+        let mut p = profile();
+        p.rep_movsb_min = 4096;
+        p.rep_movsb_max = 8192;
+        assert_eq!(
+            decide(Op::Copy, 4095, Hint::Reuse, false, Probes::NONE, &p, AVX2),
+            KernelId::Avx2
+        );
+        assert_eq!(
+            decide(Op::Copy, 4096, Hint::Reuse, false, Probes::NONE, &p, AVX2),
+            KernelId::RepMovsb
+        );
+        assert_eq!(
+            decide(Op::Copy, 8192, Hint::Reuse, false, Probes::NONE, &p, AVX2),
+            KernelId::Avx2
+        );
+    }
+
+    #[test]
+    fn zero_uses_the_profile_zero_kernel_and_falls_back_without_clzero() {
+        let mut p = profile();
+        p.zero_stream = KernelId::Clzero;
+        let with = AVX2.union(Features::CLZERO);
+        assert_eq!(
+            decide(Op::Zero, 1 << 30, Hint::Auto, false, Probes::NONE, &p, with),
             KernelId::Clzero
         );
         assert_eq!(
-            decide(Op::Zero, 1 << 10, Hint::Auto, false, &T, f),
-            KernelId::Avx2
+            decide(Op::Zero, 1 << 30, Hint::Auto, false, Probes::NONE, &p, AVX2),
+            KernelId::Avx2Nt
         );
         assert_eq!(
-            decide(Op::Set, 1 << 30, Hint::Auto, false, &T, f),
+            decide(Op::Set, 1 << 30, Hint::Auto, false, Probes::NONE, &p, with),
             KernelId::Avx2Nt
         );
     }
 
     #[test]
-    fn falls_back_without_avx2() {
+    fn unavailable_kernels_fall_back() {
+        let p = profile();
+        let sse2 = Features::SSE2;
         assert_eq!(
-            decide(Op::Copy, 1 << 30, Hint::Auto, false, &T, Features::SSE2),
-            KernelId::Sse2
+            decide(Op::Copy, 1 << 30, Hint::Auto, false, Probes::NONE, &p, sse2),
+            best_temporal(sse2)
         );
         assert_eq!(
-            decide(Op::Copy, 100, Hint::Auto, false, &T, Features::NONE),
+            decide(Op::Copy, 16 << 10, Hint::Auto, false, COLD_SRC, &p, sse2),
+            best_temporal(sse2)
+        );
+        assert_eq!(
+            decide(
+                Op::Set,
+                100,
+                Hint::Auto,
+                false,
+                Probes::NONE,
+                &p,
+                Features::NONE
+            ),
             KernelId::Portable
         );
     }
 
     #[test]
-    fn defaults_from_caches_are_ordered() {
+    fn defaults_are_ordered() {
         let c = crate::cpu::choose_used(&[None; crate::cpu::MAX_LEVELS], 0, 0);
-        let t = Thresholds::from_caches(&c);
-        assert!(t.stream_no_reuse <= t.stream_auto && t.stream_auto < t.stream_reuse);
-        assert!(t.stream_no_reuse >= MIN_STREAM_NO_REUSE);
+        let p = Profile::from_caches(&c);
+        assert!(p.stream_no_reuse <= p.stream_auto && p.stream_auto < p.stream_reuse);
+        assert!(p.stream_auto_cold_dst <= p.stream_auto);
+        assert!(p.stream_no_reuse >= crate::profile::MIN_STREAM_NO_REUSE);
+        assert_eq!(
+            p.probe_min, 0,
+            "probing is off until calibration shows it pays"
+        );
     }
 }

@@ -13,7 +13,7 @@
 mod common;
 
 use blockmem::kernel::Op;
-use blockmem::policy::Thresholds;
+use blockmem::KernelId;
 use common::{first_diff, interesting_sizes, methods, report, Aligned, Method, Rng};
 
 const CANARY: usize = 64;
@@ -313,22 +313,36 @@ fn move_to_itself_is_identity() {
     }
 }
 
-/// The public entry points across the policy's own thresholds: set them low enough to
-/// test cheaply, then every threshold ±1 for every hint, copy and set.
+/// The public entry points across every threshold of the profile, with probing on
+/// (so the probe path runs) and every hint: each threshold ±1, copy, move, set, zero.
+/// The thresholds are set low enough to test cheaply.
 #[test]
 fn auto_policy_thresholds_plus_minus_one() {
     common::setup();
-    let t = Thresholds {
-        stream_auto: 300_000,
-        stream_no_reuse: 20_000,
-        stream_reuse: 1_000_003,
-    };
-    blockmem::dispatch::set_thresholds(t);
-    let mut pair = Pair::new(t.stream_reuse + 2, 5);
+    let mut p = blockmem::dispatch::profile();
+    p.stream_auto = 300_000;
+    p.stream_auto_cold_dst = 70_001;
+    p.stream_no_reuse = 20_000;
+    p.stream_reuse = 1_000_003;
+    p.probe_min = 4_096;
+    p.rep_movsb_min = 6_000;
+    p.rep_movsb_max = 9_000;
+    p.copy_cold_src = KernelId::Avx2Pf;
+    p.copy_stream = KernelId::Avx2PfNt;
+    blockmem::dispatch::install(&p);
+    let mut pair = Pair::new(p.stream_reuse + 2, 5);
     let ms: Vec<Method> = blockmem::Hint::ALL.into_iter().map(Method::Auto).collect();
     let mut cases = 0;
     for m in &ms {
-        for at in [t.stream_auto, t.stream_no_reuse, t.stream_reuse] {
+        for at in [
+            p.probe_min,
+            p.rep_movsb_min,
+            p.rep_movsb_max,
+            p.stream_no_reuse,
+            p.stream_auto_cold_dst,
+            p.stream_auto,
+            p.stream_reuse,
+        ] {
             for n in [at - 1, at, at + 1] {
                 for op in [Op::Copy, Op::Move, Op::Set, Op::Zero] {
                     for (so, d_off) in [(0, 0), (3, 61)] {
@@ -339,7 +353,12 @@ fn auto_policy_thresholds_plus_minus_one() {
             }
         }
     }
-    report("auto across policy thresholds ±1", Op::Copy, &ms, cases);
+    report(
+        "auto across every profile threshold ±1, probing on",
+        Op::Copy,
+        &ms,
+        cases,
+    );
 }
 
 /// The slice API: lengths, ranges and panics.

@@ -217,7 +217,7 @@ pub fn interesting_sizes(max: usize) -> Vec<usize> {
         8192 * 2,
         8192 * 3,
         8192 + 256,
-        blockmem::policy::MIN_STREAM_NO_REUSE,
+        blockmem::profile::MIN_STREAM_NO_REUSE,
     ];
     for t in thresholds {
         v.extend([t - 1, t, t + 1]);

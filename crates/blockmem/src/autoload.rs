@@ -1,0 +1,266 @@
+//! Loading the calibration profile once, on the first operation that needs the policy,
+//! from `BLOCKMEM_PROFILE` or the default path (`$XDG_CACHE_HOME/blockmem/profile`,
+//! else `$HOME/.cache/blockmem/profile`).
+//!
+//! This runs inside whatever operation came first — possibly a `memcpy` under the
+//! shim, possibly in a signal handler — so it allocates nothing, takes no lock and
+//! calls no libc I/O: the environment comes from `environ`, the file through raw
+//! `openat`/`read`/`close` system calls into a fixed stack buffer. Under AT_SECURE
+//! (set-user-ID and similar programs) the environment is ignored and no file is read:
+//! such programs get CPUID defaults.
+
+use crate::profile::{ErrorKind, ProfileError};
+
+/// Largest profile file read (a generated profile is about 1.5 KiB).
+pub const MAX_PROFILE_BYTES: usize = 16 << 10;
+const MAX_PATH: usize = 1024;
+
+/// Where the profile in use came from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Source {
+    /// Nothing loaded yet (no operation has needed the policy).
+    NotLoaded,
+    /// No profile file: CPUID-derived defaults.
+    Defaults,
+    /// The file named by `BLOCKMEM_PROFILE`.
+    Env,
+    /// The default path.
+    DefaultPath,
+    /// Installed by the program through [`crate::dispatch::install`].
+    Installed,
+    /// Environment ignored: the process runs with AT_SECURE.
+    Secure,
+}
+
+impl Source {
+    /// A stable name for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Source::NotLoaded => "not-loaded",
+            Source::Defaults => "cpuid-defaults",
+            Source::Env => "BLOCKMEM_PROFILE",
+            Source::DefaultPath => "default-path",
+            Source::Installed => "installed",
+            Source::Secure => "cpuid-defaults (AT_SECURE: environment ignored)",
+        }
+    }
+}
+
+/// What a load attempt found: the file's bytes (in `buf[..len]`), or why not.
+pub(crate) enum Found {
+    /// No file to read (variable unset and no default file).
+    Nothing,
+    /// AT_SECURE process.
+    Secure,
+    /// Read `len` bytes from the source.
+    Bytes(Source, usize),
+    /// The file named by `BLOCKMEM_PROFILE` could not be read, or was too large.
+    Error(Source, ProfileError),
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod sys {
+    extern "C" {
+        static environ: *const *const u8;
+        fn getauxval(kind: u64) -> u64;
+    }
+    const AT_SECURE: u64 = 23;
+
+    pub fn secure() -> bool {
+        // SAFETY: getauxval only reads the auxiliary vector; async-signal-safe.
+        unsafe { getauxval(AT_SECURE) != 0 }
+    }
+
+    /// The value of `name` in the environment, as bytes (without the NUL).
+    pub fn getenv(name: &[u8]) -> Option<&'static [u8]> {
+        // SAFETY: `environ` is a NULL-terminated array of NUL-terminated strings
+        // maintained by libc (null before libc initialises: then no variables).
+        unsafe {
+            let mut e = environ;
+            if e.is_null() {
+                return None;
+            }
+            while !(*e).is_null() {
+                let s = *e;
+                let mut i = 0;
+                while i < name.len() && *s.add(i) == name[i] {
+                    i += 1;
+                }
+                if i == name.len() && *s.add(i) == b'=' {
+                    let v = s.add(i + 1);
+                    let mut len = 0;
+                    while *v.add(len) != 0 {
+                        len += 1;
+                    }
+                    return Some(core::slice::from_raw_parts(v, len));
+                }
+                e = e.add(1);
+            }
+            None
+        }
+    }
+
+    unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
+        let ret: isize;
+        // SAFETY: a raw Linux system call; the caller passes valid arguments. The
+        // kernel clobbers rcx and r11.
+        unsafe {
+            core::arch::asm!("syscall", inlateout("rax") nr as isize => ret, in("rdi") a, in("rsi") b,
+                in("rdx") c, in("r10") d, lateout("rcx") _, lateout("r11") _, options(nostack));
+        }
+        ret
+    }
+
+    /// Reads the NUL-terminated `path` into `buf[..cap]`; `Err(())` if it cannot be
+    /// opened, `Ok(None)` if it is larger than `cap`. `buf` may be uninitialised: it is
+    /// only written (a zeroed 16 KiB buffer would cost a `memset` call).
+    ///
+    /// # Safety
+    /// `buf` valid for `cap` writes.
+    pub unsafe fn read_file(path: &[u8], buf: *mut u8, cap: usize) -> Result<Option<usize>, ()> {
+        const SYS_READ: usize = 0;
+        const SYS_CLOSE: usize = 3;
+        const SYS_OPENAT: usize = 257;
+        const AT_FDCWD: isize = -100;
+        const O_RDONLY_CLOEXEC: usize = 0o2000000;
+        debug_assert!(path.last() == Some(&0));
+        // SAFETY: path is NUL-terminated; buf is valid for cap writes (contract).
+        unsafe {
+            let fd = syscall4(
+                SYS_OPENAT,
+                AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                O_RDONLY_CLOEXEC,
+                0,
+            );
+            if fd < 0 {
+                return Err(());
+            }
+            let mut len = 0;
+            let result = loop {
+                if len == cap {
+                    // One more byte would not fit: too large.
+                    let mut probe = [0u8; 1];
+                    let r = syscall4(SYS_READ, fd as usize, probe.as_mut_ptr() as usize, 1, 0);
+                    break if r == 0 { Ok(Some(len)) } else { Ok(None) };
+                }
+                let r = syscall4(SYS_READ, fd as usize, buf.add(len) as usize, cap - len, 0);
+                if r == -4 {
+                    continue; // EINTR
+                }
+                if r < 0 {
+                    break Err(());
+                }
+                if r == 0 {
+                    break Ok(Some(len));
+                }
+                len += r as usize;
+            };
+            syscall4(SYS_CLOSE, fd as usize, 0, 0, 0);
+            result
+        }
+    }
+}
+
+/// Appends `part` to the path at `buf[..*len]` (a buffer of [`MAX_PATH`] bytes that
+/// may be uninitialised: zeroing it would cost a `memset` call) and NUL-terminates it;
+/// false if it does not fit.
+///
+/// # Safety
+/// `buf` valid for `MAX_PATH` writes.
+unsafe fn push(buf: *mut u8, len: &mut usize, part: &[u8]) -> bool {
+    if *len + part.len() + 1 > MAX_PATH {
+        return false;
+    }
+    let mut i = 0;
+    while i < part.len() {
+        // SAFETY: len + i < MAX_PATH - 1, inside the buffer.
+        unsafe { buf.add(*len + i).write(part[i]) };
+        i += 1;
+    }
+    *len += part.len();
+    // SAFETY: len < MAX_PATH, inside the buffer.
+    unsafe { buf.add(*len).write(0) };
+    true
+}
+
+/// Finds and reads the profile into `buf` (which may be uninitialised; on
+/// `Found::Bytes(_, len)` the first `len` bytes are written).
+///
+/// # Safety
+/// `buf` valid for [`MAX_PROFILE_BYTES`] writes.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub(crate) unsafe fn find(buf: *mut u8) -> Found {
+    if sys::secure() {
+        return Found::Secure;
+    }
+    let mut storage = core::mem::MaybeUninit::<[u8; MAX_PATH]>::uninit();
+    let path = storage.as_mut_ptr() as *mut u8;
+    let mut len = 0;
+    let source;
+    // SAFETY (every `push` below): `path` is valid for MAX_PATH writes.
+    if let Some(p) = sys::getenv(b"BLOCKMEM_PROFILE").filter(|p| !p.is_empty()) {
+        source = Source::Env;
+        if !unsafe { push(path, &mut len, p) } {
+            return Found::Error(
+                source,
+                ProfileError {
+                    line: 0,
+                    kind: ErrorKind::Unreadable,
+                },
+            );
+        }
+    } else {
+        source = Source::DefaultPath;
+        let ok = match sys::getenv(b"XDG_CACHE_HOME").filter(|p| !p.is_empty()) {
+            Some(xdg) => unsafe {
+                push(path, &mut len, xdg) && push(path, &mut len, b"/blockmem/profile")
+            },
+            None => match sys::getenv(b"HOME").filter(|p| !p.is_empty()) {
+                Some(home) => unsafe {
+                    push(path, &mut len, home) && push(path, &mut len, b"/.cache/blockmem/profile")
+                },
+                None => return Found::Nothing,
+            },
+        };
+        if !ok {
+            return Found::Nothing;
+        }
+    }
+    // SAFETY: forwarded contract.
+    // SAFETY: a successful push wrote path[..=len] (NUL included); `buf` per contract.
+    match unsafe {
+        sys::read_file(
+            core::slice::from_raw_parts(path, len + 1),
+            buf,
+            MAX_PROFILE_BYTES,
+        )
+    } {
+        Ok(Some(n)) => Found::Bytes(source, n),
+        Ok(None) => Found::Error(
+            source,
+            ProfileError {
+                line: 0,
+                kind: ErrorKind::TooLarge,
+            },
+        ),
+        // A missing default file is normal; a named one that cannot be read is an error.
+        Err(()) if source == Source::Env => Found::Error(
+            source,
+            ProfileError {
+                line: 0,
+                kind: ErrorKind::Unreadable,
+            },
+        ),
+        Err(()) => Found::Nothing,
+    }
+}
+
+/// No loader on this target: CPUID defaults.
+///
+/// # Safety
+/// None needed; `unsafe` to match the Linux signature.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+pub(crate) unsafe fn find(_buf: *mut u8) -> Found {
+    Found::Nothing
+}
