@@ -1,14 +1,107 @@
-//! C ABI for blockmem: `blockmem_copy`, `blockmem_move`, `blockmem_set`,
-//! `blockmem_zero`, each taking a hint. The header, cdylib/staticlib build and
-//! pkg-config file arrive with the C-library issue; these four entry points are
-//! already real.
-#![no_std]
+//! The C ABI of blockmem: `libblockmem.so`, `libblockmem.a` and `include/blockmem.h`.
+//!
+//! ```c
+//! #include <blockmem.h>
+//!
+//! // Copy a frame the program will not read again soon: stream it past the cache.
+//! blockmem_copy(dst, src, n, BLOCKMEM_HINT_NO_REUSE);
+//! // What would a 64 MiB zero use here?
+//! int k = blockmem_choose(BLOCKMEM_OP_ZERO, 64u << 20, BLOCKMEM_HINT_AUTO, false);
+//! printf("%s\n", blockmem_kernel_name((size_t)k));
+//! ```
+//!
+//! Two groups of functions:
+//!
+//! * **Operations**: [`blockmem_copy`], [`blockmem_move`], [`blockmem_set`],
+//!   [`blockmem_zero`], each with a [`BlockmemHint`]. They are the core's entry points
+//!   (inline size ladder, then the policy, then a kernel): no allocation, no lock,
+//!   async-signal-safe, usable before any initialisation.
+//! * **Introspection and control**, what `blockmem info` shows: the version, the kernel
+//!   table (count, names, availability, ops), the decision for an `(op, size, hint,
+//!   overlap)`, forcing a kernel, the thresholds, and the profile.
+//!
+//! The header is generated from this file by cbindgen (`cbindgen.toml`); a test
+//! regenerates it and fails if the committed `include/blockmem.h` is stale
+//! (`BLOCKMEM_BLESS=1 cargo test -p blockmem-ffi --test header` rewrites it).
+//!
+//! This crate links `std` (unlike the core and the shim): a C library is built as a
+//! whole program, and `std` gives it the panic runtime rustc needs for a `staticlib`/
+//! `cdylib` under the workspace's `panic=unwind` profile. Nothing here panics; were
+//! something to, Rust aborts at the `extern "C"` boundary instead of unwinding into C.
+//! Consequently the static library wants the system libraries `std` uses at link time
+//! (`pkg-config --static --libs blockmem` lists them).
+
 #![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
 
-use blockmem::Hint;
+use std::ffi::{c_char, c_int, c_void, CStr};
 
-/// Hint values of the C ABI: 0 = auto, 1 = reuse, 2 = noreuse; anything else is auto.
-fn hint(h: u32) -> Hint {
+use blockmem::kernel::{self, KernelId, Op};
+use blockmem::policy::Thresholds;
+use blockmem::{dispatch, Hint};
+
+/// What the caller knows about the destination's future. A value outside the
+/// enumeration means `BLOCKMEM_HINT_AUTO`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum BlockmemHint {
+    /// Predict from the size (and, once calibrated, the host's profile).
+    BLOCKMEM_HINT_AUTO = 0,
+    /// The destination will be read soon: keep it in cache unless it cannot fit.
+    BLOCKMEM_HINT_REUSE = 1,
+    /// The destination will not be read soon: stream it past the cache from a modest
+    /// size on.
+    BLOCKMEM_HINT_NO_REUSE = 2,
+}
+
+/// A block memory operation, for the introspection functions. A value outside the
+/// enumeration is rejected.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum BlockmemOp {
+    /// `memcpy`: non-overlapping copy.
+    BLOCKMEM_OP_COPY = 0,
+    /// `memmove`: copy that allows overlap.
+    BLOCKMEM_OP_MOVE = 1,
+    /// `memset`: fill with a byte.
+    BLOCKMEM_OP_SET = 2,
+    /// `bzero`: fill with zero.
+    BLOCKMEM_OP_ZERO = 3,
+}
+
+/// Success.
+pub const BLOCKMEM_OK: c_int = 0;
+/// No kernel has that name.
+pub const BLOCKMEM_ERR_UNKNOWN_KERNEL: c_int = -1;
+/// The kernel exists but this CPU cannot run it.
+pub const BLOCKMEM_ERR_UNAVAILABLE: c_int = -2;
+/// The operation is not supported by this build (profile loading, for now).
+pub const BLOCKMEM_ERR_UNSUPPORTED: c_int = -3;
+/// An argument is invalid (a null pointer, an unknown op, a zero threshold).
+pub const BLOCKMEM_ERR_INVALID: c_int = -4;
+
+/// The size thresholds the policy uses, in bytes (what a calibration profile sets).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockmemThresholds {
+    /// `BLOCKMEM_HINT_AUTO`: stream (non-temporal stores) at and above this size.
+    pub stream_auto: usize,
+    /// `BLOCKMEM_HINT_NO_REUSE`: stream at and above this size.
+    pub stream_no_reuse: usize,
+    /// `BLOCKMEM_HINT_REUSE`: stream only at and above this size.
+    pub stream_reuse: usize,
+}
+
+/// How the functions receive a [`BlockmemHint`]: as its `uint32_t` value, so that any
+/// value a C caller passes is defined behaviour (unknown ones mean auto). The header
+/// spells it `BlockmemHint`.
+pub type BlockmemHintArg = u32;
+/// How the functions receive a [`BlockmemOp`] (the header spells it `BlockmemOp`).
+pub type BlockmemOpArg = u32;
+
+fn to_hint(h: BlockmemHintArg) -> Hint {
     match h {
         1 => Hint::Reuse,
         2 => Hint::NoReuse,
@@ -16,42 +109,312 @@ fn hint(h: u32) -> Hint {
     }
 }
 
-/// `memcpy` with a hint.
-///
-/// # Safety
-/// As C `memcpy`.
-#[no_mangle]
-pub unsafe extern "C" fn blockmem_copy(dst: *mut u8, src: *const u8, n: usize, h: u32) -> *mut u8 {
-    // SAFETY: forwarded contract.
-    unsafe { blockmem::copy_raw(dst, src, n, hint(h)) }
+fn to_op(o: BlockmemOpArg) -> Option<Op> {
+    Op::ALL.get(o as usize).copied()
 }
 
-/// `memmove` with a hint.
+/// The NUL-terminated stable name of a kernel.
+fn kernel_c_name(id: KernelId) -> &'static CStr {
+    match id {
+        KernelId::Naive => c"naive",
+        KernelId::Portable => c"portable",
+        KernelId::Sse2 => c"sse2",
+        KernelId::Avx2 => c"avx2",
+        KernelId::Avx2Nt => c"avx2_nt",
+        KernelId::Avx2Pf => c"avx2_pf",
+        KernelId::Avx2PfNt => c"avx2_pf_nt",
+        KernelId::RepMovsb => c"rep_movsb",
+        KernelId::RepStosb => c"rep_stosb",
+        KernelId::Clzero => c"clzero",
+    }
+}
+
+/// Position of `id` in this build's kernel table, or -1.
+fn index_of(id: KernelId) -> c_int {
+    kernel::table()
+        .iter()
+        .position(|k| k.id == id)
+        .map_or(-1, |i| i as c_int)
+}
+
+/// Reads a C string argument as UTF-8, if it is one.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string.
+unsafe fn str_arg<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    unsafe { CStr::from_ptr(p) }.to_str().ok()
+}
+
+/// `memcpy` with a hint: copies `n` bytes from `src` to `dst`, returns `dst`.
+///
+/// # Safety
+/// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_copy(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    hint: BlockmemHintArg,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::copy_raw(dst.cast(), src.cast(), n, to_hint(hint)) }.cast()
+}
+
+/// `memmove` with a hint: copies `n` bytes, the ranges may overlap; returns `dst`.
 ///
 /// # Safety
 /// As C `memmove`.
 #[no_mangle]
-pub unsafe extern "C" fn blockmem_move(dst: *mut u8, src: *const u8, n: usize, h: u32) -> *mut u8 {
+pub unsafe extern "C" fn blockmem_move(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    hint: BlockmemHintArg,
+) -> *mut c_void {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::move_raw(dst, src, n, hint(h)) }
+    unsafe { blockmem::move_raw(dst.cast(), src.cast(), n, to_hint(hint)) }.cast()
 }
 
-/// `memset` with a hint (the byte is `c` converted to `unsigned char`).
+/// `memset` with a hint: sets `n` bytes to `c` converted to `unsigned char`; returns
+/// `dst`.
 ///
 /// # Safety
 /// As C `memset`.
 #[no_mangle]
-pub unsafe extern "C" fn blockmem_set(dst: *mut u8, c: i32, n: usize, h: u32) -> *mut u8 {
+pub unsafe extern "C" fn blockmem_set(
+    dst: *mut c_void,
+    c: c_int,
+    n: usize,
+    hint: BlockmemHintArg,
+) -> *mut c_void {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::set_raw(dst, c as u8, n, hint(h)) }
+    unsafe { blockmem::set_raw(dst.cast(), c as u8, n, to_hint(hint)) }.cast()
 }
 
-/// `bzero` with a hint; returns `dst`.
+/// `bzero` with a hint: zeroes `n` bytes; returns `dst`.
 ///
 /// # Safety
 /// As C `bzero`.
 #[no_mangle]
-pub unsafe extern "C" fn blockmem_zero(dst: *mut u8, n: usize, h: u32) -> *mut u8 {
+pub unsafe extern "C" fn blockmem_zero(
+    dst: *mut c_void,
+    n: usize,
+    hint: BlockmemHintArg,
+) -> *mut c_void {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::zero_raw(dst, n, hint(h)) }
+    unsafe { blockmem::zero_raw(dst.cast(), n, to_hint(hint)) }.cast()
+}
+
+/// The library version, e.g. `"0.1.0"` (static storage).
+#[no_mangle]
+pub extern "C" fn blockmem_version() -> *const c_char {
+    const VERSION: &CStr =
+        match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+            Ok(v) => v,
+            Err(_) => panic!("version contains a NUL"),
+        };
+    VERSION.as_ptr()
+}
+
+/// Number of kernels in this build's table; valid indices are `0..count`.
+#[no_mangle]
+pub extern "C" fn blockmem_kernel_count() -> usize {
+    kernel::table().len()
+}
+
+/// The stable name of kernel `index` (static storage), or NULL if out of range.
+#[no_mangle]
+pub extern "C" fn blockmem_kernel_name(index: usize) -> *const c_char {
+    kernel::table()
+        .get(index)
+        .map_or(std::ptr::null(), |k| kernel_c_name(k.id).as_ptr())
+}
+
+/// The index of the kernel named `name`, or -1 (also for NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_kernel_index(name: *const c_char) -> c_int {
+    // SAFETY: forwarded contract.
+    match unsafe { str_arg(name) }.and_then(KernelId::from_name) {
+        Some(id) => index_of(id),
+        None => -1,
+    }
+}
+
+/// True if this CPU can run kernel `index` (false if out of range).
+#[no_mangle]
+pub extern "C" fn blockmem_kernel_available(index: usize) -> bool {
+    kernel::table().get(index).is_some_and(|k| k.is_available())
+}
+
+/// True if kernel `index` implements `op` (a `BlockmemOp`); false if either is out of
+/// range.
+#[no_mangle]
+pub extern "C" fn blockmem_kernel_supports(index: usize, op: BlockmemOpArg) -> bool {
+    match (kernel::table().get(index), to_op(op)) {
+        (Some(k), Some(o)) => k.supports(o),
+        _ => false,
+    }
+}
+
+/// The kernel index a call of `op` on `n` bytes with `hint` would use above the inline
+/// size ladder (what `blockmem info` prints), honouring a forced kernel. `overlap` says
+/// whether a move's ranges overlap. -1 if `op` is out of range.
+#[no_mangle]
+pub extern "C" fn blockmem_choose(
+    op: BlockmemOpArg,
+    n: usize,
+    hint: BlockmemHintArg,
+    overlap: bool,
+) -> c_int {
+    match to_op(op) {
+        Some(o) => index_of(dispatch::choose(o, n, to_hint(hint), overlap)),
+        None => -1,
+    }
+}
+
+/// Forces the kernel named `name` for every op it implements (ops it lacks keep the
+/// policy), or restores the policy when `name` is NULL or `"auto"`. This is what
+/// `BLOCKMEM_FORCE` does in the shim. Returns `BLOCKMEM_OK`,
+/// `BLOCKMEM_ERR_UNKNOWN_KERNEL` or `BLOCKMEM_ERR_UNAVAILABLE` (and then changes
+/// nothing). Process-wide; safe to call from any thread.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_force(name: *const c_char) -> c_int {
+    if name.is_null() {
+        dispatch::force(None);
+        return BLOCKMEM_OK;
+    }
+    // SAFETY: forwarded contract.
+    let Some(name) = (unsafe { str_arg(name) }) else {
+        return BLOCKMEM_ERR_UNKNOWN_KERNEL;
+    };
+    if name == "auto" {
+        dispatch::force(None);
+        return BLOCKMEM_OK;
+    }
+    let Some(id) = KernelId::from_name(name) else {
+        return BLOCKMEM_ERR_UNKNOWN_KERNEL;
+    };
+    if !id.kernel().is_some_and(|k| k.is_available()) {
+        return BLOCKMEM_ERR_UNAVAILABLE;
+    }
+    dispatch::force(Some(id));
+    BLOCKMEM_OK
+}
+
+/// The index of the forced kernel, or -1 when the policy decides.
+#[no_mangle]
+pub extern "C" fn blockmem_forced() -> c_int {
+    dispatch::forced().map_or(-1, index_of)
+}
+
+/// Writes the thresholds in use (derived from CPUID on first use) to `*out`; does
+/// nothing if `out` is NULL.
+///
+/// # Safety
+/// `out` is NULL or valid for writing one `BlockmemThresholds`.
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_thresholds(out: *mut BlockmemThresholds) {
+    if out.is_null() {
+        return;
+    }
+    let t = dispatch::thresholds();
+    // SAFETY: non-null and valid for a write by the caller's contract.
+    unsafe {
+        out.write(BlockmemThresholds {
+            stream_auto: t.stream_auto,
+            stream_no_reuse: t.stream_no_reuse,
+            stream_reuse: t.stream_reuse,
+        })
+    };
+}
+
+/// Replaces the thresholds process-wide (what loading a calibration profile does).
+/// Returns `BLOCKMEM_OK`, or `BLOCKMEM_ERR_INVALID` for NULL or a zero field.
+///
+/// # Safety
+/// `t` is NULL or valid for reading one `BlockmemThresholds`.
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_set_thresholds(t: *const BlockmemThresholds) -> c_int {
+    if t.is_null() {
+        return BLOCKMEM_ERR_INVALID;
+    }
+    // SAFETY: non-null and valid for a read by the caller's contract.
+    let t = unsafe { t.read() };
+    if t.stream_auto == 0 || t.stream_no_reuse == 0 || t.stream_reuse == 0 {
+        return BLOCKMEM_ERR_INVALID;
+    }
+    dispatch::set_thresholds(Thresholds {
+        stream_auto: t.stream_auto,
+        stream_no_reuse: t.stream_no_reuse,
+        stream_reuse: t.stream_reuse,
+    });
+    BLOCKMEM_OK
+}
+
+/// Loads a calibration profile (`NULL` = the default location). Not supported by this
+/// build yet: the core has no profile parser, so this returns `BLOCKMEM_ERR_UNSUPPORTED`
+/// and the CPUID-derived thresholds stay in force. The entry point exists so that
+/// programs written against this header keep linking when profiles arrive.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_profile_load(path: *const c_char) -> c_int {
+    let _ = path;
+    BLOCKMEM_ERR_UNSUPPORTED
+}
+
+/// Where the thresholds in use come from (static storage): `"cpuid-defaults"` until
+/// profiles are supported.
+#[no_mangle]
+pub extern "C" fn blockmem_profile_source() -> *const c_char {
+    c"cpuid-defaults".as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_has_its_c_name() {
+        for id in KernelId::ALL {
+            assert_eq!(kernel_c_name(id).to_str().unwrap(), id.name());
+        }
+    }
+
+    #[test]
+    fn op_and_hint_values_match_the_core() {
+        for (i, o) in Op::ALL.into_iter().enumerate() {
+            assert_eq!(to_op(i as u32), Some(o));
+        }
+        assert_eq!(to_op(4), None);
+        assert_eq!(to_hint(BlockmemHint::BLOCKMEM_HINT_AUTO as u32), Hint::Auto);
+        assert_eq!(
+            to_hint(BlockmemHint::BLOCKMEM_HINT_REUSE as u32),
+            Hint::Reuse
+        );
+        assert_eq!(
+            to_hint(BlockmemHint::BLOCKMEM_HINT_NO_REUSE as u32),
+            Hint::NoReuse
+        );
+        assert_eq!(to_hint(77), Hint::Auto);
+        assert_eq!(BlockmemOp::BLOCKMEM_OP_ZERO as u32, 3);
+    }
+
+    #[test]
+    fn version_is_the_crate_version() {
+        // SAFETY: blockmem_version returns a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(blockmem_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
 }

@@ -5,9 +5,9 @@
 //! for. `dlsym` may itself call `memcpy` or `malloc` (which may call `memset`); those
 //! calls land in this shim while [`crate::MODE`] is still zero, so they run on
 //! blockmem's kernels and never come back here. The pointers are published before the
-//! `MODE_DISABLE` bit that makes the copy path read them, and a pointer that resolves to
-//! the shim itself (possible if the shim is loaded twice) is refused, so pass-through
-//! can never recurse.
+//! `MODE_DISABLE` bit that makes the copy path read them, and a pointer into the shim
+//! itself (possible if it is loaded twice) is refused, so pass-through can never
+//! recurse.
 
 use core::ffi::{c_int, c_void, CStr};
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -56,16 +56,6 @@ impl Next {
         }
     }
 
-    /// The shim's own definition of the same name.
-    fn ours(self) -> *const c_void {
-        match self {
-            Next::Memcpy => crate::memcpy as *const c_void,
-            Next::Memmove => crate::memmove as *const c_void,
-            Next::Memset => crate::memset as *const c_void,
-            Next::Bzero => crate::bzero as *const c_void,
-        }
-    }
-
     /// The resolved pointer, if pass-through is on in `mode` and it was resolved.
     fn get(self, mode: u8) -> *mut c_void {
         if mode & MODE_DISABLE == 0 {
@@ -101,6 +91,24 @@ impl Next {
     }
 }
 
+/// True if `p` lies inside this shared object (the shim loaded twice, or linked in a
+/// way that makes `RTLD_NEXT` find it again). Compares the load bases `dladdr`
+/// reports, rather than the addresses of the exported functions, which would have to
+/// be loaded through the GOT entries of `memcpy` & co.
+fn in_this_object(p: *mut c_void) -> bool {
+    let base = |addr: *const c_void| {
+        let mut info = core::mem::MaybeUninit::<libc::Dl_info>::uninit();
+        // SAFETY: dladdr only reads `addr` as a number and fills `info` on success.
+        match unsafe { libc::dladdr(addr, info.as_mut_ptr()) } {
+            // SAFETY: a non-zero return means `info` was filled in.
+            0 => core::ptr::null_mut(),
+            _ => unsafe { info.assume_init() }.dli_fbase,
+        }
+    };
+    let ours = base(core::ptr::addr_of!(crate::MODE).cast());
+    !ours.is_null() && base(p) == ours
+}
+
 /// Resolves every pass-through target. Returns true if `memcpy`, `memmove` and `memset`
 /// were all found (`bzero` is optional: `memset(p, 0, n)` stands in for it).
 pub(crate) fn resolve() -> bool {
@@ -109,7 +117,7 @@ pub(crate) fn resolve() -> bool {
         // SAFETY: RTLD_NEXT with a NUL-terminated name is dlsym's documented use; it may
         // call memcpy/malloc, which are served by this shim's kernels (MODE is still 0).
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, next.symbol().as_ptr()) };
-        if p.is_null() || core::ptr::eq(p, next.ours()) {
+        if p.is_null() || in_this_object(p) {
             complete &= next == Next::Bzero;
             continue;
         }

@@ -1,0 +1,294 @@
+//! C programs under the shim: the differential test of every exported symbol
+//! (`tests/c/memops_test.c`), fortify aborts, threads, fork/exec/signals, the
+//! environment variables, AT_SECURE.
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use common::*;
+
+const EXPORTED: [&str; 9] = [
+    "memcpy",
+    "memmove",
+    "memset",
+    "bzero",
+    "mempcpy",
+    "__memcpy_chk",
+    "__memmove_chk",
+    "__memset_chk",
+    "__mempcpy_chk",
+];
+
+fn memops() -> &'static PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| build_c_program(&scratch("c"), "memops_test", &[]))
+}
+
+#[test]
+fn test_program_calls_every_exported_symbol() {
+    let out = run_ok(
+        std::process::Command::new("nm")
+            .args(["-D", "--undefined-only"])
+            .arg(memops()),
+    );
+    let imports = String::from_utf8_lossy(&out.stdout);
+    for sym in EXPORTED {
+        assert!(
+            imports.lines().any(|l| l
+                .split_whitespace()
+                .last()
+                .is_some_and(|s| s.split('@').next() == Some(sym))),
+            "memops_test does not import {sym}:\n{imports}"
+        );
+    }
+}
+
+#[test]
+fn every_symbol_matches_the_reference_under_the_shim() {
+    let out = run_ok(under_shim(memops()).env("BLOCKMEM_STATS", "1").args([
+        "--expect-shim",
+        "--overlap-copy",
+        "grid",
+        "large",
+        "preinit",
+    ]));
+    let stats = stats_lines(&out.stderr);
+    assert_eq!(stats.len(), 1, "one process, one stats line: {stats:?}");
+    let s = &stats[0];
+    for op in ["copy", "move", "set", "zero"] {
+        assert!(s.op(op).0 > 1000, "few {op} calls: {}", s.line);
+    }
+    // Above the inline ladder the policy picked real kernels.
+    assert!(
+        s.kernel("inline").0 > 0 && s.kernels.len() >= 2,
+        "{}",
+        s.line
+    );
+}
+
+#[test]
+fn the_test_program_agrees_with_glibc() {
+    // The same program without the shim: proves the test itself is right.
+    run_ok(plain(memops()).args(["--overlap-copy", "quick", "preinit"]));
+}
+
+#[test]
+fn every_forced_kernel_matches_the_reference() {
+    for k in blockmem_kernel_names() {
+        let out = run_ok(
+            under_shim(memops())
+                .env("BLOCKMEM_FORCE", k)
+                .env("BLOCKMEM_STATS", "1")
+                .args(["--expect-shim", "--overlap-copy", "quick", "preinit"]),
+        );
+        let stats = stats_lines(&out.stderr);
+        let line = &stats[0].line;
+        let available = !String::from_utf8_lossy(&out.stderr).contains("cannot run that kernel");
+        if available {
+            assert!(line.contains(&format!("; forced {k}")), "{k}: {line}");
+        }
+    }
+}
+
+/// The stable kernel names (DESIGN.md); what `BLOCKMEM_FORCE` accepts.
+fn blockmem_kernel_names() -> [&'static str; 10] {
+    [
+        "naive",
+        "portable",
+        "sse2",
+        "avx2",
+        "avx2_nt",
+        "avx2_pf",
+        "avx2_pf_nt",
+        "rep_movsb",
+        "rep_stosb",
+        "clzero",
+    ]
+}
+
+#[test]
+fn disable_passes_through_to_libc() {
+    let out = run_ok(
+        under_shim(memops())
+            .env("BLOCKMEM_DISABLE", "1")
+            .env("BLOCKMEM_STATS", "1")
+            .args(["--expect-shim", "--overlap-copy", "quick", "preinit"]),
+    );
+    let s = &stats_lines(&out.stderr)[0];
+    assert!(s.line.contains("; disabled (libc)"), "{}", s.line);
+    assert_eq!(s.kernels.len(), 1, "only libc ran: {}", s.line);
+    assert!(s.kernel("libc").0 > 1000, "{}", s.line);
+}
+
+#[test]
+fn unknown_force_warns_and_keeps_the_policy() {
+    let out = run_ok(
+        under_shim(memops())
+            .env("BLOCKMEM_FORCE", "warp_drive")
+            .env("BLOCKMEM_STATS", "1")
+            .env("BLOCKMEM_PROFILE", "/nonexistent/profile")
+            .args(["--expect-shim", "preinit"]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("blockmem: BLOCKMEM_FORCE=warp_drive: no such kernel"),
+        "{err}"
+    );
+    let s = &stats_lines(&out.stderr)[0];
+    assert!(!s.line.contains("forced"), "{}", s.line);
+    assert!(
+        s.line
+            .contains("; profile /nonexistent/profile (not loaded"),
+        "{}",
+        s.line
+    );
+}
+
+#[test]
+fn stats_off_by_default_and_for_zero() {
+    for value in [None, Some("0"), Some("")] {
+        let mut c = under_shim(memops());
+        c.arg("preinit");
+        if let Some(v) = value {
+            c.env("BLOCKMEM_STATS", v);
+        }
+        let out = run_ok(&mut c);
+        assert!(stats_lines(&out.stderr).is_empty(), "{value:?}");
+    }
+}
+
+#[test]
+fn fortify_checks_abort_like_glibc() {
+    for sym in [
+        "__memcpy_chk",
+        "__memmove_chk",
+        "__memset_chk",
+        "__mempcpy_chk",
+    ] {
+        for shimmed in [true, false] {
+            let mut c = if shimmed {
+                under_shim(memops())
+            } else {
+                plain(memops())
+            };
+            let out = c.arg(format!("chkfail={sym}")).output().unwrap();
+            assert_eq!(
+                out.status.signal(),
+                Some(libc::SIGABRT),
+                "{sym} (shim: {shimmed}) ended with {}",
+                out.status
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("*** buffer overflow detected ***: terminated"),
+                "{sym} (shim: {shimmed}): {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn eight_threads_of_mixed_operations() {
+    let exe = build_c_program(&scratch("c"), "threads_test", &["-pthread"]);
+    let out = run_ok(under_shim(&exe).env("BLOCKMEM_STATS", "1"));
+    let s = &stats_lines(&out.stderr)[0];
+    assert!(s.calls() >= 8 * 6000, "{}", s.line);
+    // And the program is right on its own.
+    run_ok(&mut plain(&exe));
+}
+
+#[test]
+fn fork_exec_and_signal_handlers() {
+    let exe = build_c_program(&scratch("c"), "forkexec_test", &[]);
+    let out = run_ok(
+        under_shim(&exe)
+            .env("BLOCKMEM_STATS", "1")
+            .arg("--expect-shim"),
+    );
+    let stats = stats_lines(&out.stderr);
+    // The parent, the forked child and the exec'd program each print their own line.
+    assert!(stats.len() >= 3, "{stats:#?}");
+    let mut pids: Vec<u64> = stats.iter().map(|s| s.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), stats.len(), "distinct processes: {stats:#?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("signal handler copies:"), "{stdout}");
+    run_ok(&mut plain(&exe));
+}
+
+/// A program that links the shim as an ordinary dependency (so it is loaded even when
+/// the dynamic linker ignores `LD_PRELOAD`), made set-user-ID to `nobody`: the kernel
+/// marks it `AT_SECURE`, and the shim must ignore `BLOCKMEM_STATS` and the rest.
+#[test]
+fn at_secure_ignores_the_environment() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "at_secure_ignores_the_environment: needs root to make a set-user-ID binary; skipped"
+        );
+        return;
+    }
+    // A world-readable directory outside the (possibly private) target tree: the
+    // set-user-ID program runs as nobody and must be able to load the shim.
+    let dir = std::env::temp_dir().join(format!("blockmem-secure-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib = dir.join("libblockmem_preload.so");
+    std::fs::copy(shim(), &lib).unwrap();
+    for p in [&dir, &lib] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let exe = dir.join("secure_test");
+    let reference = ref_object(&scratch("c"));
+    cc(&[
+        "-O2",
+        c_dir().join("secure_test.c").to_str().unwrap(),
+        reference.to_str().unwrap(),
+        "-o",
+        exe.to_str().unwrap(),
+        &format!("-L{}", dir.display()),
+        &format!("-Wl,-rpath,{}", dir.display()),
+        "-lblockmem_preload",
+    ]);
+    // Control: not set-user-ID, the variable works.
+    let out = run_ok(plain(&exe).env("BLOCKMEM_STATS", "1"));
+    assert_eq!(
+        stats_lines(&out.stderr).len(),
+        1,
+        "control run printed no stats"
+    );
+    // Set-user-ID nobody: ignored.
+    let status = std::process::Command::new("chown")
+        .args(["nobody", exe.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = std::process::Command::new("chmod")
+        .args(["u+s", exe.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = run_ok(
+        plain(&exe)
+            .env("BLOCKMEM_STATS", "1")
+            .env("BLOCKMEM_FORCE", "warp_drive")
+            .arg("secure"),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.contains("at_secure=0") {
+        eprintln!(
+            "at_secure_ignores_the_environment: set-user-ID had no effect (nosuid mount?); skipped"
+        );
+        return;
+    }
+    assert!(stdout.contains("at_secure=1"), "{stdout}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stats_lines(&out.stderr).is_empty() && !err.contains("blockmem:"),
+        "AT_SECURE process reacted to BLOCKMEM_*: {err}"
+    );
+}

@@ -1,0 +1,245 @@
+//! Shared by the shim's and the C library's integration tests (the ffi crate includes
+//! this file with `#[path]`): build the artifacts under test, compile the C programs
+//! in `tests/c/`, run programs and read the shim's statistics line.
+//!
+//! `cargo test` does not build the shim (a `cdylib` no test links), and the shim must be
+//! built with `-C panic=abort` anyway, so the tests build it themselves with a nested
+//! cargo into the same target directory (cargo releases its lock while tests run; the
+//! core's artifacts are reused). The result lands where `blockmem run` and
+//! `scripts/install.sh` look for it: `<target>/release/libblockmem_preload.so`.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The cargo target directory this test binary was built in: the nearest ancestor
+/// holding cargo's `CACHEDIR.TAG` (robust to `--target <triple>` layouts).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .unwrap_or_else(|| exe.parent().unwrap().parent().unwrap().parent().unwrap())
+        .to_path_buf()
+}
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// Scratch directory for compiled test programs and data.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = target_dir().join("blockmem-tests").join(name);
+    std::fs::create_dir_all(&d).expect("create scratch dir");
+    d
+}
+
+fn cargo(args: &[&str]) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .arg(args[0])
+        .arg("--target-dir")
+        .arg(target_dir())
+        .args(&args[1..])
+        .current_dir(workspace())
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo {} failed:\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The deployable shim, built once per test process with `-C panic=abort`.
+pub fn shim() -> &'static Path {
+    static SHIM: OnceLock<PathBuf> = OnceLock::new();
+    SHIM.get_or_init(|| {
+        cargo(&[
+            "rustc",
+            "--release",
+            "-p",
+            "blockmem-preload",
+            "--",
+            "-C",
+            "panic=abort",
+        ]);
+        let p = target_dir().join("release/libblockmem_preload.so");
+        assert!(p.is_file(), "{} was not built", p.display());
+        p
+    })
+}
+
+/// The C library's release artifacts (`libblockmem_ffi.a`, `libblockmem_ffi.so`), built
+/// once per test process. Returns the directory holding them.
+pub fn ffi_libs() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        cargo(&["build", "--release", "-p", "blockmem-ffi"]);
+        let d = target_dir().join("release");
+        assert!(d.join("libblockmem_ffi.a").is_file());
+        d
+    })
+}
+
+/// The C sources directory (`crates/blockmem-preload/tests/c`).
+pub fn c_dir() -> PathBuf {
+    workspace().join("crates/blockmem-preload/tests/c")
+}
+
+/// The reference object: `ref.c` compiled so that it can call nothing (no builtins,
+/// no loop-to-memcpy rewriting).
+pub fn ref_object(dir: &Path) -> PathBuf {
+    let obj = dir.join("ref.o");
+    cc(&[
+        "-O3",
+        "-fno-builtin",
+        "-fno-tree-loop-distribute-patterns",
+        "-c",
+        c_dir().join("ref.c").to_str().unwrap(),
+        "-o",
+        obj.to_str().unwrap(),
+    ]);
+    obj
+}
+
+/// Runs the C compiler with `args`, panicking with its output on failure.
+pub fn cc(args: &[&str]) {
+    let out = Command::new("cc")
+        .args(["-Wall", "-Wextra", "-Werror"])
+        .args(args)
+        .output()
+        .expect("run cc (scripts/deps.sh installs gcc)");
+    assert!(
+        out.status.success(),
+        "cc {} failed:\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Compiles `tests/c/<name>.c` with the reference object into `dir/<name>`, with
+/// `-O2 -D_FORTIFY_SOURCE=2` and any extra arguments (placed after the sources).
+pub fn build_c_program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let exe = dir.join(name);
+    let src = c_dir().join(format!("{name}.c"));
+    let reference = ref_object(dir);
+    let mut args = vec![
+        "-O2",
+        "-D_FORTIFY_SOURCE=2",
+        src.to_str().unwrap(),
+        reference.to_str().unwrap(),
+        "-o",
+        exe.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    cc(&args);
+    exe
+}
+
+/// A command with the shim preloaded and every `BLOCKMEM_*` variable of the test's
+/// own environment removed (so that a developer's settings cannot leak in).
+pub fn under_shim(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = plain(program);
+    c.env("LD_PRELOAD", shim());
+    c
+}
+
+/// The same command without the shim.
+pub fn plain(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new(program);
+    c.env_remove("LD_PRELOAD");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("BLOCKMEM_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+/// Runs `c`, returns its output, and panics with stdout/stderr if it failed.
+pub fn run_ok(c: &mut Command) -> Output {
+    let out = c.output().unwrap_or_else(|e| panic!("spawn {c:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{c:?} failed with {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// One `BLOCKMEM_STATS=1` line: calls and bytes per op and per kernel.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub pid: u64,
+    /// `(op, calls, bytes)` for copy, move, set, zero.
+    pub ops: Vec<(String, u64, u64)>,
+    /// `(kernel, calls, bytes)` for kernels with calls.
+    pub kernels: Vec<(String, u64, u64)>,
+    pub line: String,
+}
+
+impl Stats {
+    pub fn calls(&self) -> u64 {
+        self.ops.iter().map(|o| o.1).sum()
+    }
+    pub fn op(&self, name: &str) -> (u64, u64) {
+        self.ops
+            .iter()
+            .find(|o| o.0 == name)
+            .map_or((0, 0), |o| (o.1, o.2))
+    }
+    pub fn kernel(&self, name: &str) -> (u64, u64) {
+        self.kernels
+            .iter()
+            .find(|k| k.0 == name)
+            .map_or((0, 0), |k| (k.1, k.2))
+    }
+}
+
+fn pairs(s: &str) -> Vec<(String, u64, u64)> {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    words
+        .chunks(2)
+        .filter_map(|w| {
+            let (calls, bytes) = w.get(1)?.split_once('/')?;
+            Some((w[0].to_string(), calls.parse().ok()?, bytes.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Every statistics line in `stderr`.
+pub fn stats_lines(stderr: &[u8]) -> Vec<Stats> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("blockmem: pid ")?;
+            let (pid, rest) = rest.split_once(" calls/bytes: ")?;
+            let mut parts = rest.split("; ");
+            let ops = pairs(parts.next()?);
+            let kernels = pairs(parts.next()?.strip_prefix("kernels:")?);
+            Some(Stats {
+                pid: pid.parse().ok()?,
+                ops,
+                kernels,
+                line: line.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// True if `tool` runs (`tool --version`).
+pub fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
