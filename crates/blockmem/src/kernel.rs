@@ -65,6 +65,10 @@ pub enum KernelId {
     Avx2Pf,
     /// Seed 003 Fig. 1 block-prefetch copy, non-temporal stores.
     Avx2PfNt,
+    /// 64-byte AVX-512 vectors, temporal stores.
+    Avx512,
+    /// AVX-512 with non-temporal stores + sfence.
+    Avx512Nt,
     /// `rep movsb`.
     RepMovsb,
     /// `rep stosb`.
@@ -75,7 +79,7 @@ pub enum KernelId {
 
 impl KernelId {
     /// Every id, in table order.
-    pub const ALL: [KernelId; 10] = [
+    pub const ALL: [KernelId; 12] = [
         KernelId::Naive,
         KernelId::Portable,
         KernelId::Sse2,
@@ -83,6 +87,8 @@ impl KernelId {
         KernelId::Avx2Nt,
         KernelId::Avx2Pf,
         KernelId::Avx2PfNt,
+        KernelId::Avx512,
+        KernelId::Avx512Nt,
         KernelId::RepMovsb,
         KernelId::RepStosb,
         KernelId::Clzero,
@@ -97,6 +103,8 @@ impl KernelId {
             KernelId::Avx2Nt => "avx2_nt",
             KernelId::Avx2Pf => "avx2_pf",
             KernelId::Avx2PfNt => "avx2_pf_nt",
+            KernelId::Avx512 => "avx512",
+            KernelId::Avx512Nt => "avx512_nt",
             KernelId::RepMovsb => "rep_movsb",
             KernelId::RepStosb => "rep_stosb",
             KernelId::Clzero => "clzero",
@@ -244,7 +252,7 @@ const PORTABLE_KERNELS: [Kernel; 2] = [
 ];
 
 #[cfg(target_arch = "x86_64")]
-static TABLE: [Kernel; 10] = {
+static TABLE: [Kernel; 12] = {
     use arch::x86_64 as x;
     let [naive, portable] = PORTABLE_KERNELS;
     [
@@ -289,6 +297,18 @@ static TABLE: [Kernel; 10] = {
                 None,
                 None,
             ),
+        ),
+        entry(
+            KernelId::Avx512,
+            "64-byte AVX-512 vectors, temporal stores; half the instructions of avx2 for cached data",
+            Features::AVX512F.union(Features::AVX2),
+            all_ops!(x::avx512),
+        ),
+        entry(
+            KernelId::Avx512Nt,
+            "64-byte AVX-512 vectors, one non-temporal store per line + sfence",
+            Features::AVX512F.union(Features::AVX2),
+            all_ops!(x::avx512_nt),
         ),
         entry(
             KernelId::RepMovsb,

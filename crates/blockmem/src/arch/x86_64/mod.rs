@@ -6,6 +6,8 @@ pub mod avx2;
 pub mod avx2_nt;
 pub mod avx2_pf;
 pub mod avx2_pf_nt;
+pub mod avx512;
+pub mod avx512_nt;
 pub mod clzero;
 pub mod rep_movsb;
 pub mod rep_stosb;

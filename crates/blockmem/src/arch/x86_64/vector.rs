@@ -75,3 +75,38 @@ impl Vector for __m256i {
         unsafe { _mm256_set1_epi8(b as i8) }
     }
 }
+
+impl Vector for __m512i {
+    const SIZE: usize = 64;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> Self {
+        // SAFETY: caller guarantees 64 readable bytes and AVX-512F (inlined into an
+        // `avx512f` target-feature function).
+        unsafe { _mm512_loadu_si512(p as *const __m512i) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut u8) {
+        // SAFETY: caller guarantees 64 writable bytes and AVX-512F.
+        unsafe { _mm512_storeu_si512(p as *mut __m512i, self) }
+    }
+    #[inline(always)]
+    unsafe fn store_aligned(self, p: *mut u8) {
+        // SAFETY: caller guarantees 64 writable, 64-aligned bytes and AVX-512F.
+        unsafe { _mm512_store_si512(p as *mut __m512i, self) }
+    }
+    #[inline(always)]
+    unsafe fn store_nt(self, p: *mut u8) {
+        // SAFETY: caller guarantees 64 writable, 64-aligned bytes, AVX-512F and a fence.
+        unsafe { _mm512_stream_si512(p as *mut __m512i, self) }
+    }
+    #[inline(always)]
+    fn fence() {
+        // SAFETY: SFENCE is architectural on x86_64 and only orders stores.
+        unsafe { _mm_sfence() }
+    }
+    #[inline(always)]
+    unsafe fn splat(b: u8) -> Self {
+        // SAFETY: caller guarantees AVX-512F.
+        unsafe { _mm512_set1_epi8(b as i8) }
+    }
+}
