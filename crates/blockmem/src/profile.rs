@@ -436,7 +436,7 @@ impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
         for (shift, suffix) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-            if n != 0 && n % (1 << shift) == 0 {
+            if n != 0 && n.is_multiple_of(1 << shift) {
                 return write!(f, "{}{}", n >> shift, suffix);
             }
         }
