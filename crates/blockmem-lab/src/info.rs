@@ -61,15 +61,7 @@ pub struct InfoArgs {
 }
 
 fn fmt_bytes(n: usize) -> String {
-    if n >= 1 << 30 && n % (1 << 30) == 0 {
-        format!("{} GiB", n >> 30)
-    } else if n >= 1 << 20 && n % (1 << 20) == 0 {
-        format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
-        format!("{} KiB", n >> 10)
-    } else {
-        format!("{n} B")
-    }
+    profile::Size(n).to_string()
 }
 
 fn kind_name(k: CacheKind) -> &'static str {
