@@ -29,12 +29,12 @@
 #define BLOCKMEM_ERR_UNAVAILABLE -2
 
 /*
- The operation is not supported by this build (profile loading, for now).
+ The profile was rejected or could not be read (`blockmem_profile_error` says why).
  */
-#define BLOCKMEM_ERR_UNSUPPORTED -3
+#define BLOCKMEM_ERR_PROFILE -3
 
 /*
- An argument is invalid (a null pointer, an unknown op, a zero threshold).
+ An argument is invalid (a null pointer, a zero threshold).
  */
 #define BLOCKMEM_ERR_INVALID -4
 
@@ -169,7 +169,8 @@ const char *blockmem_version(void);
 size_t blockmem_kernel_count(void);
 
 /*
- The stable name of kernel `index` (static storage), or NULL if out of range.
+ The stable name of kernel `index` (valid for the life of the process), or NULL if
+ out of range.
  */
 const char *blockmem_kernel_name(size_t index);
 
@@ -235,10 +236,16 @@ void blockmem_thresholds(struct BlockmemThresholds *out);
 int blockmem_set_thresholds(const struct BlockmemThresholds *t);
 
 /*
- Loads a calibration profile (`NULL` = the default location). Not supported by this
- build yet: the core has no profile parser, so this returns `BLOCKMEM_ERR_UNSUPPORTED`
- and the CPUID-derived thresholds stay in force. The entry point exists so that
- programs written against this header keep linking when profiles arrive.
+ Loads a calibration profile and installs it for the whole process.
+
+ With a path, reads and parses that file (keys it does not set keep their CPUID
+ defaults); with NULL, loads again from `BLOCKMEM_PROFILE` or the default path
+ (`$XDG_CACHE_HOME/blockmem/profile`, else `~/.cache/blockmem/profile`), as the
+ library does by itself on first use. Returns `BLOCKMEM_OK`, or
+ `BLOCKMEM_ERR_PROFILE` when the file is unreadable or malformed: the profile in use
+ is then left unchanged (path given) or falls back to CPUID defaults (NULL), and
+ [`blockmem_profile_error`] says why. Not async-signal-safe (it reads a file and
+ allocates); call it at start-up.
 
  # Safety
  `path` is NULL or a NUL-terminated string.
@@ -246,10 +253,22 @@ int blockmem_set_thresholds(const struct BlockmemThresholds *t);
 int blockmem_profile_load(const char *path);
 
 /*
- Where the thresholds in use come from (static storage): `"cpuid-defaults"` until
- profiles are supported.
+ Where the profile in use came from (static storage): `cpuid-defaults`,
+ `BLOCKMEM_PROFILE`, `default-path`, `installed` (loaded with a path, or thresholds
+ set by the program), or `cpuid-defaults (AT_SECURE: environment ignored)`.
  */
 const char *blockmem_profile_source(void);
+
+/*
+ Why the last profile load was rejected (`"line 3: unknown key"`, with the file name
+ for loads with a path), written NUL-terminated into `buf` (truncated to `cap - 1`
+ bytes). Returns the message's full length, 0 if the profile in use was not
+ rejected. `buf` may be NULL when `cap` is 0, to ask for the length.
+
+ # Safety
+ `buf` is valid for `cap` writes (or `cap` is 0).
+ */
+size_t blockmem_profile_error(char *buf, size_t cap);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -18,7 +18,9 @@
 //!   async-signal-safe, usable before any initialisation.
 //! * **Introspection and control**, what `blockmem info` shows: the version, the kernel
 //!   table (count, names, availability, ops), the decision for an `(op, size, hint,
-//!   overlap)`, forcing a kernel, the thresholds, and the profile.
+//!   overlap)`, forcing a kernel, the thresholds, and the calibration profile (loaded
+//!   by the core on first use from `BLOCKMEM_PROFILE` or the default path; reloadable
+//!   or replaceable from here).
 //!
 //! The header is generated from this file by cbindgen (`cbindgen.toml`); a test
 //! regenerates it and fails if the committed `include/blockmem.h` is stale
@@ -34,10 +36,14 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::{Mutex, OnceLock};
 
+use blockmem::autoload::Source;
 use blockmem::kernel::{self, KernelId, Op};
 use blockmem::policy::Thresholds;
+use blockmem::profile::{self, Profile};
 use blockmem::{dispatch, Hint};
 
 /// What the caller knows about the destination's future. A value outside the
@@ -77,9 +83,9 @@ pub const BLOCKMEM_OK: c_int = 0;
 pub const BLOCKMEM_ERR_UNKNOWN_KERNEL: c_int = -1;
 /// The kernel exists but this CPU cannot run it.
 pub const BLOCKMEM_ERR_UNAVAILABLE: c_int = -2;
-/// The operation is not supported by this build (profile loading, for now).
-pub const BLOCKMEM_ERR_UNSUPPORTED: c_int = -3;
-/// An argument is invalid (a null pointer, an unknown op, a zero threshold).
+/// The profile was rejected or could not be read (`blockmem_profile_error` says why).
+pub const BLOCKMEM_ERR_PROFILE: c_int = -3;
+/// An argument is invalid (a null pointer, a zero threshold).
 pub const BLOCKMEM_ERR_INVALID: c_int = -4;
 
 /// The size thresholds the policy uses, in bytes (what a calibration profile sets).
@@ -113,20 +119,16 @@ fn to_op(o: BlockmemOpArg) -> Option<Op> {
     Op::ALL.get(o as usize).copied()
 }
 
-/// The NUL-terminated stable name of a kernel.
-fn kernel_c_name(id: KernelId) -> &'static CStr {
-    match id {
-        KernelId::Naive => c"naive",
-        KernelId::Portable => c"portable",
-        KernelId::Sse2 => c"sse2",
-        KernelId::Avx2 => c"avx2",
-        KernelId::Avx2Nt => c"avx2_nt",
-        KernelId::Avx2Pf => c"avx2_pf",
-        KernelId::Avx2PfNt => c"avx2_pf_nt",
-        KernelId::RepMovsb => c"rep_movsb",
-        KernelId::RepStosb => c"rep_stosb",
-        KernelId::Clzero => c"clzero",
-    }
+/// The NUL-terminated stable names of the kernel table, in table order (built once, on
+/// the first introspection call that needs a name).
+fn kernel_c_names() -> &'static [CString] {
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        kernel::table()
+            .iter()
+            .map(|k| CString::new(k.name()).expect("kernel names contain no NUL"))
+            .collect()
+    })
 }
 
 /// Position of `id` in this build's kernel table, or -1.
@@ -226,12 +228,13 @@ pub extern "C" fn blockmem_kernel_count() -> usize {
     kernel::table().len()
 }
 
-/// The stable name of kernel `index` (static storage), or NULL if out of range.
+/// The stable name of kernel `index` (valid for the life of the process), or NULL if
+/// out of range.
 #[no_mangle]
 pub extern "C" fn blockmem_kernel_name(index: usize) -> *const c_char {
-    kernel::table()
+    kernel_c_names()
         .get(index)
-        .map_or(std::ptr::null(), |k| kernel_c_name(k.id).as_ptr())
+        .map_or(std::ptr::null(), |n| n.as_ptr())
 }
 
 /// The index of the kernel named `name`, or -1 (also for NULL).
@@ -361,24 +364,101 @@ pub unsafe extern "C" fn blockmem_set_thresholds(t: *const BlockmemThresholds) -
     BLOCKMEM_OK
 }
 
-/// Loads a calibration profile (`NULL` = the default location). Not supported by this
-/// build yet: the core has no profile parser, so this returns `BLOCKMEM_ERR_UNSUPPORTED`
-/// and the CPUID-derived thresholds stay in force. The entry point exists so that
-/// programs written against this header keep linking when profiles arrive.
+/// The message of the last rejected profile load through [`blockmem_profile_load`]
+/// with a path (the core keeps the automatic load's error itself).
+static LAST_LOAD_ERROR: Mutex<Option<String>> = Mutex::new(None);
+
+fn set_load_error(e: Option<String>) {
+    *LAST_LOAD_ERROR.lock().unwrap_or_else(|p| p.into_inner()) = e;
+}
+
+/// Loads a calibration profile and installs it for the whole process.
+///
+/// With a path, reads and parses that file (keys it does not set keep their CPUID
+/// defaults); with NULL, loads again from `BLOCKMEM_PROFILE` or the default path
+/// (`$XDG_CACHE_HOME/blockmem/profile`, else `~/.cache/blockmem/profile`), as the
+/// library does by itself on first use. Returns `BLOCKMEM_OK`, or
+/// `BLOCKMEM_ERR_PROFILE` when the file is unreadable or malformed: the profile in use
+/// is then left unchanged (path given) or falls back to CPUID defaults (NULL), and
+/// [`blockmem_profile_error`] says why. Not async-signal-safe (it reads a file and
+/// allocates); call it at start-up.
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn blockmem_profile_load(path: *const c_char) -> c_int {
-    let _ = path;
-    BLOCKMEM_ERR_UNSUPPORTED
+    if path.is_null() {
+        set_load_error(None);
+        return match dispatch::reload() {
+            (_, None) => BLOCKMEM_OK,
+            (_, Some(_)) => BLOCKMEM_ERR_PROFILE,
+        };
+    }
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    let path = unsafe { CStr::from_ptr(path) };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) => {
+            set_load_error(Some(format!("{}: {e}", path.display())));
+            return BLOCKMEM_ERR_PROFILE;
+        }
+    };
+    let defaults = Profile::from_caches(&blockmem::cpu::detect().caches.used);
+    match profile::parse(&text, defaults) {
+        Ok((p, _)) => {
+            set_load_error(None);
+            dispatch::install(&p);
+            BLOCKMEM_OK
+        }
+        Err(e) => {
+            set_load_error(Some(format!("{}: {e}", path.display())));
+            BLOCKMEM_ERR_PROFILE
+        }
+    }
 }
 
-/// Where the thresholds in use come from (static storage): `"cpuid-defaults"` until
-/// profiles are supported.
+/// Where the profile in use came from (static storage): `cpuid-defaults`,
+/// `BLOCKMEM_PROFILE`, `default-path`, `installed` (loaded with a path, or thresholds
+/// set by the program), or `cpuid-defaults (AT_SECURE: environment ignored)`.
 #[no_mangle]
 pub extern "C" fn blockmem_profile_source() -> *const c_char {
-    c"cpuid-defaults".as_ptr()
+    match dispatch::status().0 {
+        Source::NotLoaded => c"not-loaded",
+        Source::Defaults => c"cpuid-defaults",
+        Source::Env => c"BLOCKMEM_PROFILE",
+        Source::DefaultPath => c"default-path",
+        Source::Installed => c"installed",
+        Source::Secure => c"cpuid-defaults (AT_SECURE: environment ignored)",
+    }
+    .as_ptr()
+}
+
+/// Why the last profile load was rejected (`"line 3: unknown key"`, with the file name
+/// for loads with a path), written NUL-terminated into `buf` (truncated to `cap - 1`
+/// bytes). Returns the message's full length, 0 if the profile in use was not
+/// rejected. `buf` may be NULL when `cap` is 0, to ask for the length.
+///
+/// # Safety
+/// `buf` is valid for `cap` writes (or `cap` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_profile_error(buf: *mut c_char, cap: usize) -> usize {
+    let explicit = LAST_LOAD_ERROR
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let Some(msg) = explicit.or_else(|| dispatch::status().1.map(|e| e.to_string())) else {
+        return 0;
+    };
+    if cap > 0 && !buf.is_null() {
+        let n = msg.len().min(cap - 1);
+        // SAFETY: `buf` is valid for `cap > n` writes; the message does not overlap it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(msg.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+    }
+    msg.len()
 }
 
 #[cfg(test)]
@@ -387,9 +467,13 @@ mod tests {
 
     #[test]
     fn every_kernel_has_its_c_name() {
-        for id in KernelId::ALL {
-            assert_eq!(kernel_c_name(id).to_str().unwrap(), id.name());
+        assert_eq!(blockmem_kernel_count(), kernel::table().len());
+        for (i, k) in kernel::table().iter().enumerate() {
+            // SAFETY: in-range indices give static NUL-terminated names.
+            let name = unsafe { CStr::from_ptr(blockmem_kernel_name(i)) };
+            assert_eq!(name.to_str().unwrap(), k.name());
         }
+        assert!(blockmem_kernel_name(kernel::table().len()).is_null());
     }
 
     #[test]

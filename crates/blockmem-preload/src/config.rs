@@ -5,7 +5,7 @@
 //! | `BLOCKMEM_STATS=1` | print calls and bytes per op and per kernel at exit ([`crate::stats`]) |
 //! | `BLOCKMEM_DISABLE=1` | pass every call through to the next definition (libc's) |
 //! | `BLOCKMEM_FORCE=<kernel>` | `blockmem::dispatch::force` that kernel (`auto` = the policy) |
-//! | `BLOCKMEM_PROFILE=<path>` | recorded and shown in the statistics line; the core cannot load profiles yet |
+//! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
 //!
 //! A flag is on when its value is non-empty and not `0`. Everything is ignored when
 //! the process runs with `AT_SECURE` (set-user-ID, set-group-ID, file capabilities):
@@ -14,21 +14,31 @@
 //! The constructor is an `.init_array` entry, which the dynamic linker calls with
 //! `(argc, argv, envp)` on glibc; reading `envp` directly needs neither `getenv` nor any
 //! allocation. Calls made before it runs (the dynamic linker's, libc's, other
-//! constructors', the program's `.preinit_array`) use blockmem with the defaults.
+//! constructors', the program's `.preinit_array`) use blockmem as configured by the
+//! core alone.
+//!
+//! The profile is the core's business: it loads `BLOCKMEM_PROFILE` (or the default
+//! path) on the first call that needs the policy, without allocating, and ignores the
+//! environment under `AT_SECURE` itself. The constructor makes that first call happen
+//! at load time, in a known place rather than inside some later `memcpy`, and reports a
+//! rejected profile once on stderr (naming the line); the program then runs on the
+//! CPUID defaults and is never stopped.
 
 use core::ffi::{c_char, c_int};
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
+use blockmem::autoload::Source;
+use blockmem::profile::{ErrorKind, ProfileError};
 use blockmem::KernelId;
 
 use crate::out::Line;
 use crate::stats::warn;
 use crate::{next, MODE, MODE_DISABLE, MODE_STATS};
 
-/// `BLOCKMEM_PROFILE` as given (the first [`PROFILE_CAP`] bytes).
-static PROFILE: [AtomicU8; PROFILE_CAP] = [const { AtomicU8::new(0) }; PROFILE_CAP];
-static PROFILE_LEN: AtomicUsize = AtomicUsize::new(0);
-const PROFILE_CAP: usize = 256;
+/// `BLOCKMEM_PROFILE` as given (for messages; the core reads the variable itself).
+static PROFILE_PATH: [AtomicU8; PROFILE_PATH_CAP] = [const { AtomicU8::new(0) }; PROFILE_PATH_CAP];
+static PROFILE_PATH_LEN: AtomicUsize = AtomicUsize::new(0);
+const PROFILE_PATH_CAP: usize = 256;
 
 /// Bits describing the configuration, for the statistics line.
 static NOTES: AtomicU8 = AtomicU8::new(0);
@@ -95,13 +105,59 @@ fn apply_force(value: &[u8]) {
     blockmem::dispatch::force(Some(id));
 }
 
-fn record_profile(value: &[u8]) {
+fn record_profile_path(value: &[u8]) {
     let mut len = 0;
-    for (slot, &b) in PROFILE.iter().zip(value) {
+    for (slot, &b) in PROFILE_PATH.iter().zip(value) {
         slot.store(b, Ordering::Relaxed);
         len += 1;
     }
-    PROFILE_LEN.store(len, Ordering::Release);
+    PROFILE_PATH_LEN.store(len, Ordering::Release);
+}
+
+/// Appends where the profile came from: `cpuid-defaults`, `default-path`, or the path
+/// given in `BLOCKMEM_PROFILE`.
+fn profile_source(line: &mut Line, source: Source) {
+    if source == Source::Env {
+        let len = PROFILE_PATH_LEN.load(Ordering::Acquire);
+        for slot in PROFILE_PATH.iter().take(len) {
+            line.byte(slot.load(Ordering::Relaxed));
+        }
+    } else {
+        line.bytes(source.name().as_bytes());
+    }
+}
+
+/// Appends "line N: reason".
+fn profile_error(line: &mut Line, e: ProfileError) {
+    if e.line > 0 {
+        line.bytes(b"line ");
+        line.num(e.line as u64);
+        line.bytes(b": ");
+    }
+    line.bytes(e.kind.reason().as_bytes());
+    if let ErrorKind::UnsupportedVersion(v) = e.kind {
+        line.bytes(b" (found version ");
+        line.num(u64::from(v));
+        line.byte(b')');
+    }
+}
+
+/// Loads the profile now (see the module docs) and reports a rejected one.
+///
+/// `reload`, not `status`: a call that needed the policy before this constructor ran
+/// (another library's constructor, the program's `.preinit_array`) may have made the
+/// core load its profile while libc's `environ` was still unset, so that it saw no
+/// `BLOCKMEM_PROFILE` and settled on defaults. Now the environment is in place.
+fn load_profile() {
+    if let (source, Some(error)) = blockmem::dispatch::reload() {
+        let mut line = Line::new();
+        line.bytes(b"blockmem: profile ");
+        profile_source(&mut line, source);
+        line.bytes(b" rejected: ");
+        profile_error(&mut line, error);
+        line.bytes(b"; using CPUID defaults\n");
+        line.write_to(2);
+    }
 }
 
 /// The constructor.
@@ -136,11 +192,12 @@ unsafe extern "C" fn init(_argc: c_int, _argv: *const *const c_char, envp: *cons
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_FORCE") {
             apply_force(v);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_PROFILE") {
-            record_profile(v);
+            record_profile_path(v);
         }
     }
     let mut mode = 0;
     if stats {
+        crate::stats::keep_stderr();
         mode |= MODE_STATS;
     }
     if disable {
@@ -152,6 +209,7 @@ unsafe extern "C" fn init(_argc: c_int, _argv: *const *const c_char, envp: *cons
             warn(&[b"BLOCKMEM_DISABLE=1: the next memcpy/memmove/memset was not found; staying on blockmem"]);
         }
     }
+    load_profile();
     MODE.store(mode, Ordering::Release);
 }
 
@@ -172,12 +230,12 @@ pub(crate) fn describe(line: &mut Line) {
         line.bytes(b"; forced ");
         line.bytes(k.name().as_bytes());
     }
-    let len = PROFILE_LEN.load(Ordering::Acquire);
-    if len > 0 {
-        line.bytes(b"; profile ");
-        for slot in PROFILE.iter().take(len) {
-            line.byte(slot.load(Ordering::Relaxed));
-        }
-        line.bytes(b" (not loaded: profiles are not supported yet)");
+    let (source, error) = blockmem::dispatch::status();
+    line.bytes(b"; profile ");
+    profile_source(line, source);
+    if let Some(e) = error {
+        line.bytes(b" (rejected: ");
+        profile_error(line, e);
+        line.byte(b')');
     }
 }

@@ -3,9 +3,9 @@
 
 use core::mem::MaybeUninit;
 
-/// Writes all of `bytes` to `fd`, retrying on `EINTR` and short writes; gives up
-/// silently on any other error (there is nowhere to report it).
-pub(crate) fn write_all(fd: i32, bytes: &[u8]) {
+/// Writes all of `bytes` to `fd`, retrying on `EINTR` and short writes. Returns false
+/// on any other error (there is nowhere to report it).
+pub(crate) fn write_all(fd: i32, bytes: &[u8]) -> bool {
     let mut p = bytes.as_ptr();
     let mut left = bytes.len();
     while left > 0 {
@@ -18,9 +18,10 @@ pub(crate) fn write_all(fd: i32, bytes: &[u8]) {
         } else if r < 0 && errno() == libc::EINTR {
             continue;
         } else {
-            return;
+            return false;
         }
     }
+    true
 }
 
 fn errno() -> i32 {
@@ -79,10 +80,10 @@ impl Line {
         }
     }
 
-    /// Writes the line to `fd`.
-    pub(crate) fn write_to(&self, fd: i32) {
+    /// Writes the line to `fd`; false if that failed.
+    pub(crate) fn write_to(&self, fd: i32) -> bool {
         // SAFETY: the first `len` bytes were written by `byte`.
         let s = unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len) };
-        write_all(fd, s);
+        write_all(fd, s)
     }
 }

@@ -11,14 +11,27 @@
 //! The line (`calls/bytes` pairs; kernels with no calls are left out):
 //!
 //! ```text
-//! blockmem: pid 4242 calls/bytes: copy 1200/35000000 move 3/100 set 40/5000 zero 0/0; kernels: inline 1190/20000 avx2 53/35085100
+//! blockmem: pid 4242 calls/bytes: copy 1200/35000000 move 3/100 set 40/5000 zero 0/0; kernels: inline 1190/20000 avx2 53/35085100; profile cpuid-defaults
 //! ```
+//!
+//! followed, when they apply, by `; disabled (libc)`, `; forced <kernel>` and the
+//! profile's rejection reason. When a calibrated profile enables cache probing, `Auto`
+//! calls above its `probe_min` are attributed as if nothing were probed (probing
+//! twice would change what the real call's probe sees); the kernel counts are then an
+//! estimate for those calls.
 //!
 //! It is written with `write(2)` from a `.fini_array` entry, so it appears on `exit`
 //! (and `dlclose`), not on `_exit` or a fatal signal. A forked child that exits prints
 //! its own line, with its own pid.
+//!
+//! The line goes to a duplicate of stderr taken at load ([`keep_stderr`]): the
+//! program's own `atexit` handlers run before `.fini_array`, and some close stderr
+//! (GNU coreutils' `close_stdout` does), which would silence a write to fd 2. The
+//! duplicate is close-on-exec and sits at fd 200 or above (lowest free fd from 3 if
+//! the limit is lower), away from the numbers programs expect `open` to return; it
+//! exists only when statistics are on.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use blockmem::{Hint, KernelId, Op};
 
@@ -49,6 +62,23 @@ const SLOT_LIBC: usize = KERNEL_SLOTS - 1;
 const INLINE_MAX: usize = 128;
 #[cfg(not(target_arch = "x86_64"))]
 const INLINE_MAX: usize = blockmem::arch::all::small::SMALL_MAX;
+
+/// Where the line goes: the duplicate of stderr, or stderr itself.
+static STATS_FD: AtomicI32 = AtomicI32::new(2);
+
+/// Duplicates stderr for the line at exit (see the module docs). Called by the
+/// constructor when statistics are on.
+pub(crate) fn keep_stderr() {
+    for lowest in [200, 3] {
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) on fd 2 has no memory-safety preconditions; a
+        // closed fd 2 just makes it fail.
+        let fd = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, lowest) };
+        if fd >= 0 {
+            STATS_FD.store(fd, Ordering::Relaxed);
+            return;
+        }
+    }
+}
 
 static OP_CALLS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 static OP_BYTES: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
@@ -120,7 +150,10 @@ extern "C" fn print_at_exit() {
     }
     config::describe(&mut line);
     line.byte(b'\n');
-    line.write_to(2);
+    let fd = STATS_FD.load(Ordering::Relaxed);
+    if !line.write_to(fd) && fd != 2 {
+        line.write_to(2);
+    }
 }
 
 #[used]

@@ -93,20 +93,9 @@ fn every_forced_kernel_matches_the_reference() {
     }
 }
 
-/// The stable kernel names (DESIGN.md); what `BLOCKMEM_FORCE` accepts.
-fn blockmem_kernel_names() -> [&'static str; 10] {
-    [
-        "naive",
-        "portable",
-        "sse2",
-        "avx2",
-        "avx2_nt",
-        "avx2_pf",
-        "avx2_pf_nt",
-        "rep_movsb",
-        "rep_stosb",
-        "clzero",
-    ]
+/// Every kernel name `BLOCKMEM_FORCE` accepts.
+fn blockmem_kernel_names() -> impl Iterator<Item = &'static str> {
+    blockmem::KernelId::ALL.into_iter().map(|k| k.name())
 }
 
 #[test]
@@ -129,7 +118,6 @@ fn unknown_force_warns_and_keeps_the_policy() {
         under_shim(memops())
             .env("BLOCKMEM_FORCE", "warp_drive")
             .env("BLOCKMEM_STATS", "1")
-            .env("BLOCKMEM_PROFILE", "/nonexistent/profile")
             .args(["--expect-shim", "preinit"]),
     );
     let err = String::from_utf8_lossy(&out.stderr);
@@ -139,12 +127,61 @@ fn unknown_force_warns_and_keeps_the_policy() {
     );
     let s = &stats_lines(&out.stderr)[0];
     assert!(!s.line.contains("forced"), "{}", s.line);
+}
+
+#[test]
+fn profile_is_loaded_and_a_bad_one_is_reported_not_fatal() {
+    let dir = scratch("profiles");
+    // A profile that streams Auto copies from 64 KiB: the statistics show avx2_nt.
+    let good = dir.join("good");
+    std::fs::write(&good, "version = 1\nstream_auto = 64KiB\n").unwrap();
+    let out = run_ok(
+        under_shim(memops())
+            .env("BLOCKMEM_PROFILE", &good)
+            .env("BLOCKMEM_STATS", "1")
+            .args(["--expect-shim", "quick", "medium"]),
+    );
+    let s = &stats_lines(&out.stderr)[0];
     assert!(
-        s.line
-            .contains("; profile /nonexistent/profile (not loaded"),
+        s.line.contains(&format!("; profile {}", good.display())),
         "{}",
         s.line
     );
+    assert!(s.kernel("avx2_nt").0 > 0 || !have_avx2(), "{}", s.line);
+
+    // A malformed one: one message naming the line, defaults, the program runs on.
+    let bad = dir.join("bad");
+    std::fs::write(&bad, "version = 1\nstream_auto = 64KiB\nno_such_key = 3\n").unwrap();
+    let out = run_ok(
+        under_shim(memops())
+            .env("BLOCKMEM_PROFILE", &bad)
+            .env("BLOCKMEM_STATS", "1")
+            .args(["--expect-shim", "quick", "preinit"]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let msg = format!(
+        "blockmem: profile {} rejected: line 3: unknown key; using CPUID defaults",
+        bad.display()
+    );
+    assert_eq!(err.matches(&msg).count(), 1, "{err}");
+    let s = &stats_lines(&out.stderr)[0];
+    assert!(
+        s.line.contains("(rejected: line 3: unknown key)"),
+        "{}",
+        s.line
+    );
+
+    // A missing one: reported, not fatal.
+    let out = run_ok(
+        under_shim(memops())
+            .env("BLOCKMEM_PROFILE", dir.join("missing"))
+            .arg("preinit"),
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rejected: cannot open or read"));
+}
+
+fn have_avx2() -> bool {
+    std::is_x86_feature_detected!("avx2")
 }
 
 #[test]

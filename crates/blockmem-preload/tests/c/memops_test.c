@@ -16,10 +16,13 @@
  *             overlapping moves in both directions
  *   quick     a thinner grid (for running once per forced kernel)
  *   large     sizes from 2 KiB to 160 MiB, misaligned, overlapping
+ *   medium    three sizes from 64 KiB to 2 MiB, once per op
  *   preinit   check that calls made from .preinit_array (before any shared object's
  *             constructor, so before the shim's) were correct
  *   chkfail=NAME   call NAME (a _chk function) with dstlen < n: must abort
- *   api       (API flavour) introspection: version, kernels, decisions, forcing
+ *   api       (API flavour) introspection: version, kernels, decisions, forcing,
+ *             thresholds
+ *   profile=DIR   (API flavour) profile loading, with files written into DIR
  *   --expect-shim   fail unless every symbol resolves into libblockmem_preload
  *   --overlap-copy  also feed overlapping ranges to the memcpy family (the shim
  *                   promises memmove semantics for them; C does not)
@@ -376,11 +379,27 @@ static void check_large(const struct op *op, size_t n, size_t dal, size_t sal, l
              at - (long)(d - a), e[at], a[at]);
 }
 
+static void alloc_large(void) {
+    if (!large_a) {
+        large_a = xalloc(LARGE_SPAN);
+        large_b = xalloc(LARGE_SPAN);
+        large_e = xalloc(LARGE_SPAN);
+    }
+}
+
+/* A few sizes between 64 KiB and 2 MiB, once per op: quick, and above the thresholds a
+ * small test profile sets. */
+static void run_medium(void) {
+    static const size_t sizes[] = {65536 + 1, 300000, (2u << 20) + 7};
+    alloc_large();
+    for (size_t o = 0; o < NOPS; o++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            check_large(&OPS[o], sizes[i], 3, 5, 0);
+}
+
 static void run_large(void) {
     static const size_t sizes[] = {2047, 4096, 4097, 65539, (1u << 20) + 1, (16u << 20) + 3};
-    large_a = xalloc(LARGE_SPAN);
-    large_b = xalloc(LARGE_SPAN);
-    large_e = xalloc(LARGE_SPAN);
+    alloc_large();
     for (size_t o = 0; o < NOPS; o++) {
         const struct op *op = &OPS[o];
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -411,9 +430,6 @@ static void run_large(void) {
         if (op->kind == K_MOVE)
             check_large(op, LARGE_MAX, 3, 0, -(long)(64u << 20));
     }
-    free(large_a);
-    free(large_b);
-    free(large_e);
 }
 
 /* ---- before any constructor -------------------------------------------------------- */
@@ -556,6 +572,70 @@ static int check_api(void) {
         fprintf(stderr, "FAIL restoring the policy\n");
         bad++;
     }
+    /* Thresholds round trip; zero is refused. */
+    struct BlockmemThresholds small = {1 << 20, 64 << 10, 1 << 30}, back;
+    if (blockmem_set_thresholds(&small) != BLOCKMEM_OK) {
+        fprintf(stderr, "FAIL setting thresholds\n");
+        bad++;
+    }
+    blockmem_thresholds(&back);
+    if (back.stream_auto != small.stream_auto || back.stream_no_reuse != small.stream_no_reuse ||
+        strcmp(blockmem_profile_source(), "installed") != 0) {
+        fprintf(stderr, "FAIL thresholds round trip (source %s)\n", blockmem_profile_source());
+        bad++;
+    }
+    struct BlockmemThresholds zero = {0, 1, 1};
+    if (blockmem_set_thresholds(&zero) != BLOCKMEM_ERR_INVALID ||
+        blockmem_set_thresholds(NULL) != BLOCKMEM_ERR_INVALID) {
+        fprintf(stderr, "FAIL zero thresholds accepted\n");
+        bad++;
+    }
+    blockmem_set_thresholds(&t);
+    return bad;
+}
+
+/* Profile loading through the API: a good file is installed, a malformed one is
+ * rejected with its line, a missing one with its name. `dir` is a writable directory. */
+static int check_profile(const char *dir) {
+    int bad = 0;
+    char good[4096], broken[4096], missing[4096], msg[256];
+    snprintf(good, sizeof good, "%s/good.profile", dir);
+    snprintf(broken, sizeof broken, "%s/broken.profile", dir);
+    snprintf(missing, sizeof missing, "%s/missing.profile", dir);
+    FILE *f = fopen(good, "w");
+    if (!f || fputs("version = 1\nstream_no_reuse = 96KiB\n", f) < 0 || fclose(f))
+        return 1;
+    f = fopen(broken, "w");
+    if (!f || fputs("version = 1\nstream_no_reuse = lots\n", f) < 0 || fclose(f))
+        return 1;
+    struct BlockmemThresholds t;
+    if (blockmem_profile_load(good) != BLOCKMEM_OK || blockmem_profile_error(msg, sizeof msg) != 0) {
+        fprintf(stderr, "FAIL loading a good profile\n");
+        bad++;
+    }
+    blockmem_thresholds(&t);
+    if (t.stream_no_reuse != 96 << 10 || strcmp(blockmem_profile_source(), "installed") != 0) {
+        fprintf(stderr, "FAIL good profile not in force (%zu, %s)\n", t.stream_no_reuse,
+                blockmem_profile_source());
+        bad++;
+    }
+    if (blockmem_profile_load(broken) != BLOCKMEM_ERR_PROFILE ||
+        blockmem_profile_error(msg, sizeof msg) == 0 || !ref_contains(msg, "line 2")) {
+        fprintf(stderr, "FAIL malformed profile: %s\n", msg);
+        bad++;
+    }
+    blockmem_thresholds(&t);
+    if (t.stream_no_reuse != 96 << 10) {
+        fprintf(stderr, "FAIL a rejected profile replaced the one in force\n");
+        bad++;
+    }
+    if (blockmem_profile_load(missing) != BLOCKMEM_ERR_PROFILE ||
+        blockmem_profile_error(NULL, 0) == 0) {
+        fprintf(stderr, "FAIL missing profile\n");
+        bad++;
+    }
+    /* Back to what the environment says. */
+    blockmem_profile_load(NULL);
     return bad;
 }
 #endif
@@ -571,6 +651,8 @@ static void run_modes(int argc, char **argv, int *rc) {
             run_grid(1);
         else if (!strcmp(m, "large"))
             run_large();
+        else if (!strcmp(m, "medium"))
+            run_medium();
         else if (!strcmp(m, "preinit")) {
             if (preinit_result != 1) {
                 fprintf(stderr, "FAIL calls from .preinit_array (result %d)\n", preinit_result);
@@ -583,6 +665,8 @@ static void run_modes(int argc, char **argv, int *rc) {
 #else
         else if (!strcmp(m, "api"))
             failures += check_api();
+        else if (!strncmp(m, "profile=", 8))
+            failures += check_profile(m + 8);
 #endif
         else if (m[0] != '-') {
             fprintf(stderr, "unknown mode %s\n", m);
