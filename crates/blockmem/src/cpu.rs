@@ -146,11 +146,13 @@ pub fn disable(f: Features) {
         f = f.union(Features::AVX2).union(Features::AVX512F);
     }
     DISABLED.fetch_or(f.0, Ordering::Relaxed);
+    crate::dispatch::refresh_fast_path();
 }
 
 /// Clears every mask set by [`disable`].
 pub fn enable_all() {
     DISABLED.store(0, Ordering::Relaxed);
+    crate::dispatch::refresh_fast_path();
 }
 
 /// The CPU vendor, as far as blockmem cares.

@@ -5,9 +5,15 @@
 use blockmem::cpu::{self, Features};
 use blockmem::kernel::{self, Op};
 use blockmem::{dispatch, Hint};
+use std::sync::Mutex;
+
+/// The tests here change process-wide state (feature mask, forced kernel, profile):
+/// each holds this lock so they never observe one another mid-change.
+static GLOBAL: Mutex<()> = Mutex::new(());
 
 #[test]
 fn masking_avx_removes_avx2_kernels_and_decisions() {
+    let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = cpu::features();
     cpu::disable(Features::AVX);
     let now = cpu::features();
@@ -48,6 +54,7 @@ fn masking_avx_removes_avx2_kernels_and_decisions() {
 
 #[test]
 fn forcing_a_kernel_applies_only_where_it_can_run() {
+    let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
     dispatch::force(Some(blockmem::KernelId::RepMovsb));
     assert_eq!(
         dispatch::choose(Op::Copy, 1 << 20, Hint::Auto, false),
@@ -64,4 +71,68 @@ fn forcing_a_kernel_applies_only_where_it_can_run() {
     assert_eq!(dst, src);
     dispatch::force(None);
     assert_eq!(dispatch::forced(), None);
+}
+
+/// The fast path (one atomic load instead of the policy, below the smallest size where
+/// anything could differ) must agree with the full policy for every hint and size.
+#[test]
+fn fast_path_agrees_with_the_policy() {
+    let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
+    let base = dispatch::profile();
+    let mut variants = vec![base];
+    let mut p = base;
+    p.probe_min = 8192;
+    p.rep_movsb_min = 3000;
+    p.rep_movsb_max = 5000;
+    p.copy_temporal = blockmem::KernelId::Sse2;
+    variants.push(p);
+    p.stream_no_reuse = 100;
+    variants.push(p);
+    for p in variants {
+        dispatch::install(&p);
+        let (copy_below, copy_k, set_below, set_k) = dispatch::fast_path();
+        for hint in Hint::ALL {
+            for n in [
+                129,
+                130,
+                1000,
+                2999,
+                3000,
+                4096,
+                8191,
+                copy_below.saturating_sub(1),
+            ] {
+                if n > 128 && n < copy_below {
+                    for (op, overlap) in [(Op::Copy, false), (Op::Move, false), (Op::Move, true)] {
+                        assert_eq!(
+                            dispatch::choose(op, n, hint, overlap),
+                            copy_k,
+                            "{op:?} {n} {hint:?} {p:?}"
+                        );
+                    }
+                }
+                if n > 128 && n < set_below {
+                    for op in [Op::Set, Op::Zero] {
+                        assert_eq!(
+                            dispatch::choose(op, n, hint, false),
+                            set_k,
+                            "{op:?} {n} {hint:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // Copies through the fast path are correct.
+        let src: Vec<u8> = (0..10_000u32).map(|i| (i * 13) as u8).collect();
+        let mut dst = vec![0u8; 10_000];
+        blockmem::copy(&mut dst, &src);
+        assert_eq!(dst, src);
+    }
+    dispatch::force(Some(blockmem::KernelId::Naive));
+    assert_eq!(
+        dispatch::fast_path().0,
+        0,
+        "forcing a kernel disables the fast path"
+    );
+    dispatch::force(None);
 }
