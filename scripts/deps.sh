@@ -7,6 +7,18 @@ need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have objdump || need_apt+=(binutils)
 have cc || need_apt+=(gcc)
+# The C library and shim tests (crates/blockmem-ffi, crates/blockmem-preload): a C++
+# compiler for the header check, pkg-config for the install test, and the real
+# programs run under the shim.
+have g++ || need_apt+=(g++)
+have pkg-config || need_apt+=(pkgconf)
+have readelf || need_apt+=(binutils)
+have python3 || need_apt+=(python3)
+have sqlite3 || need_apt+=(sqlite3)
+have git || need_apt+=(git)
+have gzip || need_apt+=(gzip)
+have tar || need_apt+=(tar)
+have sort || need_apt+=(coreutils)
 
 if ((${#need_apt[@]})); then
   echo "deps: installing ${need_apt[*]}" >&2

@@ -96,12 +96,12 @@ fn header_compiles_as_c_and_cpp() {
 
 #[test]
 fn static_library_matches_the_reference() {
-    run_ok(&mut plain(static_memops()).args(["grid", "large", "preinit", "api"]));
+    run_ok(plain(static_memops()).args(["grid", "large", "preinit", "api"]));
 }
 
 #[test]
 fn static_library_under_every_kernel() {
-    let out = run_ok(&mut plain(static_memops()).args(["--force-each", "quick"]));
+    let out = run_ok(plain(static_memops()).args(["--force-each", "quick"]));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("forced naive: 0 failures"), "{stdout}");
 }
@@ -109,5 +109,5 @@ fn static_library_under_every_kernel() {
 #[test]
 fn static_library_loads_profiles() {
     let dir = scratch("ffi-profiles");
-    run_ok(&mut plain(static_memops()).arg(format!("profile={}", dir.display())));
+    run_ok(plain(static_memops()).arg(format!("profile={}", dir.display())));
 }
