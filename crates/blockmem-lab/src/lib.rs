@@ -4,6 +4,7 @@
 
 pub mod info;
 pub mod lab;
+pub mod run_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +22,9 @@ enum Command {
     Info(info::InfoArgs),
     /// Measure copies, moves and sets under controlled cache states (the seed experiments).
     Lab(lab::LabArgs),
+    /// Run a program under the LD_PRELOAD shim (and with --compare, also without it),
+    /// timing both: `blockmem run [--compare] [--runs N] -- CMD ARGS...`.
+    Run(run_cmd::RunArgs),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -29,5 +33,6 @@ pub fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Lab(args) => lab::run(&args),
+        Command::Run(args) => run_cmd::run(&args),
     }
 }
