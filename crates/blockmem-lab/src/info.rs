@@ -32,7 +32,7 @@ const STATES: [(&str, Probed, Probed); 4] = [
 
 /// The kernel the library picks for a call of `n` bytes whose first source and
 /// destination lines are in the given states (probes only count where the profile
-/// probes: `Auto` and `n >= probe_min`).
+/// probes: `Auto` or `NoReuse`, and `n >= probe_min`).
 pub fn decision(
     op: Op,
     n: usize,
@@ -41,7 +41,7 @@ pub fn decision(
     dst: Probed,
     p: &Profile,
 ) -> &'static str {
-    let probes = if hint == Hint::Auto && p.probe_min != 0 && n >= p.probe_min {
+    let probes = if hint != Hint::Reuse && p.probe_min != 0 && n >= p.probe_min {
         Probes {
             src: if op == Op::Copy { src } else { Probed::Unknown },
             dst,

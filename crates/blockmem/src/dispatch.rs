@@ -348,7 +348,8 @@ pub fn choose_probed(op: Op, n: usize, hint: Hint, overlap: bool, probes: Probes
 }
 
 /// Chooses for a real call: probes the first line of `src` (if any) and `dst` when the
-/// hint is `Auto` and the profile says probing pays at this size.
+/// hint leaves the state open (`Auto`, `NoReuse`) and the profile says probing pays
+/// at this size.
 ///
 /// # Safety
 /// `dst` valid for a one-byte read; `src` null or valid for a one-byte read.
@@ -368,7 +369,7 @@ unsafe fn choose_for_call(
     }
     let p = profile();
     let mut probes = Probes::NONE;
-    if hint == Hint::Auto && p.probe_min != 0 && n >= p.probe_min && !overlap {
+    if hint != Hint::Reuse && p.probe_min != 0 && n >= p.probe_min && !overlap {
         // SAFETY: both pointers are readable per the contract (n > 0 here).
         unsafe {
             probes.dst = crate::probe::probe(dst, p.probe_hit_max);

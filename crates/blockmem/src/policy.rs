@@ -9,7 +9,10 @@
 //!    by the hint and, for `Auto`, by the destination probe:
 //!    * `Reuse` — keep the destination cached: stream only from
 //!      [`Profile::stream_reuse`] (the block cannot stay cached anyway);
-//!    * `NoReuse` — stream from [`Profile::stream_no_reuse`];
+//!    * `NoReuse` — stream from [`Profile::stream_no_reuse`], unless the destination
+//!      probed cached: streaming would first evict lines that temporal stores update
+//!      in place, and lines already cached pollute nothing (seed 003 Fig. 4 chooses
+//!      from state *and* reuse) — then the `Auto` size rule applies;
 //!    * `Auto`, destination probed cold — from [`Profile::stream_auto_cold_dst`]: the
 //!      lines must come from memory anyway, so skipping the read-for-ownership wins
 //!      (seed 003 Fig. 2: up to 75%);
@@ -80,6 +83,7 @@ pub fn decide(
 ) -> KernelId {
     let stream_from = match hint {
         Hint::Reuse => p.stream_reuse,
+        Hint::NoReuse if probes.dst == Probed::Cached => p.stream_auto,
         Hint::NoReuse => p.stream_no_reuse,
         Hint::Auto if probes.dst == Probed::Cold => p.stream_auto_cold_dst,
         Hint::Auto => p.stream_auto,
