@@ -27,6 +27,16 @@ impl Buffer {
     /// # Panics
     /// If the mapping fails (out of memory).
     pub fn new(len: usize) -> Buffer {
+        Buffer::map(len, false)
+    }
+
+    /// Like [`new`](Self::new) but asks for transparent huge pages (`MADV_HUGEPAGE`
+    /// before the first touch), for latency measurements that must not see TLB misses.
+    pub fn new_huge(len: usize) -> Buffer {
+        Buffer::map(len, true)
+    }
+
+    fn map(len: usize, huge: bool) -> Buffer {
         let map_len = len.max(1).div_ceil(PAGE) * PAGE;
         // SAFETY: an anonymous private mapping with no address hint has no
         // preconditions; the result is checked below.
@@ -35,7 +45,7 @@ impl Buffer {
                 std::ptr::null_mut(),
                 map_len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | if huge { 0 } else { libc::MAP_POPULATE },
                 -1,
                 0,
             )
@@ -47,7 +57,17 @@ impl Buffer {
         );
         // SAFETY: `p` is the mapping just created, `map_len` its length. The advice is
         // only a preference; failure (e.g. THP compiled out) is harmless.
-        unsafe { libc::madvise(p, map_len, libc::MADV_NOHUGEPAGE) };
+        unsafe {
+            libc::madvise(
+                p,
+                map_len,
+                if huge {
+                    libc::MADV_HUGEPAGE
+                } else {
+                    libc::MADV_NOHUGEPAGE
+                },
+            )
+        };
         let ptr = NonNull::new(p.cast::<u8>()).expect("mmap returned null");
         let mut b = Buffer { ptr, len: map_len };
         // Write every page: MAP_POPULATE maps the shared zero page for reads on some

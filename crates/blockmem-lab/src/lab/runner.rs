@@ -14,7 +14,9 @@ use serde_json::{json, Map, Value};
 
 use super::mem::Buffer;
 use super::method::{Entry, Method};
-use super::state::{Access, CacheState, Region, StateBuilder, StateCheck};
+use super::state::{
+    probe_lines, Access, CacheState, Region, StateBuilder, StateCheck, PROBE_LINES,
+};
 use super::stats::Summary;
 use super::timer::Timer;
 use super::warn::{Warning, Warnings};
@@ -313,8 +315,13 @@ impl Runner {
         let mut base_samples = Vec::new();
         let mut checks: Vec<StateCheck> = Vec::new();
         let mut verified = true;
-        for rep in 0..c.reps + 2 {
-            let probe_rep = rep == 0 || rep == c.reps + 1;
+        // Untimed state checks: enough preparations to sample ~16 lines per region
+        // (small regions yield only a few lines per probe), all but one before the
+        // timed repetitions and one after them.
+        let checks_n = (PROBE_LINES / probe_lines(n)).clamp(2, 8);
+        let total = c.reps + checks_n;
+        for rep in 0..total {
+            let probe_rep = rep < checks_n - 1 || rep == total - 1;
             // SAFETY: `src` (n bytes), `dst` (n + CANARY bytes) and `app` lie inside
             // pool buffers owned by `self`, which nothing else touches meanwhile; the
             // regions do not overlap each other or the eviction buffer.
@@ -454,6 +461,8 @@ impl Runner {
         extras: &mut Map<String, Value>,
     ) {
         let per = if copy_like { 2 } else { 1 };
+        // A region is judged by the median over all its checks: one disturbed
+        // preparation (an interrupt, a neighbour's burst) should not flip the verdict.
         let regions: &[(&str, CacheState)] = if copy_like {
             &[("src", c.src), ("dst", c.dst)]
         } else {
@@ -462,12 +471,13 @@ impl Runner {
         for (i, (label, state)) in regions.iter().enumerate() {
             let mine: Vec<&StateCheck> = checks.iter().skip(i).step_by(per).collect();
             let probe: Vec<f64> = mine.iter().map(|k| k.probe_ns).collect();
-            let verdict = if mine.iter().any(|k| k.verified == Some(false)) {
-                "contradicted"
-            } else if mine.iter().all(|k| k.verified == Some(true)) {
+            let med = super::state::median(&probe);
+            let verdict = if mine.iter().all(|k| k.verified.is_none()) {
+                "unverifiable"
+            } else if self.states.hier.is_resident(med) == (*state == CacheState::Hot) {
                 "verified"
             } else {
-                "unverifiable"
+                "contradicted"
             };
             extras.insert(
                 format!("{label}_probe_ns"),
@@ -483,7 +493,7 @@ impl Runner {
                     cell: name.to_string(),
                     region: label,
                     wanted: state.name(),
-                    probe_ns: super::state::median(&probe),
+                    probe_ns: med,
                 });
             }
             if *state == CacheState::Hot && c.size > self.states.hier.llc_effective {

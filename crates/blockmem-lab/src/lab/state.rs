@@ -4,21 +4,27 @@
 //! * `hot`: the region was touched just before the measurement (read for a source,
 //!   read-modify-written for a destination, so its lines are resident and, for a
 //!   destination, modified). It is at L1, L2 or the LLC as its size allows; a region
-//!   larger than the effective LLC cannot be hot, and verification says so.
+//!   larger than the effective LLC cannot be hot, and verification says so. A region
+//!   larger than the L2 is touched twice: on a non-inclusive LLC (Intel since
+//!   Skylake-SP) lines evicted from L2 after a single use are largely *not* kept in
+//!   the LLC (measured here: one pass over 12 MiB leaves it at DRAM latency, two passes
+//!   at LLC latency).
 //! * `clean`: the region is flushed (`clflushopt`, else `clflush`, then `mfence`) and
-//!   the cache is then filled by *reading* an eviction buffer, so it holds clean lines
-//!   and a fill evicts for free.
-//! * `dirty`: the region is flushed and the cache is then filled by *writing* the
+//!   the cache is then filled by *reading* an eviction buffer that is never written, so
+//!   the cache holds clean lines and a fill evicts for free.
+//! * `dirty`: the region is flushed and the cache is then filled by *writing* a second
 //!   eviction buffer, so every fill first writes a modified line of other data back.
 //!
-//! When one region is clean and the other dirty, the eviction sweep alternates read
-//! and written lines, so the lines the copy displaces are half clean, half modified:
-//! each region's fills find, on average, the state asked for.
+//! Each eviction buffer is one effective LLC and is swept twice, for the same reason
+//! hot regions are touched twice. When one region is clean and the other dirty, the
+//! sweep alternates 4 KiB chunks of the two buffers, so the lines the copy displaces
+//! are half clean, half modified: each region's fills find, on average, the state
+//! asked for.
 //!
-//! The eviction buffer is sized from the *measured* effective LLC ([`Hierarchy`]), not
-//! from CPUID: in a VM, CPUID may report the whole socket's L3 (300 MiB here) when the
-//! guest can use a fraction of it. [`Hierarchy::measure`] finds the working-set size at
-//! which a pointer chase's latency is halfway from the LLC plateau to DRAM.
+//! The buffers are sized from the *measured* effective LLC ([`Hierarchy`]), not from
+//! CPUID: in a VM, CPUID may report the whole socket's L3 (300 MiB here) when the guest
+//! can use a fraction of it. [`Hierarchy::measure`] finds the working-set size at which
+//! a pointer chase's latency is halfway from the LLC plateau to DRAM.
 //!
 //! Verification ([`StateBuilder::verify`]) times single loads of sampled lines (median)
 //! and compares them with reference latencies measured at start-up: a line that loads
@@ -129,28 +135,41 @@ pub unsafe fn write_lines(p: *mut u8, len: usize) {
     }
 }
 
-/// Sweeps `[p, p+len)` line by line: odd lines are read, even lines written when
-/// `mix` is true; otherwise every line is read (`write == false`) or written.
+/// Sweeps the eviction buffers: reads `clean` (never written, so its lines are clean),
+/// writes `dirty`, or alternates 4 KiB chunks of the two when `mix`. Each selected chunk
+/// is touched line by line.
 ///
 /// # Safety
-/// As [`write_lines`].
-unsafe fn sweep(p: *mut u8, len: usize, write: bool, mix: bool) {
+/// Both ranges valid for `len` bytes of reads and writes, exclusively ours.
+unsafe fn sweep(clean: *const u8, dirty: *mut u8, len: usize, write: bool, mix: bool) {
+    const CHUNK: usize = 4096;
     let mut acc = 0u64;
     let mut off = 0;
-    let mut i = 0usize;
+    let mut k = 0usize;
     while off < len {
-        let w = if mix { i % 2 == 0 } else { write };
-        // SAFETY: `off < len`, exclusive access.
+        let w = if mix { k % 2 == 1 } else { write };
+        let n = CHUNK.min(len - off);
+        // SAFETY: `off + n <= len`, exclusive access.
         unsafe {
-            let q = p.add(off);
             if w {
-                q.write_volatile(q.read_volatile().wrapping_add(1));
+                let q = dirty.add(off);
+                let mut i = 0;
+                while i < n {
+                    q.add(i)
+                        .write_volatile(q.add(i).read_volatile().wrapping_add(1));
+                    i += LINE;
+                }
             } else {
-                acc = acc.wrapping_add(q.read_volatile() as u64);
+                let q = clean.add(off);
+                let mut i = 0;
+                while i < n {
+                    acc = acc.wrapping_add(q.add(i).read_volatile() as u64);
+                    i += LINE;
+                }
             }
         }
-        off += LINE;
-        i += 1;
+        off += n;
+        k += 1;
     }
     std::hint::black_box(acc);
 }
@@ -194,8 +213,15 @@ pub unsafe fn flush(p: *const u8, len: usize) {
 /// Times single loads of `count` pseudo-randomly sampled lines of `[p, p+len)`, in
 /// overhead-corrected nanoseconds, in sampling order.
 ///
+/// Before each timed load, another line of the same 4 KiB page (a quarter page away) is
+/// loaded untimed, so the page's translation is in the TLB: otherwise a page walk
+/// (tens of ns with 4 KiB pages) blurs an LLC hit into a DRAM access. The L2 streamer
+/// does not prefetch 16 lines away from a single access, so the probed line's state is
+/// unaffected.
+///
 /// # Safety
-/// The range must be valid for reads.
+/// The range must be valid for reads, and every 4 KiB page it touches must be mapped
+/// readable in full (true of [`Buffer`] memory).
 pub unsafe fn probe(
     p: *const u8,
     len: usize,
@@ -204,26 +230,24 @@ pub unsafe fn probe(
     rng: &mut fastrand::Rng,
 ) -> Vec<f64> {
     let lines = (len / LINE).max(1);
-    let mut picks: Vec<usize> = if lines <= count {
-        (0..lines).collect()
-    } else {
-        let mut v = Vec::with_capacity(count);
-        while v.len() < count {
-            let l = rng.usize(..lines);
-            // Skip neighbours of a picked line: the adjacent-line prefetcher fetches
-            // pairs, so a probed line's buddy would look resident.
-            if !v.iter().any(|&x: &usize| x.abs_diff(l) <= 2) {
-                v.push(l);
-            }
-        }
-        v
-    };
+    // Evenly spread lines, at most two per 4 KiB page (half a page apart), from a
+    // random start, probed in random order: several misses in one page start the L2
+    // streamer, which would then prefetch the lines still to be probed.
+    let stride = (lines / count.max(1)).max(PROBE_STRIDE);
+    let start = rng.usize(..stride.min(lines));
+    let mut picks: Vec<usize> = (start..lines).step_by(stride).take(count).collect();
     rng.shuffle(&mut picks);
     picks
         .into_iter()
         .map(|l| {
             // SAFETY: `l * LINE < len` (or 0), inside the readable range.
             let q = unsafe { p.add(l * LINE) };
+            let page = q as usize & !4095;
+            // A quarter page away: probed lines are half a page apart, so the warming
+            // load never touches a line that is still to be probed.
+            let warm = (page + ((q as usize - page) + 1024) % 4096) as *const u8;
+            // SAFETY: `warm` is on the same mapped page as `q` (caller's contract).
+            std::hint::black_box(unsafe { warm.read_volatile() });
             let t0 = stamp();
             // SAFETY: as above.
             let v = unsafe { q.read_volatile() };
@@ -276,8 +300,20 @@ pub struct Hierarchy {
     pub resident_below_ns: f64,
 }
 
-/// Number of lines sampled by a verification probe.
+/// Largest LLC assumed when the chase finds no step (CPUID may report a whole socket's
+/// L3 in a VM; sweeping it every repetition would make the lab unusably slow).
+pub const FALLBACK_LLC_CAP: usize = 64 << 20;
+
+/// Number of lines sampled by a verification probe (at most).
 pub const PROBE_LINES: usize = 16;
+
+/// Minimum distance between probed lines: half a 4 KiB page.
+pub const PROBE_STRIDE: usize = 32;
+
+/// Lines one probe of a `len`-byte region samples.
+pub fn probe_lines(len: usize) -> usize {
+    (len / LINE).div_ceil(PROBE_STRIDE).clamp(1, PROBE_LINES)
+}
 
 /// One dependent-load chase over a random cyclic permutation of `lines` lines starting
 /// at `p`, returning ns per load.
@@ -323,16 +359,24 @@ impl Hierarchy {
                 // Sizes from 2×L2 up, ×1.25 each; stop once latency has flattened well
                 // above the LLC plateau (DRAM), or at 4× the reported LLC / 512 MiB.
                 let cap = (llc_reported.saturating_mul(2)).clamp(64 << 20, 512 << 20);
-                let mut buf = huge_buffer(cap);
+                let mut buf = Buffer::new_huge(cap);
                 let mut ws = (2 * l2).max(1 << 20);
                 while ws <= cap {
                     let lines = ws / LINE;
-                    // SAFETY: `buf` holds `cap >= ws` bytes, exclusively ours.
-                    let ns = unsafe { chase(buf.as_mut_ptr(), lines, 150_000, &mut rng) };
+                    // Minimum of three chases: interference (other tenants, preemption)
+                    // only ever slows a chase down.
+                    let ns = (0..3)
+                        // SAFETY: `buf` holds `cap >= ws` bytes, exclusively ours.
+                        .map(|_| unsafe { chase(buf.as_mut_ptr(), lines, 60_000, &mut rng) })
+                        .fold(f64::MAX, f64::min);
                     chase_curve.push((ws, ns));
                     let n = chase_curve.len();
                     if n >= 6 && ws >= 32 << 20 {
-                        let first = chase_curve[0].1;
+                        let first = chase_curve
+                            .iter()
+                            .take(3)
+                            .map(|c| c.1)
+                            .fold(f64::MAX, f64::min);
                         let last3: Vec<f64> = chase_curve[n - 3..].iter().map(|c| c.1).collect();
                         let flat = last3.iter().all(|&x| x > 2.5 * first)
                             && (last3[2] - last3[0]).abs() < 0.15 * last3[2];
@@ -345,8 +389,8 @@ impl Hierarchy {
                 match effective_llc(&chase_curve) {
                     Some(n) => (n, "measured (pointer chase)".to_string()),
                     None => (
-                        llc_reported,
-                        "cpuid (the chase found no LLC-to-DRAM step)".to_string(),
+                        llc_reported.min(FALLBACK_LLC_CAP),
+                        "cpuid, capped at 64 MiB (the chase found no LLC-to-DRAM step)".to_string(),
                     ),
                 }
             }
@@ -365,7 +409,8 @@ impl Hierarchy {
                 unsafe {
                     read_lines(p, small);
                     hot.extend(probe(p, small, PROBE_LINES, timer, &mut rng));
-                    // Beyond L2, inside the effective LLC.
+                    // Beyond L2, inside the effective LLC (two passes: see module docs).
+                    read_lines(p, ref_len.min(b.len()));
                     read_lines(p, ref_len.min(b.len()));
                     llc.extend(probe(
                         p,
@@ -405,10 +450,18 @@ impl Hierarchy {
         self.probe_dram_ns > 1.5 * self.probe_llc_ns.max(self.probe_hot_ns)
     }
 
-    /// Size of the eviction buffer: three effective LLCs (a sweep of 3× the capacity
-    /// leaves ~5% of old lines even under random replacement), at least 8 MiB.
+    /// Size of each eviction buffer: one effective LLC (swept twice), at least 4 MiB.
     pub fn eviction_bytes(&self) -> usize {
-        (self.llc_effective.saturating_mul(3)).max(8 << 20)
+        self.llc_effective.max(4 << 20)
+    }
+
+    /// Passes needed to make a region of `len` bytes hot (see the module docs).
+    pub fn hot_passes(&self, len: usize) -> usize {
+        if len > self.l2 {
+            2
+        } else {
+            1
+        }
     }
 }
 
@@ -419,37 +472,24 @@ pub fn effective_llc(curve: &[(usize, f64)]) -> Option<usize> {
     if curve.len() < 3 {
         return None;
     }
-    let low = curve[0].1;
+    let low = curve.iter().take(3).map(|c| c.1).fold(f64::MAX, f64::min);
     let tail = &curve[curve.len().saturating_sub(3)..];
     let high = median(&tail.iter().map(|c| c.1).collect::<Vec<_>>());
     if high < 1.5 * low {
         return None;
     }
     let mid = (low + high) / 2.0;
-    for w in curve.windows(2) {
+    // The last point below the midpoint, then the next one: robust to an early spike.
+    let last_below = curve.iter().rposition(|c| c.1 < mid)?;
+    if let Some(w) = curve.get(last_below..last_below + 2) {
         let ((s0, l0), (s1, l1)) = (w[0], w[1]);
-        if l0 < mid && l1 >= mid {
+        {
             let f = (mid - l0) / (l1 - l0);
             let s = (s0 as f64).ln() + f * ((s1 as f64).ln() - (s0 as f64).ln());
             return Some((s.exp() as usize) / 4096 * 4096);
         }
     }
     None
-}
-
-/// A buffer for the chase, asking for transparent huge pages so TLB misses do not
-/// masquerade as cache misses.
-fn huge_buffer(len: usize) -> Buffer {
-    let b = Buffer::new(len);
-    // SAFETY: advice on our own mapping; failure is harmless (4 KiB pages then).
-    unsafe {
-        libc::madvise(
-            b.as_ptr() as *mut libc::c_void,
-            b.len(),
-            libc::MADV_HUGEPAGE,
-        );
-    }
-    b
 }
 
 /// What a verification found for one region.
@@ -483,7 +523,8 @@ pub struct StateBuilder {
     pub hier: Hierarchy,
     /// The clock.
     pub timer: Timer,
-    evict: Buffer,
+    evict_clean: Buffer,
+    evict_dirty: Buffer,
     rng: fastrand::Rng,
     counter: Option<super::perf::MissCounter>,
 }
@@ -491,19 +532,24 @@ pub struct StateBuilder {
 impl StateBuilder {
     /// A builder for `hier`, with its eviction buffer mapped and faulted in.
     pub fn new(hier: Hierarchy, timer: Timer) -> StateBuilder {
-        let evict = Buffer::new(hier.eviction_bytes());
+        let mut evict_clean = Buffer::new(hier.eviction_bytes());
+        evict_clean.fill_random(&mut fastrand::Rng::with_seed(3));
+        // SAFETY: our own buffer; writes its lines back so they are clean in memory.
+        unsafe { flush(evict_clean.as_ptr(), evict_clean.len()) };
+        let evict_dirty = Buffer::new(hier.eviction_bytes());
         StateBuilder {
             hier,
             timer,
-            evict,
+            evict_clean,
+            evict_dirty,
             rng: fastrand::Rng::with_seed(0x5eed),
             counter: super::perf::MissCounter::open().ok(),
         }
     }
 
-    /// Size of the eviction buffer in bytes.
+    /// Size of each eviction buffer in bytes.
     pub fn eviction_bytes(&self) -> usize {
-        self.evict.len()
+        self.evict_clean.len()
     }
 
     /// Puts every region in its state. Order: flush the cold regions; sweep the
@@ -522,20 +568,25 @@ impl StateBuilder {
             }
             let any_dirty = cold.iter().any(|r| r.state == CacheState::Dirty);
             let any_clean = cold.iter().any(|r| r.state == CacheState::Clean);
-            let (p, n) = (self.evict.as_mut_ptr(), self.evict.len());
-            // SAFETY: the eviction buffer is ours.
-            unsafe { sweep(p, n, any_dirty, any_dirty && any_clean) };
+            let n = self.evict_clean.len();
+            let (c, d) = (self.evict_clean.as_ptr(), self.evict_dirty.as_mut_ptr());
+            for _ in 0..2 {
+                // SAFETY: the eviction buffers are ours, both `n` bytes.
+                unsafe { sweep(c, d, n, any_dirty, any_dirty && any_clean) };
+            }
         }
         for access in [Access::Read, Access::Write] {
             for r in regions
                 .iter()
                 .filter(|r| !r.state.is_cold() && r.access == access)
             {
-                // SAFETY: caller's contract.
-                unsafe {
-                    match access {
-                        Access::Read => read_lines(r.ptr, r.len),
-                        Access::Write => write_lines(r.ptr, r.len),
+                for _ in 0..self.hier.hot_passes(r.len) {
+                    // SAFETY: caller's contract.
+                    unsafe {
+                        match access {
+                            Access::Read => read_lines(r.ptr, r.len),
+                            Access::Write => write_lines(r.ptr, r.len),
+                        }
                     }
                 }
             }
@@ -553,7 +604,7 @@ impl StateBuilder {
             c.start();
         }
         // SAFETY: caller's contract.
-        let lat = unsafe { probe(r.ptr, r.len, PROBE_LINES, &self.timer, &mut self.rng) };
+        let lat = unsafe { probe(r.ptr, r.len, probe_lines(r.len), &self.timer, &mut self.rng) };
         let counted_misses = self.counter.as_ref().map(|c| c.stop());
         let m = median(&lat);
         let resident = self.hier.is_resident(m);
