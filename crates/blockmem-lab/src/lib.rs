@@ -2,6 +2,7 @@
 //! subcommand. `main` only calls [`run`] and prints the error.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod calibrate;
 pub mod info;
 pub mod lab;
 pub mod run_cmd;
@@ -22,6 +23,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Measure copies, moves and sets under controlled cache states (the seed experiments).
     Lab(lab::LabArgs),
+    /// Measure the kernels on this host and write the profile the library loads.
+    Calibrate(calibrate::CalibrateArgs),
     /// Run a program under the LD_PRELOAD shim (and with --compare, also without it),
     /// timing both: `blockmem run [--compare] [--runs N] -- CMD ARGS...`.
     Run(run_cmd::RunArgs),
@@ -33,6 +36,7 @@ pub fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Lab(args) => lab::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
         Command::Run(args) => run_cmd::run(&args),
     }
 }

@@ -17,7 +17,7 @@ pub type SetFn = unsafe fn(*mut u8, u8, usize);
 pub type ZeroFn = unsafe fn(*mut u8, usize);
 
 /// A block memory operation.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Op {
     /// `memcpy`: non-overlapping copy.
     Copy,

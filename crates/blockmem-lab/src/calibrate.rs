@@ -1,0 +1,696 @@
+//! `blockmem calibrate`: measure the kernels on this host and write the profile the
+//! library loads (seed 000: HP-UX timed its copy loops at boot and patched in the
+//! fastest; we time them once per host and keep the answer in a file).
+//!
+//! 1. Measure the effective LLC (pointer chase) and the clock, as the lab does.
+//! 2. Time every candidate kernel per op at a ladder of sizes, with source and
+//!    destination hot or cold (clean), through the lab's runner (bytes verified).
+//! 3. Time the cache probe on cached and flushed lines.
+//! 4. [`derive`] the profile from those medians — a pure function, unit-tested on
+//!    synthetic measurements — and write it, with the evidence as comments.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use blockmem::kernel::{KernelId, Op};
+use blockmem::profile::{self, Profile, Size};
+
+use crate::info::profile_path;
+use crate::lab::method::Method;
+use crate::lab::runner::{After, Cell, Runner};
+use crate::lab::state::{CacheState, Hierarchy, StateBuilder};
+use crate::lab::timer::Timer;
+
+/// Flags of `blockmem calibrate`.
+#[derive(clap::Args, Debug)]
+pub struct CalibrateArgs {
+    /// Fewer sizes and repetitions: under a minute.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the profile (default: $BLOCKMEM_PROFILE, else
+    /// $XDG_CACHE_HOME/blockmem/profile, else ~/.cache/blockmem/profile).
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Print the profile instead of writing it.
+    #[arg(long)]
+    pub print: bool,
+    /// Effective LLC size to assume instead of measuring it (e.g. 32M).
+    #[arg(long, value_name = "SIZE")]
+    pub llc: Option<String>,
+}
+
+/// Median time (ns) of one call, keyed by (kernel, op, size, src state, dst state).
+pub type Measurements = BTreeMap<(KernelId, Op, usize, CacheState, CacheState), f64>;
+
+/// The (src, dst) states calibration measures; for set/zero the source is ignored.
+const COPY_STATES: [(CacheState, CacheState); 4] = [
+    (CacheState::Hot, CacheState::Hot),
+    (CacheState::Clean, CacheState::Clean),
+    (CacheState::Hot, CacheState::Clean),
+    (CacheState::Clean, CacheState::Hot),
+];
+const SET_STATES: [(CacheState, CacheState); 2] = [
+    (CacheState::Hot, CacheState::Hot),
+    (CacheState::Hot, CacheState::Clean),
+];
+
+/// Candidate kernels per role (those this CPU lacks are skipped).
+const COPY_TEMPORAL: [KernelId; 4] = [
+    KernelId::Avx2,
+    KernelId::Avx512,
+    KernelId::RepMovsb,
+    KernelId::Sse2,
+];
+const COPY_STREAM: [KernelId; 3] = [KernelId::Avx2Nt, KernelId::Avx512Nt, KernelId::Avx2PfNt];
+const COPY_COLD_SRC: [KernelId; 1] = [KernelId::Avx2Pf];
+const SET_TEMPORAL: [KernelId; 4] = [
+    KernelId::Avx2,
+    KernelId::Avx512,
+    KernelId::RepStosb,
+    KernelId::Sse2,
+];
+const SET_STREAM: [KernelId; 3] = [KernelId::Avx2Nt, KernelId::Avx512Nt, KernelId::Clzero];
+
+/// A kernel must beat the incumbent by this factor to displace it (noise margin).
+const MARGIN: f64 = 1.05;
+/// Probing must promise at least this many times its own cost.
+const PROBE_PAYBACK: f64 = 8.0;
+
+fn available(ids: &[KernelId], op: Op) -> Vec<KernelId> {
+    ids.iter()
+        .copied()
+        .filter(|k| {
+            k.kernel()
+                .is_some_and(|e| e.is_available() && e.supports(op))
+        })
+        .collect()
+}
+
+fn geomean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (mut s, mut n) = (0.0, 0usize);
+    for x in v {
+        if x > 0.0 && x.is_finite() {
+            s += x.ln();
+            n += 1;
+        }
+    }
+    (n > 0).then(|| (s / n as f64).exp())
+}
+
+/// What calibration measured besides kernel times.
+#[derive(Clone, Debug)]
+pub struct HostFacts {
+    /// Effective LLC bytes.
+    pub llc_effective: usize,
+    /// Probe latency on cached lines, TSC cycles (median, 95th percentile).
+    pub probe_hot_cycles: (f64, f64),
+    /// Probe latency on flushed lines, TSC cycles (median, 5th percentile).
+    pub probe_cold_cycles: (f64, f64),
+    /// TSC cycles per nanosecond.
+    pub tsc_ghz: f64,
+}
+
+/// Why each key got its value (written as comments into the profile).
+pub type Evidence = Vec<String>;
+
+/// Derives the profile from the measurements. Pure: no clock, no hardware.
+pub fn derive(m: &Measurements, facts: &HostFacts, base: Profile) -> (Profile, Evidence) {
+    let mut p = base;
+    let mut why = Vec::new();
+    let sizes: Vec<usize> = {
+        let mut s: Vec<usize> = m.keys().map(|k| k.2).collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    };
+    let t = |k: KernelId, op: Op, n: usize, s: CacheState, d: CacheState| {
+        m.get(&(k, op, n, s, d)).copied()
+    };
+    let measured = |ids: &[KernelId], op: Op| -> Vec<KernelId> {
+        ids.iter()
+            .copied()
+            .filter(|&k| m.keys().any(|key| key.0 == k && key.1 == op))
+            .collect()
+    };
+    // Geometric mean of time relative to the best candidate, over the given cells.
+    let pick = |cands: &[KernelId],
+                op: Op,
+                cells: &[(usize, CacheState, CacheState)]|
+     -> Option<(KernelId, f64)> {
+        cands
+            .iter()
+            .filter_map(|&k| {
+                let rel = cells.iter().filter_map(|&(n, s, d)| {
+                    let best = cands
+                        .iter()
+                        .filter_map(|&c| t(c, op, n, s, d))
+                        .fold(f64::MAX, f64::min);
+                    t(k, op, n, s, d).map(|x| x / best)
+                });
+                geomean(rel).map(|g| (k, g))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    let in_cache = |n: usize| n <= facts.llc_effective / 2;
+    p.llc_effective = facts.llc_effective;
+
+    // Temporal copy: every state, sizes that fit in cache.
+    let temporal = measured(&COPY_TEMPORAL, Op::Copy);
+    let cells: Vec<_> = sizes
+        .iter()
+        .filter(|&&n| in_cache(n))
+        .flat_map(|&n| COPY_STATES.map(|(s, d)| (n, s, d)))
+        .collect();
+    if let Some((k, g)) = pick(&temporal, Op::Copy, &cells) {
+        p.copy_temporal = k;
+        why.push(format!("copy_temporal: {} is within {:.0}% of the best temporal kernel on average (all states, sizes <= LLC/2)", k.name(), (g - 1.0) * 100.0));
+    }
+    // rep movsb window: measured sizes where it beats the temporal kernel in every state.
+    p.rep_movsb_min = 0;
+    p.rep_movsb_max = 0;
+    if p.copy_temporal != KernelId::RepMovsb && temporal.contains(&KernelId::RepMovsb) {
+        let wins = |n: usize| {
+            COPY_STATES.iter().all(|&(s, d)| {
+                match (
+                    t(KernelId::RepMovsb, Op::Copy, n, s, d),
+                    t(p.copy_temporal, Op::Copy, n, s, d),
+                ) {
+                    (Some(r), Some(c)) => r * MARGIN < c,
+                    _ => false,
+                }
+            })
+        };
+        if let Some(i) = sizes.iter().position(|&n| wins(n)) {
+            let j = (i..sizes.len())
+                .find(|&j| !wins(sizes[j]))
+                .unwrap_or(sizes.len());
+            p.rep_movsb_min = sizes[i];
+            p.rep_movsb_max = sizes.get(j).copied().unwrap_or(usize::MAX);
+            why.push(format!(
+                "rep_movsb window: beats {} by >5% in every state from {} to below {}",
+                p.copy_temporal.name(),
+                Size(p.rep_movsb_min),
+                Size(p.rep_movsb_max)
+            ));
+        }
+    }
+    let temporal_time = |n: usize, s: CacheState, d: CacheState| {
+        let k = if n >= p.rep_movsb_min && n < p.rep_movsb_max {
+            KernelId::RepMovsb
+        } else {
+            p.copy_temporal
+        };
+        t(k, Op::Copy, n, s, d)
+    };
+
+    // Streaming copy: cold destinations from 64 KiB.
+    let stream = measured(&COPY_STREAM, Op::Copy);
+    let cold_cells: Vec<_> = sizes
+        .iter()
+        .filter(|&&n| n >= 64 << 10)
+        .flat_map(|&n| {
+            [
+                (n, CacheState::Hot, CacheState::Clean),
+                (n, CacheState::Clean, CacheState::Clean),
+            ]
+        })
+        .collect();
+    if let Some((k, _)) = pick(&stream, Op::Copy, &cold_cells) {
+        p.copy_stream = k;
+        why.push(format!("copy_stream: {} is the fastest streaming kernel to a cold destination (sizes >= 64 KiB)", k.name()));
+    }
+    // The smallest size from which streaming beats temporal stores for every larger
+    // measured size, in the given states.
+    let crossover = |states: &[(CacheState, CacheState)]| -> Option<usize> {
+        let beats = |n: usize| {
+            states.iter().all(|&(s, d)| {
+                match (t(p.copy_stream, Op::Copy, n, s, d), temporal_time(n, s, d)) {
+                    (Some(st), Some(te)) => st * MARGIN < te,
+                    _ => false,
+                }
+            })
+        };
+        let mut from = None;
+        for &n in sizes.iter().rev() {
+            if beats(n) {
+                from = Some(n);
+            } else {
+                break;
+            }
+        }
+        from
+    };
+    match crossover(&[
+        (CacheState::Hot, CacheState::Clean),
+        (CacheState::Clean, CacheState::Clean),
+    ]) {
+        Some(n) => {
+            p.stream_auto_cold_dst = n;
+            why.push(format!(
+                "stream_auto_cold_dst: {} beats {} to a cold destination from {} up",
+                p.copy_stream.name(),
+                p.copy_temporal.name(),
+                Size(n)
+            ));
+        }
+        None => {
+            p.stream_auto_cold_dst = usize::MAX;
+            why.push("stream_auto_cold_dst: streaming never beat temporal stores to a cold destination here".into());
+        }
+    }
+    match crossover(&[(CacheState::Hot, CacheState::Hot)]) {
+        Some(n) => {
+            p.stream_auto = n;
+            why.push(format!("stream_auto: even a just-touched block streams faster from {} (it no longer fits in cache)", Size(n)));
+        }
+        None => {
+            p.stream_auto = facts.llc_effective;
+            why.push(format!(
+                "stream_auto: no hot crossover measured; the effective LLC, {}",
+                Size(facts.llc_effective)
+            ));
+        }
+    }
+    p.stream_auto_cold_dst = p.stream_auto_cold_dst.min(p.stream_auto);
+    p.stream_no_reuse = p.stream_auto_cold_dst.max(profile::MIN_STREAM_NO_REUSE);
+    p.stream_reuse = facts.llc_effective.saturating_mul(2);
+    why.push(format!("stream_no_reuse: as stream_auto_cold_dst (at least {}); stream_reuse: twice the effective LLC", Size(profile::MIN_STREAM_NO_REUSE)));
+
+    // Cold source: block prefetch if it beats the temporal kernel when the source is cold.
+    p.copy_cold_src = p.copy_temporal;
+    let cold_src: Vec<_> = sizes
+        .iter()
+        .filter(|&&n| n >= 16 << 10 && in_cache(n))
+        .map(|&n| (n, CacheState::Clean, CacheState::Hot))
+        .collect();
+    for k in measured(&COPY_COLD_SRC, Op::Copy) {
+        let g = geomean(
+            cold_src
+                .iter()
+                .filter_map(|&(n, s, d)| Some(t(k, Op::Copy, n, s, d)? / temporal_time(n, s, d)?)),
+        );
+        if let Some(g) = g {
+            if g * MARGIN < 1.0 {
+                p.copy_cold_src = k;
+                why.push(format!(
+                    "copy_cold_src: {} takes {:.0}% of {}'s time from a cold source",
+                    k.name(),
+                    g * 100.0,
+                    p.copy_temporal.name()
+                ));
+            } else {
+                why.push(format!(
+                    "copy_cold_src: {} does not pay here ({:.0}% of {}'s time from a cold source)",
+                    k.name(),
+                    g * 100.0,
+                    p.copy_temporal.name()
+                ));
+            }
+        }
+    }
+
+    // Set and zero.
+    let set_cells: Vec<_> = sizes
+        .iter()
+        .filter(|&&n| in_cache(n))
+        .flat_map(|&n| SET_STATES.map(|(s, d)| (n, s, d)))
+        .collect();
+    if let Some((k, _)) = pick(&measured(&SET_TEMPORAL, Op::Set), Op::Set, &set_cells) {
+        p.set_temporal = k;
+        why.push(format!("set_temporal: {}", k.name()));
+    }
+    let cold_dst: Vec<_> = sizes
+        .iter()
+        .filter(|&&n| n >= 64 << 10)
+        .map(|&n| (n, CacheState::Hot, CacheState::Clean))
+        .collect();
+    for (op, field) in [(Op::Set, &mut p.set_stream), (Op::Zero, &mut p.zero_stream)] {
+        if let Some((k, _)) = pick(&measured(&SET_STREAM, op), op, &cold_dst) {
+            *field = k;
+            why.push(format!("{}_stream: {}", op.name(), k.name()));
+        }
+    }
+
+    // Probe: the threshold between the two latency populations, and the smallest size
+    // where a correct choice gains several times the probe's cost.
+    let (hot_med, hot_p95) = facts.probe_hot_cycles;
+    let (cold_med, cold_p5) = facts.probe_cold_cycles;
+    if cold_p5 > hot_p95 && p.stream_auto_cold_dst < p.stream_auto {
+        p.probe_hit_max = ((hot_p95 + cold_p5) / 2.0) as u32;
+        let probe_ns = 2.0 * cold_med / facts.tsc_ghz.max(0.1);
+        let gain = |n: usize| {
+            let cold = [
+                (CacheState::Hot, CacheState::Clean),
+                (CacheState::Clean, CacheState::Clean),
+            ]
+            .iter()
+            .filter_map(|&(s, d)| {
+                Some((temporal_time(n, s, d)? - t(p.copy_stream, Op::Copy, n, s, d)?).abs())
+            })
+            .fold(0.0, f64::max);
+            let hot = t(p.copy_stream, Op::Copy, n, CacheState::Hot, CacheState::Hot)
+                .zip(temporal_time(n, CacheState::Hot, CacheState::Hot))
+                .map_or(0.0, |(st, te)| (st - te).abs());
+            cold.max(hot)
+        };
+        let from = sizes
+            .iter()
+            .copied()
+            .filter(|&n| n >= p.stream_auto_cold_dst)
+            .find(|&n| gain(n) >= PROBE_PAYBACK * probe_ns);
+        p.probe_min = from.unwrap_or(0);
+        why.push(format!(
+            "probe: cached lines {hot_med:.0} cycles (p95 {hot_p95:.0}), flushed {cold_med:.0} (p5 {cold_p5:.0}): hit at <= {} cycles; a probe pair costs ~{probe_ns:.0} ns, paid back {PROBE_PAYBACK}x from {}",
+            p.probe_hit_max,
+            from.map_or("never".to_string(), |n| Size(n).to_string())
+        ));
+    } else {
+        p.probe_min = 0;
+        why.push(format!("probe: off (cached p95 {hot_p95:.0} vs flushed p5 {cold_p5:.0} cycles do not separate, or no state-dependent decision to make)"));
+    }
+    (p, why)
+}
+
+/// Probe latencies (TSC cycles) of `samples` cached and `samples` flushed lines:
+/// ((median, p95) cached, (median, p5) flushed).
+fn measure_probe(samples: usize) -> ((f64, f64), (f64, f64)) {
+    let len = samples * 4096;
+    let mut buf = crate::lab::mem::Buffer::new(len);
+    let p = buf.as_mut_ptr();
+    let (mut hot, mut cold) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    for i in 0..samples {
+        let line = p.wrapping_add(i * 4096);
+        // SAFETY: `line` is inside `buf`; clflush and the probe only read it.
+        unsafe {
+            std::ptr::read_volatile(line);
+            hot.push(blockmem::probe::load_cycles(line) as f64);
+            std::arch::x86_64::_mm_clflush(line);
+            std::arch::x86_64::_mm_mfence();
+            cold.push(blockmem::probe::load_cycles(line) as f64);
+        }
+    }
+    let q = |v: &mut Vec<f64>, x: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * x) as usize]
+    };
+    (
+        (q(&mut hot, 0.5), q(&mut hot, 0.95)),
+        (q(&mut cold, 0.5), q(&mut cold, 0.05)),
+    )
+}
+
+/// Runs `blockmem calibrate`.
+pub fn run(args: &CalibrateArgs) -> Result<()> {
+    let start = Instant::now();
+    let llc = args
+        .llc
+        .as_deref()
+        .map(crate::lab::parse_size)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+        .context("--llc")?;
+    eprintln!("calibrate: measuring the clock and the cache hierarchy…");
+    let timer = Timer::calibrate(Duration::from_millis(if args.quick { 100 } else { 300 }));
+    let hier = Hierarchy::measure(&timer, llc);
+    eprintln!(
+        "calibrate: effective LLC {} ({})",
+        Size(hier.llc_effective),
+        hier.llc_source
+    );
+    let llc_eff = hier.llc_effective;
+    let mut runner = Runner::new(StateBuilder::new(hier, timer));
+    let sizes: Vec<usize> = if args.quick {
+        vec![4 << 10, 64 << 10, 1 << 20, 8 << 20, 64 << 20]
+    } else {
+        vec![
+            4 << 10,
+            16 << 10,
+            64 << 10,
+            256 << 10,
+            1 << 20,
+            4 << 20,
+            16 << 20,
+            64 << 20,
+        ]
+    };
+    let reps = |n: usize| match (args.quick, n) {
+        (true, n) if n >= 8 << 20 => 3,
+        (true, _) => 7,
+        (false, n) if n >= 16 << 20 => 5,
+        (false, _) => 15,
+    };
+    let mut m = Measurements::new();
+    let plan: Vec<(Op, Vec<KernelId>, &[(CacheState, CacheState)])> = vec![
+        (
+            Op::Copy,
+            [
+                available(&COPY_TEMPORAL, Op::Copy),
+                available(&COPY_STREAM, Op::Copy),
+                available(&COPY_COLD_SRC, Op::Copy),
+            ]
+            .concat(),
+            &COPY_STATES,
+        ),
+        (
+            Op::Set,
+            [
+                available(&SET_TEMPORAL, Op::Set),
+                available(&SET_STREAM, Op::Set),
+            ]
+            .concat(),
+            &SET_STATES,
+        ),
+        (Op::Zero, available(&SET_STREAM, Op::Zero), &SET_STATES[1..]),
+    ];
+    let total: usize = plan
+        .iter()
+        .map(|(_, ks, st)| ks.len() * st.len() * sizes.len())
+        .sum();
+    let mut done = 0;
+    let mut unverified = Vec::new();
+    for (op, kernels, states) in &plan {
+        let methods: Vec<Method> = kernels
+            .iter()
+            .filter_map(|k| Method::kernel(k.name()))
+            .collect();
+        for &n in &sizes {
+            for &(s, d) in *states {
+                for (k, method) in kernels.iter().zip(&methods) {
+                    let cell = Cell {
+                        experiment: "calibrate",
+                        method,
+                        op: *op,
+                        size: n,
+                        src: s,
+                        dst: d,
+                        src_off: 0,
+                        dst_off: 0,
+                        after: After::Nothing,
+                        reps: reps(n),
+                    };
+                    if let Some(r) = runner.measure(&cell) {
+                        if !r.verified {
+                            unverified.push(format!("{} {} {n}", k.name(), op.name()));
+                        }
+                        m.insert((*k, *op, n, s, d), r.summary.median);
+                    }
+                    done += 1;
+                }
+            }
+            eprint!("\rcalibrate: {done}/{total} cells");
+        }
+    }
+    eprintln!();
+    anyhow::ensure!(
+        unverified.is_empty(),
+        "kernels produced wrong bytes during calibration: {unverified:?}"
+    );
+    let (probe_hot, probe_cold) = measure_probe(if args.quick { 512 } else { 4096 });
+    let facts = HostFacts {
+        llc_effective: llc_eff,
+        probe_hot_cycles: probe_hot,
+        probe_cold_cycles: probe_cold,
+        tsc_ghz: timer.ticks_per_ns,
+    };
+    let base = Profile::from_caches(&blockmem::cpu::used_caches());
+    let (profile, evidence) = derive(&m, &facts, base);
+    let elapsed = start.elapsed();
+
+    let cpu = blockmem::cpu::detect();
+    let mut header = vec![
+        format!(
+            "host: {} ({} cores online)",
+            cpu.brand_str(),
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        ),
+        format!(
+            "written by `blockmem calibrate{}` {} in {:.1} s",
+            if args.quick { " --quick" } else { "" },
+            humantime_now(),
+            elapsed.as_secs_f64()
+        ),
+        format!(
+            "effective LLC {} (CPUID per-level leaf says {})",
+            Size(llc_eff),
+            Size(cpu.caches.used.llc.size)
+        ),
+    ];
+    header.extend(evidence.iter().cloned());
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut text = String::new();
+    profile::render(&mut text, &profile, &header_refs).expect("render to a String");
+    let _ = writeln!(text);
+    let _ = writeln!(text, "# measured medians (ns): kernel op size src dst");
+    for ((k, op, n, s, d), ns) in &m {
+        let _ = writeln!(
+            text,
+            "#   {:<11} {:<4} {:>8} {:<5} {:<5} {:>12.0}",
+            k.name(),
+            op.name(),
+            Size(*n).to_string(),
+            s.name(),
+            d.name(),
+            ns
+        );
+    }
+    if args.print {
+        print!("{text}");
+    } else {
+        let path = args.out.clone().or_else(profile_path).context(
+            "no --out given and neither BLOCKMEM_PROFILE, XDG_CACHE_HOME nor HOME is set",
+        )?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+        for line in &evidence {
+            println!("  {line}");
+        }
+        println!(
+            "calibrate: wrote {} in {:.1} s",
+            path.display(),
+            elapsed.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn humantime_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("at unix time {secs}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use CacheState::{Clean, Hot};
+
+    /// A synthetic host: temporal copies run at 30 B/ns hot and 5 B/ns to a cold
+    /// destination, streaming at 8 B/ns from 64 KiB (1 B/ns below), so streaming wins
+    /// from 64 KiB to a cold destination and from 8 MiB (past the 32 MiB LLC's half)
+    /// even when "hot"; rep movsb wins only at 4 KiB.
+    fn synthetic() -> (Measurements, HostFacts) {
+        let mut m = Measurements::new();
+        let sizes = [4 << 10, 64 << 10, 1 << 20, 8 << 20, 64 << 20];
+        for &n in &sizes {
+            let x = n as f64;
+            for (s, d) in COPY_STATES {
+                let cold_dst = d == Clean || n >= 8 << 20;
+                let temporal = if cold_dst { x / 5.0 } else { x / 30.0 };
+                let stream = if n < 64 << 10 { x } else { x / 8.0 };
+                m.insert((KernelId::Avx2, Op::Copy, n, s, d), temporal);
+                m.insert(
+                    (KernelId::RepMovsb, Op::Copy, n, s, d),
+                    if n == 4 << 10 {
+                        temporal * 0.8
+                    } else {
+                        temporal * 1.2
+                    },
+                );
+                m.insert((KernelId::Avx2Nt, Op::Copy, n, s, d), stream);
+                m.insert(
+                    (KernelId::Avx2Pf, Op::Copy, n, s, d),
+                    temporal * if s == Clean { 0.8 } else { 1.3 },
+                );
+            }
+            for (s, d) in SET_STATES {
+                m.insert((KernelId::Avx2, Op::Set, n, s, d), x / 40.0);
+                m.insert((KernelId::RepStosb, Op::Set, n, s, d), x / 50.0);
+                m.insert(
+                    (KernelId::Avx2Nt, Op::Set, n, s, d),
+                    if d == Hot { x } else { x / 20.0 },
+                );
+            }
+            m.insert((KernelId::Avx2Nt, Op::Zero, n, Hot, Clean), x / 20.0);
+        }
+        let facts = HostFacts {
+            llc_effective: 32 << 20,
+            probe_hot_cycles: (40.0, 60.0),
+            probe_cold_cycles: (400.0, 300.0),
+            tsc_ghz: 2.0,
+        };
+        (m, facts)
+    }
+
+    #[test]
+    fn derives_every_key_from_synthetic_measurements() {
+        let (m, facts) = synthetic();
+        let (p, why) = derive(&m, &facts, Profile::FALLBACK);
+        assert_eq!(p.copy_temporal, KernelId::Avx2);
+        assert_eq!(
+            (p.rep_movsb_min, p.rep_movsb_max),
+            (4 << 10, 64 << 10),
+            "{why:#?}"
+        );
+        assert_eq!(p.copy_stream, KernelId::Avx2Nt);
+        assert_eq!(p.stream_auto_cold_dst, 64 << 10, "{why:#?}");
+        assert_eq!(p.stream_auto, 8 << 20, "{why:#?}");
+        assert_eq!(p.stream_no_reuse, 64 << 10);
+        assert_eq!(p.stream_reuse, 64 << 20);
+        assert_eq!(p.copy_cold_src, KernelId::Avx2Pf);
+        assert_eq!(p.set_temporal, KernelId::RepStosb);
+        assert_eq!(p.zero_stream, KernelId::Avx2Nt);
+        assert_eq!(p.probe_hit_max, 180);
+        assert!(
+            p.probe_min >= p.stream_auto_cold_dst && p.probe_min != 0,
+            "{why:#?}"
+        );
+        assert_eq!(p.llc_effective, 32 << 20);
+    }
+
+    #[test]
+    fn probing_turns_off_when_latencies_overlap() {
+        let (m, mut facts) = synthetic();
+        facts.probe_cold_cycles = (70.0, 50.0);
+        let (p, _) = derive(&m, &facts, Profile::FALLBACK);
+        assert_eq!(p.probe_min, 0);
+    }
+
+    #[test]
+    fn no_streaming_win_means_never_stream_on_cold_dst() {
+        let (mut m, facts) = synthetic();
+        for ((k, op, n, _, _), v) in m.iter_mut() {
+            if *k == KernelId::Avx2Nt && *op == Op::Copy {
+                *v = *n as f64; // streaming always slow
+            }
+        }
+        let (p, _) = derive(&m, &facts, Profile::FALLBACK);
+        assert_eq!(p.stream_auto_cold_dst, p.stream_auto);
+        assert_eq!(p.stream_auto, 32 << 20, "falls back to the effective LLC");
+    }
+
+    #[test]
+    fn derived_profile_round_trips_through_the_file_format() {
+        let (m, facts) = synthetic();
+        let (p, _) = derive(&m, &facts, Profile::FALLBACK);
+        let mut text = String::new();
+        profile::render(&mut text, &p, &["test"]).unwrap();
+        let (q, _) = profile::parse(text.as_bytes(), Profile::FALLBACK).unwrap();
+        assert_eq!(p, q);
+    }
+}
