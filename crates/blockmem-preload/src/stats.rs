@@ -2,10 +2,10 @@
 //! line on stderr when the process exits.
 //!
 //! Counters are relaxed atomics, touched only when statistics are on (the copy path
-//! checks one byte otherwise). Attribution to a kernel repeats the core's decision
-//! rather than observing it: calls up to the inline ladder's top are `inline`; above
-//! it, `blockmem::dispatch::choose` answers with the same inputs the call used (op,
-//! size, `Hint::Auto`, overlap), which is exactly what the entry point does next.
+//! checks one byte otherwise). Calls up to [`crate::INLINE_MAX`] are `inline` (the shim
+//! runs them itself); above it, attribution repeats the core's decision rather than
+//! observing it: `blockmem::dispatch::choose` answers with the same inputs the call
+//! uses (op, size, `Hint::Auto`, overlap), which is what the core does next.
 //! Pass-through calls (`BLOCKMEM_DISABLE=1`) count as `libc`.
 //!
 //! The line (`calls/bytes` pairs; kernels with no calls are left out):
@@ -55,14 +55,6 @@ const KERNEL_SLOTS: usize = KernelId::ALL.len() + 2;
 const SLOT_INLINE: usize = 0;
 const SLOT_LIBC: usize = KERNEL_SLOTS - 1;
 
-/// Largest size the core serves from its inline ladder, without the policy: a mirror of
-/// the private `INLINE_MAX` in `blockmem::dispatch` (128 on x86-64, the scalar ladder's
-/// 32 elsewhere). Used only to label calls in the statistics.
-#[cfg(target_arch = "x86_64")]
-const INLINE_MAX: usize = 128;
-#[cfg(not(target_arch = "x86_64"))]
-const INLINE_MAX: usize = blockmem::arch::all::small::SMALL_MAX;
-
 /// Where the line goes: the duplicate of stderr, or stderr itself.
 static STATS_FD: AtomicI32 = AtomicI32::new(2);
 
@@ -97,7 +89,7 @@ pub(crate) fn record(slot: OpSlot, op: Op, n: usize, overlap: bool, mode: u8) {
     add(&OP_CALLS, &OP_BYTES, slot as usize, n);
     let kernel = if mode & MODE_DISABLE != 0 {
         SLOT_LIBC
-    } else if n <= INLINE_MAX {
+    } else if n <= crate::INLINE_MAX {
         SLOT_INLINE
     } else {
         1 + blockmem::dispatch::choose(op, n, Hint::Auto, overlap) as usize
