@@ -57,6 +57,9 @@ const SET_STATES: [(CacheState, CacheState); 2] = [
     (CacheState::Hot, CacheState::Clean),
 ];
 
+/// One measurement pass: an op, its candidate kernels and the states to measure.
+type Pass = (Op, Vec<KernelId>, &'static [(CacheState, CacheState)]);
+
 /// Candidate kernels per role (those this CPU lacks are skipped).
 const COPY_TEMPORAL: [KernelId; 4] = [
     KernelId::Avx2,
@@ -443,7 +446,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         (false, _) => 15,
     };
     let mut m = Measurements::new();
-    let plan: Vec<(Op, Vec<KernelId>, &[(CacheState, CacheState)])> = vec![
+    let plan: Vec<Pass> = vec![
         (
             Op::Copy,
             [
