@@ -10,6 +10,26 @@
 //! printf("%s\n", blockmem_kernel_name((size_t)k));
 //! ```
 //!
+//! The same calls from Rust (this crate is also an rlib):
+//!
+//! ```
+//! use blockmem_ffi::{blockmem_choose, blockmem_copy, blockmem_kernel_name, BlockmemHint, BlockmemOp};
+//! use std::ffi::CStr;
+//!
+//! let src = vec![7u8; 1 << 20];
+//! let mut dst = vec![0u8; 1 << 20];
+//! let hint = BlockmemHint::BLOCKMEM_HINT_NO_REUSE as u32;
+//! // SAFETY: both buffers hold 1 MiB and do not overlap.
+//! let ret = unsafe { blockmem_copy(dst.as_mut_ptr().cast(), src.as_ptr().cast(), dst.len(), hint) };
+//! assert_eq!(ret, dst.as_mut_ptr().cast());
+//! assert_eq!(dst, src);
+//!
+//! let k = blockmem_choose(BlockmemOp::BLOCKMEM_OP_COPY as u32, 64 << 20, hint, false);
+//! // SAFETY: a valid index names a static NUL-terminated string.
+//! let name = unsafe { CStr::from_ptr(blockmem_kernel_name(k as usize)) };
+//! assert!(!name.to_bytes().is_empty());
+//! ```
+//!
 //! Two groups of functions:
 //!
 //! * **Operations**: [`blockmem_copy`], [`blockmem_move`], [`blockmem_set`],
