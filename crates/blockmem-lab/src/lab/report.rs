@@ -218,9 +218,9 @@ mod tests {
         let s = t.to_text();
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "== T");
-        assert_eq!(lines[2], "method        ns");
-        assert_eq!(lines[4], "libc           5");
-        assert_eq!(lines[5], "avx2_nt    12345");
+        assert_eq!(lines[2], "method      ns");
+        assert_eq!(lines[4], "libc         5");
+        assert_eq!(lines[5], "avx2_nt  12345");
     }
 
     #[test]

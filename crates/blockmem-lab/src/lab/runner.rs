@@ -176,8 +176,11 @@ fn ensure<'a>(
 }
 
 /// Sums a region as `u64` words (a full, vectorised read).
-pub fn read_all(p: *const u8, n: usize) -> u64 {
-    // SAFETY: callers pass a readable region of `n` bytes.
+///
+/// # Safety
+/// `[p, p+n)` must be valid for reads.
+pub unsafe fn read_all(p: *const u8, n: usize) -> u64 {
+    // SAFETY: caller's contract.
     let s = unsafe { std::slice::from_raw_parts(p, n) };
     let mut acc = 0u64;
     let mut chunks = s.chunks_exact(8);

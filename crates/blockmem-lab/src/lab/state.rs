@@ -625,3 +625,106 @@ impl StateBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn effective_llc_finds_the_step() {
+        let mib = |m: usize| m << 20;
+        let curve = vec![
+            (mib(4), 35.0),
+            (mib(8), 36.0),
+            (mib(12), 40.0),
+            (mib(16), 90.0),
+            (mib(32), 120.0),
+            (mib(64), 125.0),
+            (mib(128), 128.0),
+        ];
+        let n = effective_llc(&curve).unwrap();
+        assert!(n > mib(12) && n < mib(16), "{n}");
+        // A spike early on does not fool it.
+        let mut spiky = curve.clone();
+        spiky[1].1 = 200.0;
+        let n = effective_llc(&spiky).unwrap();
+        assert!(n > mib(12) && n < mib(16), "{n}");
+        // No step: None.
+        assert_eq!(
+            effective_llc(&[(mib(4), 30.0), (mib(8), 31.0), (mib(16), 32.0)]),
+            None
+        );
+    }
+
+    #[test]
+    fn state_names_round_trip() {
+        for s in CacheState::ALL {
+            assert_eq!(CacheState::from_name(s.name()), Some(s));
+        }
+        assert_eq!(CacheState::from_name("warm"), None);
+    }
+
+    /// The builder's states, judged by its own probe: the median probe latency of hot
+    /// regions is well below that of clean and dirty ones, and each preparation's
+    /// verdict agrees with what was asked in most trials (a noisy shared VM may spoil
+    /// one). Relative comparisons only: no absolute thresholds.
+    #[test]
+    fn reported_state_is_the_state_made() {
+        let timer = Timer::calibrate(Duration::from_millis(2));
+        let hier = Hierarchy::measure(&timer, Some(4 << 20));
+        if !hier.can_verify() {
+            eprintln!("probe references too close ({hier:?}); skipping");
+            return;
+        }
+        let mut b = StateBuilder::new(hier, timer);
+        for len in [4096usize, 256 << 10] {
+            let mut buf = Buffer::new(len);
+            let mut medians = Vec::new();
+            for state in CacheState::ALL {
+                let r = Region {
+                    ptr: buf.as_mut_ptr(),
+                    len,
+                    state,
+                    access: Access::Write,
+                };
+                let mut agree = 0;
+                let mut lat = Vec::new();
+                const TRIALS: usize = 7;
+                for _ in 0..TRIALS {
+                    // SAFETY: `buf` is ours, `len` bytes.
+                    let k = unsafe {
+                        b.prepare(&[r]);
+                        b.verify(&r)
+                    };
+                    agree += usize::from(k.verified == Some(true));
+                    lat.push(k.probe_ns);
+                }
+                assert!(
+                    agree * 2 > TRIALS,
+                    "{len} B {state}: only {agree}/{TRIALS} checks agree ({lat:?})"
+                );
+                medians.push(median(&lat));
+            }
+            let (hot, clean, dirty) = (medians[0], medians[1], medians[2]);
+            assert!(
+                hot * 2.0 < clean && hot * 2.0 < dirty,
+                "{len} B: hot {hot} clean {clean} dirty {dirty}"
+            );
+        }
+    }
+
+    #[test]
+    fn flush_then_read_lines_round_trip_keeps_contents() {
+        let mut buf = Buffer::new(8192);
+        buf.fill_random(&mut fastrand::Rng::with_seed(9));
+        let before = buf.as_slice().to_vec();
+        // SAFETY: our buffer.
+        unsafe {
+            write_lines(buf.as_mut_ptr(), buf.len());
+            flush(buf.as_ptr(), buf.len());
+            read_lines(buf.as_ptr(), buf.len());
+        }
+        assert_eq!(buf.as_slice(), &before[..]);
+    }
+}

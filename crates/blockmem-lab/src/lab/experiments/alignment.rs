@@ -35,7 +35,7 @@ pub const ALIAS_DISTANCES: [usize; 14] = [
 
 /// Runs both sweeps.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
-    let methods = ctx.pick(Some(&DEFAULT_METHODS));
+    let methods = ctx.pick(Op::Copy, Some(&DEFAULT_METHODS));
     let offsets: Vec<usize> = if ctx.quick {
         vec![0, 1, 2, 4, 7, 8, 15, 16, 31, 32, 33, 48, 63, 64]
     } else {
@@ -67,7 +67,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     src_off: 0,
                     dst_off: off,
                     after: After::Nothing,
-                    reps: ctx.reps_for(n, 15, 5),
+                    reps: ctx.reps_for(n, 21, 9),
                 };
                 out.extend(ctx.runner.measure(&c).map(|mut r| {
                     r.extras.insert("sweep".into(), "dst_offset".into());
@@ -90,7 +90,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 src_off: 0,
                 dst_off: dist,
                 after: After::Nothing,
-                reps: ctx.reps_for(alias_n, 15, 5),
+                reps: ctx.reps_for(alias_n, 21, 9),
             };
             out.extend(ctx.runner.measure(&c).map(|mut r| {
                 r.extras.insert("sweep".into(), "distance_mod_4k".into());

@@ -243,15 +243,27 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
         .iter()
         .map(|p| Distribution::parse(p))
         .collect::<anyhow::Result<_>>()?;
-    let methods = ctx.pick(None);
-    let methods: Vec<&Method> = methods
-        .iter()
-        .filter(|m| !(ctx.methods.is_none() && m.name() == "naive"))
-        .collect();
+    // Every method but the byte-at-a-time reference, unless named; each workload uses
+    // those implementing its op.
+    let methods: Vec<Method> = match ctx.methods {
+        Some(m) => m.to_vec(),
+        None => ctx
+            .all_methods
+            .iter()
+            .filter(|m| m.name() != "naive")
+            .cloned()
+            .collect(),
+    };
     let count = if ctx.quick { 2000 } else { 8000 };
-    let reps = ctx.reps.unwrap_or(if ctx.quick { 5 } else { 15 });
+    let reps = ctx.reps.unwrap_or(if ctx.quick { 9 } else { 21 });
     let cold_span = (ctx.runner.states.hier.llc_effective * 2).clamp(16 << 20, 128 << 20);
-    let pb = ctx.bar(dists.len() * 2 * methods.len(), NAME);
+    let pb = ctx.bar(
+        dists
+            .iter()
+            .map(|d| 2 * methods.iter().filter(|m| m.supports(d.op)).count())
+            .sum(),
+        NAME,
+    );
     let mut out = Vec::new();
     for d in &dists {
         let max = d.max_size() + 256;
@@ -269,7 +281,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             }
             let mut dst = Buffer::new(buf_len);
             let bytes: usize = calls.iter().map(|c| c.n).sum();
-            for m in &methods {
+            for m in methods.iter().filter(|m| m.supports(d.op)) {
                 pb.set_message(format!("{} {ws} {}", d.name, m.name()));
                 if let Some(r) = measure(
                     ctx, m, d, ws, &calls, &src, &init, &expect, &mut dst, reps, bytes,

@@ -12,6 +12,8 @@ pub mod zero;
 
 use std::path::PathBuf;
 
+use blockmem::kernel::Op;
+
 use super::method::Method;
 use super::report::Table;
 use super::runner::{Record, Runner};
@@ -126,21 +128,18 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The methods to run: the user's, else those of `default` names this host has
-    /// (`None`: all).
-    pub fn pick(&self, default: Option<&[&str]>) -> Vec<Method> {
+    /// The methods to run for `op`: the user's (a named method lacking the op is
+    /// reported by the runner), else those of `default` names this host has that
+    /// implement it (`None`: all).
+    pub fn pick(&self, op: Op, default: Option<&[&str]>) -> Vec<Method> {
         if let Some(m) = self.methods {
             return m.to_vec();
         }
-        match default {
-            None => self.all_methods.to_vec(),
-            Some(names) => self
-                .all_methods
-                .iter()
-                .filter(|m| names.contains(&m.name()))
-                .cloned()
-                .collect(),
-        }
+        self.all_methods
+            .iter()
+            .filter(|m| m.supports(op) && default.is_none_or(|names| names.contains(&m.name())))
+            .cloned()
+            .collect()
     }
 
     /// The sizes to run: the user's, else `full` or `quick`.
@@ -188,16 +187,16 @@ pub fn geometric(lo: usize, hi: usize, step: usize) -> Vec<usize> {
 
 /// Human size: `32 B`, `4 KiB`, `1 MiB`, `1.5 MiB`.
 pub fn fmt_size(n: usize) -> String {
-    if n >= 1 << 30 && n % (1 << 30) == 0 {
+    if n >= 1 << 30 && n.is_multiple_of(1 << 30) {
         format!("{} GiB", n >> 30)
     } else if n >= 1 << 20 {
-        if n % (1 << 20) == 0 {
+        if n.is_multiple_of(1 << 20) {
             format!("{} MiB", n >> 20)
         } else {
             format!("{:.1} MiB", n as f64 / (1 << 20) as f64)
         }
     } else if n >= 1 << 10 {
-        if n % (1 << 10) == 0 {
+        if n.is_multiple_of(1 << 10) {
             format!("{} KiB", n >> 10)
         } else {
             format!("{:.1} KiB", n as f64 / 1024.0)
@@ -208,7 +207,7 @@ pub fn fmt_size(n: usize) -> String {
 }
 
 /// Median ns of libc's record matching `same`, for ratios.
-pub fn libc_median<'r>(recs: &'r [Record], same: impl Fn(&Record) -> bool) -> Option<f64> {
+pub fn libc_median(recs: &[Record], same: impl Fn(&Record) -> bool) -> Option<f64> {
     recs.iter()
         .find(|r| r.method == "libc" && same(r))
         .map(|r| r.summary.median)

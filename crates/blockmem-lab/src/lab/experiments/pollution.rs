@@ -36,7 +36,7 @@ pub fn working_sets(l2: usize, llc: usize) -> [(&'static str, usize); 2] {
 
 /// Runs it.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
-    let methods = ctx.pick(Some(&DEFAULT_METHODS));
+    let methods = ctx.pick(Op::Copy, Some(&DEFAULT_METHODS));
     let h = &ctx.runner.states.hier;
     let wss = working_sets(h.l2, h.llc_effective);
     let sizes = ctx.sizes_or(
@@ -58,7 +58,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     src_off: 0,
                     dst_off: 0,
                     after: After::ReadApp { ws },
-                    reps: ctx.reps_for(n.max(ws), 15, 7),
+                    reps: ctx.reps_for(n.max(ws), 21, 11),
                 };
                 out.extend(ctx.runner.measure(&c).map(|mut r| {
                     r.extras.insert("app_ws_level".into(), label.into());

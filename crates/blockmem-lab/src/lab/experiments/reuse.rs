@@ -29,7 +29,7 @@ pub const SRC_STATES: [CacheState; 2] = [Hot, Clean];
 
 /// Runs the sweep.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
-    let methods = ctx.pick(Some(&DEFAULT_METHODS));
+    let methods = ctx.pick(Op::Copy, Some(&DEFAULT_METHODS));
     let sizes = ctx.sizes_or(
         &geometric(4 << 10, 32 << 20, 2),
         &geometric(4 << 10, 16 << 20, 4),
@@ -49,7 +49,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     src_off: 0,
                     dst_off: 0,
                     after: After::ReadDst,
-                    reps: ctx.reps_for(n, 15, 5),
+                    reps: ctx.reps_for(n, 21, 11),
                 };
                 out.extend(ctx.runner.measure(&c));
                 pb.inc(1);

@@ -28,7 +28,7 @@ pub const DEFAULT_METHODS: [&str; 7] = [
 
 /// Runs the sweep.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
-    let methods = ctx.pick(Some(&DEFAULT_METHODS));
+    let methods = ctx.pick(Op::Copy, Some(&DEFAULT_METHODS));
     let sizes = ctx.sizes_or(&geometric(32, 64 << 20, 2), &geometric(32, 64 << 20, 4));
     let pb = ctx.bar(sizes.len() * PAIRS.len() * methods.len(), NAME);
     let mut out = Vec::new();
@@ -46,7 +46,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     src_off: 0,
                     dst_off: 0,
                     after: After::Nothing,
-                    reps: ctx.reps_for(n, 15, 5),
+                    reps: ctx.reps_for(n, 21, 11),
                 };
                 out.extend(ctx.runner.measure(&c));
                 pb.inc(1);

@@ -13,7 +13,7 @@ pub const NAME: &str = "temperature";
 
 /// Runs the matrix.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
-    let methods = ctx.pick(None);
+    let methods = ctx.pick(Op::Copy, None);
     let sizes = ctx.sizes_or(
         &[4 << 10, 64 << 10, 1 << 20, 16 << 20],
         &[4 << 10, 64 << 10, 1 << 20, 16 << 20],
@@ -37,7 +37,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         src_off: 0,
                         dst_off: 0,
                         after: After::Nothing,
-                        reps: ctx.reps_for(n, 21, 7),
+                        reps: ctx.reps_for(n, 31, 15),
                     };
                     out.extend(ctx.runner.measure(&c));
                     pb.inc(1);

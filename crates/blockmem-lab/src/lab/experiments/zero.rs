@@ -18,7 +18,7 @@ pub const STATES: [CacheState; 2] = [Hot, Clean];
 /// Runs it.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let methods: Vec<_> = ctx
-        .pick(None)
+        .pick(Op::Zero, None)
         .into_iter()
         .filter(|m| {
             m.supports(Op::Zero) && !(ctx.quick && ctx.methods.is_none() && m.name() == "naive")
@@ -49,7 +49,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         src_off: 0,
                         dst_off: 0,
                         after: After::Nothing,
-                        reps: ctx.reps_for(n, 15, 5),
+                        reps: ctx.reps_for(n, 21, 9),
                     };
                     out.extend(ctx.runner.measure(&c));
                     pb.inc(1);

@@ -1,0 +1,206 @@
+//! `blockmem lab` from the outside: bad flags fail clearly with a non-zero exit; a tiny
+//! real run writes JSON with DESIGN.md's fields (every result verified), CSV, SVG plots
+//! and index.html; `--compare` reads them back. Sizes and repetitions are tiny: these
+//! tests check plumbing, never timings.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn lab() -> Command {
+    let mut c = Command::cargo_bin("blockmem").expect("binary built");
+    c.arg("lab");
+    c
+}
+
+#[test]
+fn unknown_experiment_is_rejected_with_the_list() {
+    lab().arg("nonsense").assert().failure().code(2).stderr(
+        predicate::str::contains("invalid value 'nonsense'")
+            .and(predicate::str::contains("temperature")),
+    );
+}
+
+#[test]
+fn unknown_flag_is_rejected() {
+    lab()
+        .arg("--no-such-flag")
+        .assert()
+        .failure()
+        .code(2)
+        .stderr(predicate::str::contains("--no-such-flag"));
+}
+
+#[test]
+fn zero_reps_is_rejected() {
+    lab()
+        .args(["temperature", "--reps", "0"])
+        .assert()
+        .failure()
+        .code(2)
+        .stderr(predicate::str::contains("--reps"));
+}
+
+#[test]
+fn unknown_method_names_the_known_ones() {
+    lab()
+        .args(["temperature", "--methods", "libc,bogus"])
+        .assert()
+        .failure()
+        .code(2)
+        .stderr(
+            predicate::str::contains("unknown method 'bogus'")
+                .and(predicate::str::contains("avx2_nt")),
+        );
+}
+
+#[test]
+fn bad_size_says_how_to_write_one() {
+    lab()
+        .args(["sizes", "--sizes", "4K,12Q"])
+        .assert()
+        .failure()
+        .code(2)
+        .stderr(predicate::str::contains("--sizes").and(predicate::str::contains("not a size")));
+}
+
+#[test]
+fn compare_needs_two_files() {
+    lab()
+        .args(["--compare", "a.json"])
+        .assert()
+        .failure()
+        .code(2);
+    lab()
+        .args(["--compare", "/nonexistent/a.json", "/nonexistent/b.json"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("cannot read /nonexistent/a.json"));
+}
+
+#[test]
+fn tiny_run_writes_every_output_and_verifies_every_result() {
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("r.json");
+    let csv = d.path().join("r.csv");
+    let out = d.path().join("report");
+    lab()
+        .args([
+            "temperature",
+            "zero",
+            "--sizes",
+            "4K",
+            "--reps",
+            "2",
+            "--methods",
+            "libc,avx2,auto",
+            "--llc",
+            "4M",
+            "--quiet",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("temperature, 4 KiB copy")
+                .and(predicate::str::contains("hot→dirty")),
+        );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["experiment"], "temperature+zero");
+    assert!(v["host"]["hierarchy"]["llc_effective"].as_u64() == Some(4 << 20));
+    assert!(v["host"]["timer"]["ticks_per_ns"].as_f64().unwrap() > 0.0);
+    let results = v["results"].as_array().unwrap();
+    // 9 state pairs × 3 methods for temperature; zero: {zero, set} × {hot, clean} × 3.
+    assert_eq!(results.len(), 27 + 12);
+    for r in results {
+        for f in [
+            "method",
+            "op",
+            "size",
+            "src",
+            "dst",
+            "reuse",
+            "min_ns",
+            "median_ns",
+            "max_ns",
+            "gbps",
+            "verified",
+        ] {
+            assert!(!r[f].is_null(), "missing {f} in {r}");
+        }
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["samples_ns"].as_array().unwrap().len(), 2);
+        assert!(r["min_ns"].as_f64() <= r["median_ns"].as_f64());
+        assert!(r["median_ns"].as_f64() <= r["max_ns"].as_f64());
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with(
+        "experiment,method,op,size,src,dst,reuse,min_ns,median_ns,max_ns,gbps,verified"
+    ));
+    assert_eq!(text.lines().count(), 1 + results.len());
+    for f in [
+        "index.html",
+        "results.json",
+        "results.csv",
+        "results.md",
+        "temperature-4KiB.svg",
+        "zero.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("temperature-4KiB.svg") && html.contains("<table>"));
+    lab()
+        .arg("--compare")
+        .arg(&json)
+        .arg(out.join("results.json"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("cells matched"));
+}
+
+#[test]
+fn fleet_runs_on_a_given_distribution_directory() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Memmove_Tiny.csv"),
+        "0:0.1,16:0.4,300:0.5\n0:0.5,1:0.5\n1:0.5,64:0.5\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("Memset_Tiny.csv"),
+        "8:0.5,100:0.5\n0:1\n8:1\n",
+    )
+    .unwrap();
+    let json = d.path().join("f.json");
+    lab()
+        .args([
+            "fleet",
+            "--reps",
+            "1",
+            "--methods",
+            "libc,auto,avx2",
+            "--llc",
+            "4M",
+            "--quiet",
+        ])
+        .arg("--fleet-dir")
+        .arg(d.path())
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Memmove_Tiny"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2 * 2 * 3);
+    assert!(results.iter().all(|r| r["verified"] == true));
+    assert!(results
+        .iter()
+        .any(|r| r["op"] == "move" && r["overlapping_calls"].as_u64().unwrap() > 0));
+}
