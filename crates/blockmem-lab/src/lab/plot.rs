@@ -17,6 +17,20 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("plot: {e:?}")
 }
 
+/// A tick label with as many decimals as its magnitude needs.
+fn fmt_num(y: f64) -> String {
+    let a = y.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{y:.0}")
+    } else if a >= 10.0 {
+        format!("{y:.1}")
+    } else if a >= 1.0 {
+        format!("{y:.2}")
+    } else {
+        format!("{y:.3}")
+    }
+}
+
 /// One curve.
 pub struct Series {
     /// Legend label.
@@ -81,7 +95,7 @@ pub fn lines(
                         format!("{x:.0}")
                     }
                 })
-                .y_label_formatter(&|y: &f64| format!("{y:.3}"))
+                .y_label_formatter(&|y: &f64| fmt_num(*y))
                 .draw()
                 .map_err(err)?;
             for (i, s) in series.iter().enumerate() {
@@ -115,10 +129,10 @@ pub fn lines(
     }
     match (size_x, log_y) {
         (true, true) => body!(b
-            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .build_cartesian_2d((x0..x1).log_scale().base(4.0), (y0..y1).log_scale())
             .map_err(err)?),
         (true, false) => body!(b
-            .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+            .build_cartesian_2d((x0..x1).log_scale().base(4.0), y0..y1)
             .map_err(err)?),
         (false, true) => body!(b
             .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
