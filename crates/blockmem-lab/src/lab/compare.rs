@@ -89,7 +89,8 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
 }
 
 impl Comparison {
-    /// Summary table per experiment plus an "all" row.
+    /// Summary table per experiment plus "all" rows (every cell; cells under and over
+    /// 64 KiB, since sub-microsecond cells are the noisy ones).
     pub fn summary(&self, tol: f64) -> Table {
         let mut t = Table::new(
             format!(

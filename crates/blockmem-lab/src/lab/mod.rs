@@ -282,6 +282,25 @@ pub fn engine(llc: Option<usize>) -> Runner {
     Runner::new(StateBuilder::new(hier, timer))
 }
 
+/// Writes to stdout; a closed pipe (`blockmem lab | head`) silences the rest instead of
+/// aborting the run (the JSON and report files still get written).
+fn emit(s: &str) {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    if CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(s.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
 fn mib(n: usize) -> String {
     experiments::fmt_size(n)
 }
@@ -290,9 +309,11 @@ fn mib(n: usize) -> String {
 pub fn run(args: &LabArgs) -> Result<()> {
     if let Some(files) = &args.compare {
         let c = compare::compare(&files[0], &files[1])?;
-        print!("{}", c.summary(args.tolerance).to_text());
-        println!();
-        print!("{}", c.worst(10).to_text());
+        emit(&format!(
+            "{}\n{}",
+            c.summary(args.tolerance).to_text(),
+            c.worst(10).to_text()
+        ));
         return Ok(());
     }
     let opts = args.validate()?;
@@ -362,7 +383,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
         let recs = exp.run(&mut ctx)?;
         let ts = exp.tables(&recs);
         for t in &ts {
-            println!("{}", t.to_text());
+            emit(&format!("{}\n", t.to_text()));
         }
         let secs = t0.elapsed().as_secs_f64();
         eprintln!(

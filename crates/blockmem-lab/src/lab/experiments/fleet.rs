@@ -255,7 +255,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             .collect(),
     };
     let count = if ctx.quick { 2000 } else { 8000 };
-    let reps = ctx.reps.unwrap_or(if ctx.quick { 9 } else { 21 });
+    let reps = ctx.reps.unwrap_or(if ctx.quick { 15 } else { 31 });
     let cold_span = (ctx.runner.states.hier.llc_effective * 2).clamp(16 << 20, 128 << 20);
     let pb = ctx.bar(
         dists
