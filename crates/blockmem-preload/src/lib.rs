@@ -191,6 +191,12 @@ unsafe fn set_small(dst: *mut u8, byte: u8, n: usize) {
 unsafe fn copy_body(dst: *mut u8, src: *const u8, n: usize) {
     let mode = MODE.load(Ordering::Relaxed);
     if mode != 0 {
+        // Plain pass-through first: it is what a `BLOCKMEM_DISABLE=1` A/B run measures.
+        if let (MODE_DISABLE, Some(f)) = (mode, Next::Memcpy.copy_fn(mode)) {
+            // SAFETY: libc's memcpy under the same contract.
+            unsafe { f(dst.cast(), src.cast(), n) };
+            return;
+        }
         // SAFETY: forwarded contract.
         return unsafe { copy_with_mode(mode, Next::Memcpy, dst, src, n) };
     }
@@ -246,6 +252,11 @@ unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: 
 unsafe fn move_body(dst: *mut u8, src: *const u8, n: usize) {
     let mode = MODE.load(Ordering::Relaxed);
     if mode != 0 {
+        if let (MODE_DISABLE, Some(f)) = (mode, Next::Memmove.copy_fn(mode)) {
+            // SAFETY: libc's memmove under the same contract.
+            unsafe { f(dst.cast(), src.cast(), n) };
+            return;
+        }
         // SAFETY: forwarded contract.
         return unsafe { move_with_mode(mode, dst, src, n) };
     }
@@ -290,6 +301,12 @@ unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
 unsafe fn set_body(slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) {
     let mode = MODE.load(Ordering::Relaxed);
     if mode != 0 {
+        if let (MODE_DISABLE, stats::OpSlot::Set, Some(f)) = (mode, slot, Next::Memset.set_fn(mode))
+        {
+            // SAFETY: libc's memset under the same contract.
+            unsafe { f(dst.cast(), c_int::from(byte), n) };
+            return;
+        }
         // SAFETY: forwarded contract.
         return unsafe { set_with_mode(mode, slot, dst, byte, n) };
     }
