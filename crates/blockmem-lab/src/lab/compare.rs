@@ -35,9 +35,14 @@ pub struct Comparison {
     pub diffs: Vec<Diff>,
     /// Keys only in one file.
     pub unmatched: usize,
+    /// Each file's sentinel readings (memory GB/s, hot copy GB/s), first and last.
+    pub sentinels: [Vec<(String, f64, f64)>; 2],
 }
 
-fn load(path: &Path) -> Result<BTreeMap<String, (String, f64)>> {
+type Cells = BTreeMap<String, (String, f64)>;
+type Sentinels = Vec<(String, f64, f64)>;
+
+fn load(path: &Path) -> Result<(Cells, Sentinels)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let v: Value =
@@ -62,13 +67,30 @@ fn load(path: &Path) -> Result<BTreeMap<String, (String, f64)>> {
             (r["experiment"].as_str().unwrap_or("?").to_string(), med),
         );
     }
-    Ok(m)
+    let sentinels = v["host"]["sentinels"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    (
+                        s["at"].as_str().unwrap_or("?").to_string(),
+                        s["dram_read_gbps"].as_f64().unwrap_or(f64::NAN),
+                        s["hot_copy_gbps"].as_f64().unwrap_or(f64::NAN),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((m, sentinels))
 }
 
 /// Compares two result files.
 pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
-    let (ma, mb) = (load(a)?, load(b)?);
-    let mut c = Comparison::default();
+    let ((ma, sa), (mb, sb)) = (load(a)?, load(b)?);
+    let mut c = Comparison {
+        sentinels: [sa, sb],
+        ..Comparison::default()
+    };
     for (k, (exp, x)) in &ma {
         match mb.get(k) {
             Some((_, y)) => c.diffs.push(Diff {
@@ -136,6 +158,27 @@ impl Comparison {
             ]);
         }
         t
+    }
+
+    /// The machine's speed during each run (sentinels), side by side.
+    pub fn sentinel_table(&self) -> Option<Table> {
+        let [a, b] = &self.sentinels;
+        if a.is_empty() || b.is_empty() {
+            return None;
+        }
+        let mut t = Table::new(
+            "machine speed during each run (sentinels: memory read GB/s / hot copy GB/s)",
+            "if these differ, so will the cells: other load, not the code",
+            ["when", "A", "B"].map(String::from).to_vec(),
+        );
+        for (x, y) in a.iter().zip(b) {
+            t.rows.push(vec![
+                x.0.clone(),
+                format!("{:.1} / {:.1}", x.1, x.2),
+                format!("{:.1} / {:.1}", y.1, y.2),
+            ]);
+        }
+        Some(t)
     }
 
     /// The `n` cells that differ most.

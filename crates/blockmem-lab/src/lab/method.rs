@@ -123,6 +123,40 @@ unsafe fn auto_zero(d: *mut u8, n: usize) {
     unsafe { blockmem::zero_raw(d, n, Hint::Auto) };
 }
 
+// --- auto with a fixed hint (const generics give one plain fn per hint) ---------------
+
+const fn hint_of(h: u8) -> Hint {
+    match h {
+        1 => Hint::Reuse,
+        2 => Hint::NoReuse,
+        _ => Hint::Auto,
+    }
+}
+/// # Safety
+/// As `memcpy`.
+unsafe fn hinted_copy<const H: u8>(d: *mut u8, s: *const u8, n: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::copy_raw(d, s, n, hint_of(H)) };
+}
+/// # Safety
+/// As `memmove`.
+unsafe fn hinted_move<const H: u8>(d: *mut u8, s: *const u8, n: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::move_raw(d, s, n, hint_of(H)) };
+}
+/// # Safety
+/// As `memset`.
+unsafe fn hinted_set<const H: u8>(d: *mut u8, b: u8, n: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::set_raw(d, b, n, hint_of(H)) };
+}
+/// # Safety
+/// As `bzero`.
+unsafe fn hinted_zero<const H: u8>(d: *mut u8, n: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::zero_raw(d, n, hint_of(H)) };
+}
+
 // --- libc: resolved from libc.so.6 itself -----------------------------------------
 
 struct LibcFns {
@@ -293,6 +327,30 @@ impl Method {
                 Some(Entry::Set(auto_set)),
                 Some(Entry::Zero(auto_zero)),
             ],
+        }
+    }
+
+    /// blockmem's entry points with a fixed `hint`, under the given method name (the
+    /// `policy` experiment names the hint that matches each cell `auto_hinted`).
+    pub fn auto_with_hint(hint: Hint, name: &str) -> Method {
+        fn entries<const H: u8>() -> [Option<Entry>; 4] {
+            [
+                Some(Entry::Copy(hinted_copy::<H>)),
+                Some(Entry::Copy(hinted_move::<H>)),
+                Some(Entry::Set(hinted_set::<H>)),
+                Some(Entry::Zero(hinted_zero::<H>)),
+            ]
+        }
+        let entries = match hint {
+            Hint::Auto => entries::<0>(),
+            Hint::Reuse => entries::<1>(),
+            Hint::NoReuse => entries::<2>(),
+        };
+        Method {
+            name: name.into(),
+            kind: Kind::Auto,
+            streams: false,
+            entries,
         }
     }
 

@@ -368,7 +368,9 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let mut records: Vec<Record> = Vec::new();
     let mut tables = Vec::new();
     let mut timings = Vec::new();
+    let mut sentinels = Vec::new();
     for &exp in &opts.experiments {
+        sentinels.push(runner.sentinel(&format!("before {}", exp.name())));
         let t0 = Instant::now();
         let mut ctx = Ctx {
             runner: &mut runner,
@@ -396,7 +398,20 @@ pub fn run(args: &LabArgs) -> Result<()> {
         tables.extend(ts);
         records.extend(recs);
     }
+    sentinels.push(runner.sentinel("end"));
+    let spread = |f: fn(&runner::Sentinel) -> f64| {
+        let v: Vec<f64> = sentinels.iter().map(f).collect();
+        v.iter().copied().fold(f64::MIN, f64::max) / v.iter().copied().fold(f64::MAX, f64::min)
+    };
+    let (dram_spread, hot_spread) = (spread(|s| s.dram_read_gbps), spread(|s| s.hot_copy_gbps));
+    if dram_spread > 1.15 || hot_spread > 1.15 {
+        runner.warnings.push(Warning::Interference {
+            dram_spread,
+            hot_spread,
+        });
+    }
     let mut host = host;
+    host["sentinels"] = json!(sentinels);
     host["durations"] = json!(timings);
     host["total_seconds"] = json!(started.elapsed().as_secs_f64());
     let warnings = runner.warnings.lines();

@@ -198,6 +198,21 @@ pub unsafe fn read_all(p: *const u8, n: usize) -> u64 {
     std::hint::black_box(acc)
 }
 
+/// A quick reading of the machine's current speed: memory bandwidth of a read larger
+/// than the LLC, and a hot in-cache copy. Taken before each experiment and at the end,
+/// it shows whether other load changed the machine under the run (a shared VM's
+/// neighbours take memory bandwidth and LLC capacity), so a comparison of two runs
+/// can tell a real change from interference.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Sentinel {
+    /// When (`before temperature`, `end`).
+    pub at: String,
+    /// GB/s reading a buffer of 2× the effective LLC (best of 3).
+    pub dram_read_gbps: f64,
+    /// GB/s of a hot 256 KiB copy with the C library (median of 31).
+    pub hot_copy_gbps: f64,
+}
+
 /// The engine: clock, state builder, buffers, warnings.
 pub struct Runner {
     /// The clock.
@@ -224,19 +239,22 @@ pub fn batch_for(op: Op, n: usize, src: CacheState, dst: CacheState) -> usize {
 }
 
 fn cell_name(c: &Cell<'_>) -> String {
+    let states = if matches!(c.op, Op::Set | Op::Zero) {
+        format!("dst {}", c.dst)
+    } else {
+        format!("{}→{}", c.src, c.dst)
+    };
+    let off = if c.dst_off != 0 {
+        format!(" +{}", c.dst_off)
+    } else {
+        String::new()
+    };
     format!(
-        "{} {} {} {} B {}→{}{}",
+        "{} {} {} {} B {states}{off}",
         c.experiment,
         c.method.name(),
         c.op.name(),
-        c.size,
-        c.src,
-        c.dst,
-        if c.dst_off != 0 {
-            format!(" +{}", c.dst_off)
-        } else {
-            String::new()
-        }
+        c.size
     )
 }
 
@@ -249,6 +267,40 @@ impl Runner {
             warnings: Warnings::default(),
             pool: Pool::default(),
             rng: fastrand::Rng::with_seed(0xb10c),
+        }
+    }
+
+    /// Measures a [`Sentinel`] (about 20 ms).
+    pub fn sentinel(&mut self, at: &str) -> Sentinel {
+        let big = (2 * self.states.hier.llc_effective).clamp(16 << 20, 256 << 20);
+        let buf = Buffer::new(big);
+        let t = self.timer;
+        let dram = (0..3)
+            .map(|_| {
+                // SAFETY: `buf` is ours, `big` bytes.
+                t.time(|| unsafe {
+                    read_all(buf.as_ptr(), big);
+                })
+            })
+            .fold(f64::MAX, f64::min);
+        let n = 256 << 10;
+        let src = Buffer::new(n);
+        let mut dst = Buffer::new(n);
+        let copy = super::method::Method::libc()
+            .ok()
+            .and_then(|m| m.entry(Op::Copy));
+        let mut v = Vec::new();
+        for _ in 0..31 {
+            v.push(t.time(|| match copy {
+                // SAFETY: both buffers are `n` bytes and distinct.
+                Some(e) => unsafe { e.call(dst.as_mut_ptr(), src.as_ptr(), 0, n) },
+                None => dst.as_mut_slice().copy_from_slice(src.as_slice()),
+            }));
+        }
+        Sentinel {
+            at: at.into(),
+            dram_read_gbps: big as f64 / dram,
+            hot_copy_gbps: n as f64 / Summary::of(&v).median,
         }
     }
 

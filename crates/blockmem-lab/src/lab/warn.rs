@@ -66,6 +66,13 @@ pub enum Warning {
         /// Experiment.
         experiment: &'static str,
     },
+    /// The machine's speed changed during the run.
+    Interference {
+        /// max/min of the sentinel memory bandwidth.
+        dram_spread: f64,
+        /// max/min of the sentinel hot copy bandwidth.
+        hot_spread: f64,
+    },
     /// The `libc` method is unavailable.
     NoLibc {
         /// Why.
@@ -147,6 +154,15 @@ impl fmt::Display for Warning {
             Warning::MethodSkipped { method, experiment } => write!(
                 f,
                 "{experiment}: method {method} lacks the op, skipped"
+            ),
+            Warning::Interference { dram_spread, hot_spread } => write!(
+                f,
+                "interference: the machine's memory bandwidth varied by {:.0}% and its in-cache \
+                 copy speed by {:.0}% between experiments (other load on a shared host); \
+                 compare ratios within one experiment, not absolute figures across runs, \
+                 or re-run when the machine is idle",
+                (dram_spread - 1.0) * 100.0,
+                (hot_spread - 1.0) * 100.0
             ),
             Warning::NoLibc { detail } => write!(
                 f,

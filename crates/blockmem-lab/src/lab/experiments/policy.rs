@@ -1,0 +1,229 @@
+//! `policy`: does blockmem's per-call choice beat the system library, and how close
+//! does it come to the best kernel for each situation? (seed 003 Fig. 4's selection,
+//! measured.)
+//!
+//! A grid of sizes × source state × destination state (hot, clean, dirty) × reuse
+//! (nothing after; the destination read right after) for copy, and sizes ×
+//! destination state × reuse for zero. Methods: `libc`; `auto` (`Hint::Auto`);
+//! `auto_hinted` (the hint that matches the cell: `Reuse` when the destination is read
+//! after, `NoReuse` otherwise); every vector and string kernel, whose per-cell best is
+//! the oracle. Cells with reuse are timed as copy + read, so a kernel that leaves the
+//! destination out of cache pays for it.
+
+use std::collections::BTreeMap;
+
+use blockmem::kernel::Op;
+use blockmem::Hint;
+use serde_json::json;
+
+use super::{fmt_size, Ctx};
+use crate::lab::method::{Kind, Method};
+use crate::lab::report::Table;
+use crate::lab::runner::{After, Cell, Record};
+use crate::lab::state::CacheState;
+
+/// Name in JSON and on the command line.
+pub const NAME: &str = "policy";
+
+/// Kernels left out of the oracle: they never win on x86-64 and the byte loop would
+/// take seconds per 64 MiB cell.
+const NOT_IN_ORACLE: [&str; 2] = ["naive", "portable"];
+
+/// Runs the grid.
+pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
+    let sizes = ctx.sizes_or(
+        &[4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20],
+        &[4 << 10, 64 << 10, 1 << 20, 8 << 20, 64 << 20],
+    );
+    let mut out = Vec::new();
+    for op in [Op::Copy, Op::Zero] {
+        let kernels: Vec<Method> = ctx
+            .pick(op, None)
+            .into_iter()
+            .filter(|m| m.kind() == Kind::Kernel && !NOT_IN_ORACLE.contains(&m.name()))
+            .collect();
+        let libc = ctx.all_methods.iter().find(|m| m.kind() == Kind::Libc).cloned();
+        let auto = Method::auto();
+        let hinted_reuse = Method::auto_with_hint(Hint::Reuse, "auto_hinted");
+        let hinted_noreuse = Method::auto_with_hint(Hint::NoReuse, "auto_hinted");
+        let srcs: &[CacheState] = if op == Op::Copy { &CacheState::ALL } else { &[CacheState::Hot] };
+        let cells = sizes.len() * srcs.len() * 3 * 2;
+        let per_cell = kernels.len() + 2 + usize::from(libc.is_some());
+        let pb = ctx.bar(cells * per_cell, &format!("{NAME} {}", op.name()));
+        for &n in &sizes {
+            for &s in srcs {
+                for d in CacheState::ALL {
+                    for after in [After::Nothing, After::ReadDst] {
+                        let hinted = if after == After::ReadDst { &hinted_reuse } else { &hinted_noreuse };
+                        let methods = libc.iter().chain([&auto, hinted]).chain(kernels.iter());
+                        for m in methods {
+                            pb.set_message(format!("{} {s}→{d} {}", fmt_size(n), m.name()));
+                            let c = Cell {
+                                experiment: NAME,
+                                method: m,
+                                op,
+                                size: n,
+                                src: s,
+                                dst: d,
+                                src_off: 0,
+                                dst_off: 0,
+                                after,
+                                reps: ctx.reps_for(n, 11, 5),
+                            };
+                            if let Some(mut r) = ctx.runner.measure(&c) {
+                                if m.name() == "auto_hinted" {
+                                    let h = if after == After::ReadDst { Hint::Reuse } else { Hint::NoReuse };
+                                    r.extras.insert("hint".into(), json!(h.name()));
+                                }
+                                out.push(r);
+                            }
+                            pb.inc(1);
+                        }
+                    }
+                }
+            }
+        }
+        pb.finish_and_clear();
+    }
+    out
+}
+
+/// One grid cell's identity.
+type CellKey = (String, usize, String, String, String);
+
+fn key(r: &Record) -> CellKey {
+    (r.op.clone(), r.size, r.src.clone(), r.dst.clone(), r.reuse.clone())
+}
+
+/// Per cell: libc's time, the oracle (best kernel, its time), and every method's time.
+struct Grid {
+    cells: BTreeMap<CellKey, CellTimes>,
+}
+
+#[derive(Default)]
+struct CellTimes {
+    libc: Option<f64>,
+    oracle: Option<(String, f64)>,
+    methods: BTreeMap<String, f64>,
+}
+
+impl Grid {
+    fn of(recs: &[Record], op: &str) -> Grid {
+        let mut cells: BTreeMap<CellKey, CellTimes> = BTreeMap::new();
+        for r in recs.iter().filter(|r| r.experiment == NAME && r.op == op) {
+            let c = cells.entry(key(r)).or_default();
+            let t = r.summary.median;
+            c.methods.insert(r.method.clone(), t);
+            if r.method == "libc" {
+                c.libc = Some(t);
+            } else if r.method != "auto" && r.method != "auto_hinted" && c.oracle.as_ref().is_none_or(|o| t < o.1) {
+                c.oracle = Some((r.method.clone(), t));
+            }
+        }
+        Grid { cells }
+    }
+
+    /// (geometric mean of `base_time / method_time`, worst cell ratio and its label).
+    fn ratio(&self, method: &str, base: impl Fn(&CellTimes) -> Option<f64>) -> Option<(f64, f64, String)> {
+        let (mut sum, mut n, mut worst) = (0.0, 0, (f64::MAX, String::new()));
+        for (k, c) in &self.cells {
+            let (Some(b), Some(&t)) = (base(c), c.methods.get(method)) else { continue };
+            let r = b / t;
+            sum += r.ln();
+            n += 1;
+            if r < worst.0 {
+                worst = (r, label(k));
+            }
+        }
+        (n > 0).then(|| ((sum / n as f64).exp(), worst.0, worst.1))
+    }
+}
+
+fn label(k: &CellKey) -> String {
+    let reuse = if k.4 == "read" { ", dst read after" } else { "" };
+    if k.0 == "copy" {
+        format!("{} {}→{}{reuse}", fmt_size(k.1), k.2, k.3)
+    } else {
+        format!("{} dst {}{reuse}", fmt_size(k.1), k.3)
+    }
+}
+
+/// Summary numbers for one op: (method, vs libc (geo, worst, cell), vs oracle (geo,
+/// worst, cell)). Used by the tables and by the closing checks.
+pub fn summary(recs: &[Record], op: &str) -> Vec<(String, Option<(f64, f64, String)>, Option<(f64, f64, String)>)> {
+    let g = Grid::of(recs, op);
+    ["auto", "auto_hinted", "oracle"]
+        .iter()
+        .map(|m| {
+            if *m == "oracle" {
+                let vs_libc = {
+                    let (mut sum, mut n, mut worst) = (0.0, 0, (f64::MAX, String::new()));
+                    for (k, c) in &g.cells {
+                        if let (Some(l), Some((_, o))) = (c.libc, &c.oracle) {
+                            sum += (l / o).ln();
+                            n += 1;
+                            if l / o < worst.0 {
+                                worst = (l / o, label(k));
+                            }
+                        }
+                    }
+                    (n > 0).then(|| ((sum / n as f64).exp(), worst.0, worst.1))
+                };
+                (m.to_string(), vs_libc, Some((1.0, 1.0, String::new())))
+            } else {
+                (m.to_string(), g.ratio(m, |c| c.libc), g.ratio(m, |c| c.oracle.as_ref().map(|o| o.1)))
+            }
+        })
+        .collect()
+}
+
+/// Tables: the summary per op, then every cell.
+pub fn tables(recs: &[Record]) -> Vec<Table> {
+    let mut out = Vec::new();
+    for op in ["copy", "zero"] {
+        let g = Grid::of(recs, op);
+        if g.cells.is_empty() {
+            continue;
+        }
+        let mut t = Table::new(
+            format!("policy, {op}: speed-up over libc and fraction of the per-cell best kernel"),
+            "ratios are time ratios (libc or oracle time / method time; >1 = faster); geometric mean over the grid, and the worst cell",
+            ["method", "vs libc (geomean)", "worst vs libc", "worst cell", "vs oracle (geomean)", "worst vs oracle", "worst cell"].map(String::from).to_vec(),
+        );
+        for (m, l, o) in summary(recs, op) {
+            let f = |x: &Option<(f64, f64, String)>| match x {
+                Some((g, w, c)) => [format!("{g:.2}×"), format!("{w:.2}×"), c.clone()],
+                None => ["-".into(), "-".into(), "-".into()],
+            };
+            let mut row = vec![m];
+            row.extend(f(&l));
+            row.extend(f(&o));
+            t.rows.push(row);
+        }
+        out.push(t);
+        let mut cells = Table::new(
+            format!("policy, {op}: every cell"),
+            "times are medians; auto and auto_hinted as libc time / their time; the oracle is the fastest kernel in the cell",
+            ["cell", "libc", "auto", "auto_hinted", "oracle kernel", "oracle vs libc"].map(String::from).to_vec(),
+        );
+        for (k, c) in &g.cells {
+            let ratio = |m: &str| match (c.libc, c.methods.get(m)) {
+                (Some(l), Some(t)) => format!("{:.2}×", l / t),
+                _ => "-".into(),
+            };
+            cells.rows.push(vec![
+                label(k),
+                c.libc.map_or("-".into(), |l| format!("{:.0} ns", l)),
+                ratio("auto"),
+                ratio("auto_hinted"),
+                c.oracle.as_ref().map_or("-".into(), |o| o.0.clone()),
+                match (c.libc, &c.oracle) {
+                    (Some(l), Some((_, o))) => format!("{:.2}×", l / o),
+                    _ => "-".into(),
+                },
+            ]);
+        }
+        out.push(cells);
+    }
+    out
+}
