@@ -81,12 +81,13 @@ impl Exporter for Json {
 }
 
 /// Extra fields that become CSV columns when present.
-pub const CSV_EXTRAS: [&str; 13] = [
+pub const CSV_EXTRAS: [&str; 14] = [
     "median_cycles",
     "cycles_per_byte",
     "batch",
     "src_state_check",
     "dst_state_check",
+    "background_check",
     "dst_offset",
     "copy_median_ns",
     "read_median_ns",

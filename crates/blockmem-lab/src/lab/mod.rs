@@ -48,7 +48,7 @@ fn experiment_names() -> Vec<&'static str> {
 
 /// Flags of `blockmem lab`.
 #[derive(clap::Args, Debug, Default)]
-#[command(after_help = "Experiments (default: all, in this order):\n  \
+#[command(after_help = "Experiments (the default set, in this order):\n  \
     temperature  3×3 hot/clean/dirty src×dst matrix per method (seed 000 Tables 5–6)\n  \
     sizes        32 B..64 MiB, hot/cold src×dst (seed 003 Fig. 2)\n  \
     alignment    dst offset 0..64 and 4 KiB aliasing (seed 000 Tables 3–4)\n  \
@@ -56,7 +56,10 @@ fn experiment_names() -> Vec<&'static str> {
     pollution    cost of re-reading a warm working set after a copy (seed 004)\n  \
     zero         set/zero 4 KiB..256 MiB, hot and clean (seed 004)\n  \
     fleet        fleetbench size distributions\n\n\
-    `blockmem lab` alone runs them all and writes ./blockmem-lab/index.html.")]
+    Named only (not in the default set):\n  \
+    policy       auto vs libc vs the per-cell best kernel (run `blockmem calibrate` first)\n  \
+    probe        cache-probe cost and accuracy (seed 003 Table 2)\n\n\
+    `blockmem lab` alone runs the default set and writes ./blockmem-lab/index.html.")]
 pub struct LabArgs {
     /// Experiments to run (default: all).
     #[arg(value_name = "EXPERIMENT", value_parser = clap::builder::PossibleValuesParser::new(experiment_names()))]
@@ -162,7 +165,7 @@ impl LabArgs {
     /// Validates the flags into options.
     pub fn validate(&self) -> Result<LabOptions> {
         let experiments: Vec<Experiment> = if self.experiments.is_empty() {
-            Experiment::ALL.to_vec()
+            Experiment::DEFAULT.to_vec()
         } else {
             let mut v: Vec<Experiment> = self
                 .experiments
@@ -529,7 +532,7 @@ mod tests {
         }
         .validate()
         .unwrap();
-        assert_eq!(o.experiments, Experiment::ALL.to_vec());
+        assert_eq!(o.experiments, Experiment::DEFAULT.to_vec());
         assert_eq!(o.out, Some(PathBuf::from("blockmem-lab")));
         let o = LabArgs {
             experiments: vec!["sizes".into()],

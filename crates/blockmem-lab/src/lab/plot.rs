@@ -490,6 +490,8 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
             )?;
             files.push("fleet.svg".into());
         }
+        // Tables only: the grid and the probe figures read best as numbers.
+        Experiment::Policy | Experiment::Probe => {}
     }
     Ok(files)
 }

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use super::mem::Buffer;
 use super::method::{Entry, Method};
 use super::state::{
-    probe_lines, Access, CacheState, Region, StateBuilder, StateCheck, PROBE_LINES,
+    probe_lines, Access, BackgroundCheck, CacheState, Region, StateBuilder, StateCheck, PROBE_LINES,
 };
 use super::stats::Summary;
 use super::timer::Timer;
@@ -390,6 +390,7 @@ impl Runner {
         let mut after_samples = Vec::new();
         let mut base_samples = Vec::new();
         let mut checks: Vec<StateCheck> = Vec::new();
+        let mut background: Vec<BackgroundCheck> = Vec::new();
         let mut verified = true;
         // Untimed state checks: enough preparations to sample ~16 lines per region
         // (small regions yield only a few lines per probe), all but one before the
@@ -415,6 +416,10 @@ impl Runner {
                 poison(dst, src, n, c.op, byte);
                 self.states.prepare(&regions);
                 if probe_rep {
+                    // The background first: probing the regions would disturb it.
+                    if let Some(b) = self.states.verify_background() {
+                        background.push(b);
+                    }
                     for r in &regions[..if copy_like { 2 } else { 1 }] {
                         checks.push(self.states.verify(r));
                     }
@@ -455,6 +460,23 @@ impl Runner {
             extras.insert("dst_offset".into(), json!(c.dst_off));
         }
         self.state_extras(c, &name, copy_like, &checks, &mut extras);
+        if let Some(b) = background.first() {
+            let lat: Vec<f64> = background.iter().map(|b| b.probe_ns).collect();
+            let med = super::state::median(&lat);
+            let resident = self.states.hier.is_resident(med);
+            extras.insert("background".into(), json!(b.kind));
+            extras.insert("background_probe_ns".into(), json!(med));
+            extras.insert(
+                "background_check".into(),
+                json!(if resident { "resident" } else { "not resident" }),
+            );
+            if !resident {
+                self.warnings.push(Warning::BackgroundNotResident {
+                    cell: name.clone(),
+                    probe_ns: med,
+                });
+            }
+        }
         let copy_sum = Summary::of(&samples);
         let (summary, all) = match c.after {
             After::ReadDst => {

@@ -527,6 +527,31 @@ pub struct StateBuilder {
     evict_dirty: Buffer,
     rng: fastrand::Rng,
     counter: Option<super::perf::MissCounter>,
+    /// What the last preparation's sweep left in the cache, if it swept.
+    last_sweep: Option<Background>,
+}
+
+/// What an eviction sweep filled the cache with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Background {
+    /// Clean lines (read).
+    Clean,
+    /// Modified lines (written).
+    Dirty,
+    /// Alternating 4 KiB chunks of both.
+    Mixed,
+}
+
+/// What a background verification found: whether the swept lines are resident (so
+/// the cache really holds the clean or modified lines the state needs).
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct BackgroundCheck {
+    /// What the sweep did.
+    pub kind: Background,
+    /// Median probe latency of sampled lines from the last half of the sweep (ns).
+    pub probe_ns: f64,
+    /// Whether they are resident.
+    pub resident: bool,
 }
 
 impl StateBuilder {
@@ -544,6 +569,7 @@ impl StateBuilder {
             evict_dirty,
             rng: fastrand::Rng::with_seed(0x5eed),
             counter: super::perf::MissCounter::open().ok(),
+            last_sweep: None,
         }
     }
 
@@ -561,6 +587,7 @@ impl StateBuilder {
     /// overlap the eviction buffer.
     pub unsafe fn prepare(&mut self, regions: &[Region]) {
         let cold: Vec<&Region> = regions.iter().filter(|r| r.state.is_cold()).collect();
+        self.last_sweep = None;
         if !cold.is_empty() {
             for r in &cold {
                 // SAFETY: caller's contract.
@@ -568,6 +595,11 @@ impl StateBuilder {
             }
             let any_dirty = cold.iter().any(|r| r.state == CacheState::Dirty);
             let any_clean = cold.iter().any(|r| r.state == CacheState::Clean);
+            self.last_sweep = Some(match (any_clean, any_dirty) {
+                (true, true) => Background::Mixed,
+                (_, true) => Background::Dirty,
+                _ => Background::Clean,
+            });
             let n = self.evict_clean.len();
             let (c, d) = (self.evict_clean.as_ptr(), self.evict_dirty.as_mut_ptr());
             for _ in 0..2 {
@@ -591,6 +623,37 @@ impl StateBuilder {
                 }
             }
         }
+    }
+
+    /// Probes lines the last sweep touched (its second half, the most recently used)
+    /// and says whether they are resident: a clean or dirty state needs the cache to be
+    /// *full* of such lines, not merely the target flushed. `None` if the last
+    /// preparation did not sweep. Call right after [`prepare`](Self::prepare), before
+    /// anything else touches memory.
+    pub fn verify_background(&mut self) -> Option<BackgroundCheck> {
+        let kind = self.last_sweep?;
+        let n = self.evict_clean.len();
+        let buf = match kind {
+            Background::Clean => self.evict_clean.as_ptr(),
+            // Mixed: the written chunks are as recent as the read ones.
+            Background::Dirty | Background::Mixed => self.evict_dirty.as_ptr(),
+        };
+        // SAFETY: the second half of our own eviction buffer.
+        let lat = unsafe {
+            probe(
+                buf.add(n / 2),
+                n / 2,
+                PROBE_LINES,
+                &self.timer,
+                &mut self.rng,
+            )
+        };
+        let m = median(&lat);
+        Some(BackgroundCheck {
+            kind,
+            probe_ns: m,
+            resident: self.hier.is_resident(m),
+        })
     }
 
     /// Probes sampled lines of a region just prepared and says whether it is in the

@@ -30,6 +30,14 @@ pub enum Warning {
         /// Median probe latency (ns).
         probe_ns: f64,
     },
+    /// The lines the eviction sweep left are not resident: the cache may not hold the
+    /// clean or dirty lines the state asks for.
+    BackgroundNotResident {
+        /// The cell.
+        cell: String,
+        /// Median probe latency (ns).
+        probe_ns: f64,
+    },
     /// Resident and evicted lines load too alike to tell apart.
     StateUnverifiable {
         /// Probe latency of a resident line (ns).
@@ -92,6 +100,7 @@ impl Warning {
             Warning::Noisy { .. } => "noisy".into(),
             Warning::StateMismatch { region, wanted, .. } => format!("state:{region}:{wanted}"),
             Warning::HotExceedsLlc { size, .. } => format!("hotllc:{size}"),
+            Warning::BackgroundNotResident { .. } => "background".into(),
             Warning::MethodSkipped { method, experiment } => format!("skip:{method}:{experiment}"),
             w => format!("{w}"),
         }
@@ -125,6 +134,12 @@ impl fmt::Display for Warning {
                 "state: {cell}: {region} asked {wanted} but sampled lines load in {probe_ns:.0} ns; \
                  the cell's figure may mix states (hardware prefetch, or another tenant \
                  evicting the cache); treat it with care"
+            ),
+            Warning::BackgroundNotResident { cell, probe_ns } => write!(
+                f,
+                "state: {cell}: the eviction sweep's lines load in {probe_ns:.0} ns, so the \
+                 cache may not be full of the clean/dirty lines asked for (another tenant \
+                 using the LLC?); pass a smaller --llc if this repeats"
             ),
             Warning::StateUnverifiable { hot_ns, dram_ns } => write!(
                 f,

@@ -4,7 +4,9 @@
 
 pub mod alignment;
 pub mod fleet;
+pub mod policy;
 pub mod pollution;
+pub mod probe;
 pub mod reuse;
 pub mod sizes;
 pub mod temperature;
@@ -35,11 +37,30 @@ pub enum Experiment {
     Zero,
     /// fleetbench distributions.
     Fleet,
+    /// Seed 003 Fig. 4: the per-call choice against libc and the per-cell best kernel.
+    Policy,
+    /// Seed 003 §IV and Table 2: probe cost and accuracy.
+    Probe,
 }
 
 impl Experiment {
-    /// Every experiment, in the default order (the default set).
-    pub const ALL: [Experiment; 7] = [
+    /// Every experiment, in order. The default set is [`Experiment::DEFAULT`].
+    pub const ALL: [Experiment; 9] = [
+        Experiment::Temperature,
+        Experiment::Sizes,
+        Experiment::Alignment,
+        Experiment::Reuse,
+        Experiment::Pollution,
+        Experiment::Zero,
+        Experiment::Fleet,
+        Experiment::Policy,
+        Experiment::Probe,
+    ];
+
+    /// What `blockmem lab` runs without naming experiments: the seed reproductions.
+    /// `policy` (minutes; meaningful after `blockmem calibrate`) and `probe` run when
+    /// named.
+    pub const DEFAULT: [Experiment; 7] = [
         Experiment::Temperature,
         Experiment::Sizes,
         Experiment::Alignment,
@@ -59,6 +80,8 @@ impl Experiment {
             Experiment::Pollution => "pollution",
             Experiment::Zero => "zero",
             Experiment::Fleet => "fleet",
+            Experiment::Policy => "policy",
+            Experiment::Probe => "probe",
         }
     }
 
@@ -72,6 +95,8 @@ impl Experiment {
             Experiment::Pollution => "cost to re-read a warm application working set after a copy (seed 004)",
             Experiment::Zero => "set/zero of 4 KiB to 256 MiB, hot and clean destination (seed 004 block clear)",
             Experiment::Fleet => "fleetbench size/alignment/overlap distributions, hot and cold working sets",
+            Experiment::Policy => "auto and auto_hinted against libc and the per-cell best kernel over sizes × states × reuse (seed 003 Fig. 4)",
+            Experiment::Probe => "cost of the timed-load cache probe and how well the first line predicts the block (seed 003 Table 2)",
         }
     }
 
@@ -90,6 +115,8 @@ impl Experiment {
             Experiment::Pollution => pollution::run(ctx),
             Experiment::Zero => zero::run(ctx),
             Experiment::Fleet => fleet::run(ctx)?,
+            Experiment::Policy => policy::run(ctx),
+            Experiment::Probe => probe::run(ctx),
         })
     }
 
@@ -103,6 +130,8 @@ impl Experiment {
             Experiment::Pollution => pollution::tables(recs),
             Experiment::Zero => zero::tables(recs),
             Experiment::Fleet => fleet::tables(recs),
+            Experiment::Policy => policy::tables(recs),
+            Experiment::Probe => probe::tables(recs),
         }
     }
 }

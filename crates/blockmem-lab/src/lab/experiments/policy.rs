@@ -32,7 +32,17 @@ const NOT_IN_ORACLE: [&str; 2] = ["naive", "portable"];
 /// Runs the grid.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let sizes = ctx.sizes_or(
-        &[4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20],
+        &[
+            4 << 10,
+            16 << 10,
+            64 << 10,
+            256 << 10,
+            1 << 20,
+            4 << 20,
+            8 << 20,
+            16 << 20,
+            64 << 20,
+        ],
         &[4 << 10, 64 << 10, 1 << 20, 8 << 20, 64 << 20],
     );
     let mut out = Vec::new();
@@ -42,11 +52,19 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
             .into_iter()
             .filter(|m| m.kind() == Kind::Kernel && !NOT_IN_ORACLE.contains(&m.name()))
             .collect();
-        let libc = ctx.all_methods.iter().find(|m| m.kind() == Kind::Libc).cloned();
+        let libc = ctx
+            .all_methods
+            .iter()
+            .find(|m| m.kind() == Kind::Libc)
+            .cloned();
         let auto = Method::auto();
         let hinted_reuse = Method::auto_with_hint(Hint::Reuse, "auto_hinted");
         let hinted_noreuse = Method::auto_with_hint(Hint::NoReuse, "auto_hinted");
-        let srcs: &[CacheState] = if op == Op::Copy { &CacheState::ALL } else { &[CacheState::Hot] };
+        let srcs: &[CacheState] = if op == Op::Copy {
+            &CacheState::ALL
+        } else {
+            &[CacheState::Hot]
+        };
         let cells = sizes.len() * srcs.len() * 3 * 2;
         let per_cell = kernels.len() + 2 + usize::from(libc.is_some());
         let pb = ctx.bar(cells * per_cell, &format!("{NAME} {}", op.name()));
@@ -54,7 +72,11 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
             for &s in srcs {
                 for d in CacheState::ALL {
                     for after in [After::Nothing, After::ReadDst] {
-                        let hinted = if after == After::ReadDst { &hinted_reuse } else { &hinted_noreuse };
+                        let hinted = if after == After::ReadDst {
+                            &hinted_reuse
+                        } else {
+                            &hinted_noreuse
+                        };
                         let methods = libc.iter().chain([&auto, hinted]).chain(kernels.iter());
                         for m in methods {
                             pb.set_message(format!("{} {s}→{d} {}", fmt_size(n), m.name()));
@@ -72,7 +94,11 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                             };
                             if let Some(mut r) = ctx.runner.measure(&c) {
                                 if m.name() == "auto_hinted" {
-                                    let h = if after == After::ReadDst { Hint::Reuse } else { Hint::NoReuse };
+                                    let h = if after == After::ReadDst {
+                                        Hint::Reuse
+                                    } else {
+                                        Hint::NoReuse
+                                    };
                                     r.extras.insert("hint".into(), json!(h.name()));
                                 }
                                 out.push(r);
@@ -92,7 +118,13 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
 type CellKey = (String, usize, String, String, String);
 
 fn key(r: &Record) -> CellKey {
-    (r.op.clone(), r.size, r.src.clone(), r.dst.clone(), r.reuse.clone())
+    (
+        r.op.clone(),
+        r.size,
+        r.src.clone(),
+        r.dst.clone(),
+        r.reuse.clone(),
+    )
 }
 
 /// Per cell: libc's time, the oracle (best kernel, its time), and every method's time.
@@ -116,7 +148,10 @@ impl Grid {
             c.methods.insert(r.method.clone(), t);
             if r.method == "libc" {
                 c.libc = Some(t);
-            } else if r.method != "auto" && r.method != "auto_hinted" && c.oracle.as_ref().is_none_or(|o| t < o.1) {
+            } else if r.method != "auto"
+                && r.method != "auto_hinted"
+                && c.oracle.as_ref().is_none_or(|o| t < o.1)
+            {
                 c.oracle = Some((r.method.clone(), t));
             }
         }
@@ -124,10 +159,16 @@ impl Grid {
     }
 
     /// (geometric mean of `base_time / method_time`, worst cell ratio and its label).
-    fn ratio(&self, method: &str, base: impl Fn(&CellTimes) -> Option<f64>) -> Option<(f64, f64, String)> {
+    fn ratio(
+        &self,
+        method: &str,
+        base: impl Fn(&CellTimes) -> Option<f64>,
+    ) -> Option<(f64, f64, String)> {
         let (mut sum, mut n, mut worst) = (0.0, 0, (f64::MAX, String::new()));
         for (k, c) in &self.cells {
-            let (Some(b), Some(&t)) = (base(c), c.methods.get(method)) else { continue };
+            let (Some(b), Some(&t)) = (base(c), c.methods.get(method)) else {
+                continue;
+            };
             let r = b / t;
             sum += r.ln();
             n += 1;
@@ -140,7 +181,11 @@ impl Grid {
 }
 
 fn label(k: &CellKey) -> String {
-    let reuse = if k.4 == "read" { ", dst read after" } else { "" };
+    let reuse = if k.4 == "read" {
+        ", dst read after"
+    } else {
+        ""
+    };
     if k.0 == "copy" {
         format!("{} {}→{}{reuse}", fmt_size(k.1), k.2, k.3)
     } else {
@@ -150,7 +195,14 @@ fn label(k: &CellKey) -> String {
 
 /// Summary numbers for one op: (method, vs libc (geo, worst, cell), vs oracle (geo,
 /// worst, cell)). Used by the tables and by the closing checks.
-pub fn summary(recs: &[Record], op: &str) -> Vec<(String, Option<(f64, f64, String)>, Option<(f64, f64, String)>)> {
+pub fn summary(
+    recs: &[Record],
+    op: &str,
+) -> Vec<(
+    String,
+    Option<(f64, f64, String)>,
+    Option<(f64, f64, String)>,
+)> {
     let g = Grid::of(recs, op);
     ["auto", "auto_hinted", "oracle"]
         .iter()
@@ -171,7 +223,11 @@ pub fn summary(recs: &[Record], op: &str) -> Vec<(String, Option<(f64, f64, Stri
                 };
                 (m.to_string(), vs_libc, Some((1.0, 1.0, String::new())))
             } else {
-                (m.to_string(), g.ratio(m, |c| c.libc), g.ratio(m, |c| c.oracle.as_ref().map(|o| o.1)))
+                (
+                    m.to_string(),
+                    g.ratio(m, |c| c.libc),
+                    g.ratio(m, |c| c.oracle.as_ref().map(|o| o.1)),
+                )
             }
         })
         .collect()
