@@ -79,8 +79,10 @@ const SET_STREAM: [KernelId; 3] = [KernelId::Avx2Nt, KernelId::Avx512Nt, KernelI
 
 /// A kernel must beat the incumbent by this factor to displace it (noise margin).
 const MARGIN: f64 = 1.05;
-/// Probing must promise at least this many times its own cost.
-const PROBE_PAYBACK: f64 = 8.0;
+/// Probing must promise at least this many times its own cost. The cost is counted as
+/// two DRAM round trips, which overstates it: a cold probe fetches a line the copy needs
+/// anyway, so what it really adds is the serialisation.
+const PROBE_PAYBACK: f64 = 4.0;
 
 fn available(ids: &[KernelId], op: Op) -> Vec<KernelId> {
     ids.iter()
@@ -225,16 +227,15 @@ pub fn derive(m: &Measurements, facts: &HostFacts, base: Profile) -> (Profile, E
         p.copy_stream = k;
         why.push(format!("copy_stream: {} is the fastest streaming kernel to a cold destination (sizes >= 64 KiB)", k.name()));
     }
-    // The smallest size from which streaming beats temporal stores for every larger
-    // measured size, in the given states.
+    // The smallest size from which streaming is faster than temporal stores at every
+    // larger measured size, judged by the geometric mean over the given states (one
+    // noisy cell should not move the threshold by a factor of 16).
     let crossover = |states: &[(CacheState, CacheState)]| -> Option<usize> {
         let beats = |n: usize| {
-            states.iter().all(|&(s, d)| {
-                match (t(p.copy_stream, Op::Copy, n, s, d), temporal_time(n, s, d)) {
-                    (Some(st), Some(te)) => st * MARGIN < te,
-                    _ => false,
-                }
-            })
+            let r = geomean(states.iter().filter_map(|&(s, d)| {
+                Some(temporal_time(n, s, d)? / t(p.copy_stream, Op::Copy, n, s, d)?)
+            }));
+            r.is_some_and(|r| r > 1.0)
         };
         let mut from = None;
         for &n in sizes.iter().rev() {

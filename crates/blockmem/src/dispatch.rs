@@ -4,7 +4,7 @@
 //! ```text
 //!   n <= 32            small ladder, inline (portable scalar head/tail)
 //!   n <= 128 (x86-64)  SSE2 head/tail vectors, inline
-//!   otherwise          probe first lines if Auto and n >= profile.probe_min,
+//!   otherwise          probe middle lines if Auto/NoReuse and n >= profile.probe_min,
 //!                      policy::decide(op, n, hint, overlap, probes, profile) -> kernel
 //! ```
 //!
@@ -13,65 +13,112 @@
 //! replaceable with [`install`]) and an optional forced kernel. Nothing here allocates, locks or calls `memcpy`; every path is
 //! async-signal-safe and works before any initialisation has run.
 
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
 use crate::autoload::{self, Found, Source};
-use crate::cpu::{self, features};
+use crate::cpu::{self, Features};
 use crate::kernel::{KernelId, Op};
 use crate::policy::{self, Probes, Thresholds};
 use crate::profile::{self, ErrorKind, Profile, ProfileError};
 use crate::Hint;
 
-// The published profile, one atomic per field (a torn read during a concurrent
-// `install` can only pick a different valid kernel, never a wrong result).
-const FIELDS: usize = 15;
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO: AtomicUsize = AtomicUsize::new(0);
-static PUBLISHED: [AtomicUsize; FIELDS] = [ZERO; FIELDS];
+// Everything an operation reads lives in one 64-byte-aligned block: the fast path in
+// its first cache line, the rest of the profile in the second. A cold call (after the
+// program streamed through more than the cache) then pays one or two misses for the
+// dispatcher's own state, not one per static: the lab's cold 4 KiB copies showed each
+// such miss costing about a third of a microsecond in this VM.
+#[repr(C, align(64))]
+struct Published {
+    // Line 1: the fast path. Above the inline ladder and below `copy_fast_below`, every
+    // copy and move uses `copy_fast` whatever the hint (no threshold, probe or
+    // rep-movsb window starts lower); likewise `set_fast` for set and zero. 0 = no
+    // fast path (not yet published, or a kernel is forced).
+    copy_fast_below: AtomicUsize,
+    set_fast_below: AtomicUsize,
+    copy_fast: AtomicU8,
+    set_fast: AtomicU8,
+    // 0 = not initialised, 1 = a caller is initialising, 2 = published.
+    state: AtomicU8,
+    // 0 = no forced kernel, else KernelId as u8 + 1.
+    forced: AtomicU8,
+    // The feature mask in force (cpu::features() at the last refresh).
+    features: AtomicU32,
+    stream_auto: AtomicUsize,
+    stream_auto_cold_dst: AtomicUsize,
+    stream_no_reuse: AtomicUsize,
+    stream_reuse: AtomicUsize,
+    probe_min: AtomicUsize,
+    // Line 2: the rest of the profile.
+    rep_movsb_min: AtomicUsize,
+    rep_movsb_max: AtomicUsize,
+    probe_hit_max: AtomicU32,
+    copy_temporal: AtomicU8,
+    copy_cold_src: AtomicU8,
+    copy_stream: AtomicU8,
+    set_temporal: AtomicU8,
+    set_stream: AtomicU8,
+    zero_stream: AtomicU8,
+    // Not on the operation path.
+    llc_effective: AtomicUsize,
+}
 
-// 0 = not initialised, 1 = a caller is initialising, 2 = published.
-static STATE: AtomicU8 = AtomicU8::new(0);
+static P: Published = Published {
+    copy_fast_below: AtomicUsize::new(0),
+    set_fast_below: AtomicUsize::new(0),
+    copy_fast: AtomicU8::new(0),
+    set_fast: AtomicU8::new(0),
+    state: AtomicU8::new(0),
+    forced: AtomicU8::new(0),
+    features: AtomicU32::new(0),
+    stream_auto: AtomicUsize::new(0),
+    stream_auto_cold_dst: AtomicUsize::new(0),
+    stream_no_reuse: AtomicUsize::new(0),
+    stream_reuse: AtomicUsize::new(0),
+    probe_min: AtomicUsize::new(0),
+    rep_movsb_min: AtomicUsize::new(0),
+    rep_movsb_max: AtomicUsize::new(0),
+    probe_hit_max: AtomicU32::new(0),
+    copy_temporal: AtomicU8::new(0),
+    copy_cold_src: AtomicU8::new(0),
+    copy_stream: AtomicU8::new(0),
+    set_temporal: AtomicU8::new(0),
+    set_stream: AtomicU8::new(0),
+    zero_stream: AtomicU8::new(0),
+    llc_effective: AtomicUsize::new(0),
+};
+
+// Reporting state, off the operation path.
 static SOURCE: AtomicU8 = AtomicU8::new(0);
 // The rejected profile's error: 0 = none, else (kind code + 1); its line; its payload.
 static ERROR_KIND: AtomicUsize = AtomicUsize::new(0);
 static ERROR_LINE: AtomicUsize = AtomicUsize::new(0);
 static ERROR_VERSION: AtomicUsize = AtomicUsize::new(0);
-// 0 = no forced kernel, else KernelId as u8 + 1.
-static FORCED: AtomicU8 = AtomicU8::new(0);
-
-// The fast path: above the inline ladder and below COPY_FAST_BELOW, every copy and move
-// uses COPY_FAST whatever the hint (no threshold, probe or rep-movsb window starts
-// lower); likewise SET_FAST for set and zero. One atomic load instead of a policy
-// evaluation: ~10 ns of a 4 KiB copy. 0 = no fast path (not yet published, or forced).
-static COPY_FAST_BELOW: AtomicUsize = AtomicUsize::new(0);
-static COPY_FAST: AtomicU8 = AtomicU8::new(0);
-static SET_FAST_BELOW: AtomicUsize = AtomicUsize::new(0);
-static SET_FAST: AtomicU8 = AtomicU8::new(0);
 
 /// The fast path in force: `(copy_below, copy_kernel, set_below, set_kernel)`; a
 /// `*_below` of 0 means no fast path for those ops.
 pub fn fast_path() -> (usize, KernelId, usize, KernelId) {
     profile();
     (
-        COPY_FAST_BELOW.load(Ordering::Relaxed),
-        kernel_at(COPY_FAST.load(Ordering::Relaxed) as usize),
-        SET_FAST_BELOW.load(Ordering::Relaxed),
-        kernel_at(SET_FAST.load(Ordering::Relaxed) as usize),
+        P.copy_fast_below.load(Ordering::Relaxed),
+        kernel_at(P.copy_fast.load(Ordering::Relaxed)),
+        P.set_fast_below.load(Ordering::Relaxed),
+        kernel_at(P.set_fast.load(Ordering::Relaxed)),
     )
 }
 
-/// Recomputes the fast path from the published profile, the forced kernel and the
-/// current feature mask (called whenever one of them changes).
+/// Recomputes the fast path and the cached feature mask from the published profile,
+/// the forced kernel and `cpu::features()` (called whenever one of them changes).
 pub(crate) fn refresh_fast_path() {
-    COPY_FAST_BELOW.store(0, Ordering::Relaxed);
-    SET_FAST_BELOW.store(0, Ordering::Relaxed);
-    if STATE.load(Ordering::Acquire) != 2 || forced().is_some() {
+    P.copy_fast_below.store(0, Ordering::Relaxed);
+    P.set_fast_below.store(0, Ordering::Relaxed);
+    let f = cpu::features();
+    P.features.store(f.bits(), Ordering::Relaxed);
+    if P.state.load(Ordering::Acquire) != 2 || forced().is_some() {
         return;
     }
     let p = read_published();
-    let f = features();
     let streams = p
         .stream_auto
         .min(p.stream_auto_cold_dst)
@@ -90,73 +137,74 @@ pub(crate) fn refresh_fast_path() {
     let set = policy::decide(Op::Set, n, Hint::Auto, false, Probes::NONE, &p, f);
     let zero = policy::decide(Op::Zero, n, Hint::Auto, false, Probes::NONE, &p, f);
     if copy == mov && copy_below > n {
-        COPY_FAST.store(copy as u8, Ordering::Relaxed);
-        COPY_FAST_BELOW.store(copy_below, Ordering::Relaxed);
+        P.copy_fast.store(copy as u8, Ordering::Relaxed);
+        P.copy_fast_below.store(copy_below, Ordering::Relaxed);
     }
     if set == zero && streams > n {
-        SET_FAST.store(set as u8, Ordering::Relaxed);
-        SET_FAST_BELOW.store(streams, Ordering::Relaxed);
+        P.set_fast.store(set as u8, Ordering::Relaxed);
+        P.set_fast_below.store(streams, Ordering::Relaxed);
     }
 }
 
-fn encode(p: &Profile) -> [usize; FIELDS] {
-    [
-        p.stream_auto,
-        p.stream_auto_cold_dst,
-        p.stream_no_reuse,
-        p.stream_reuse,
-        p.probe_min,
-        p.probe_hit_max as usize,
-        p.copy_temporal as usize,
-        p.copy_cold_src as usize,
-        p.copy_stream as usize,
-        p.set_temporal as usize,
-        p.set_stream as usize,
-        p.zero_stream as usize,
-        p.rep_movsb_min,
-        p.rep_movsb_max,
-        p.llc_effective,
-    ]
+/// The feature mask the dispatcher works with (kept in its own cache line).
+#[inline]
+fn published_features() -> Features {
+    Features::from_bits(P.features.load(Ordering::Relaxed))
 }
 
-fn kernel_at(v: usize) -> KernelId {
-    if v < KernelId::ALL.len() {
-        KernelId::ALL[v]
+fn kernel_at(v: u8) -> KernelId {
+    if (v as usize) < KernelId::ALL.len() {
+        KernelId::ALL[v as usize]
     } else {
         KernelId::Portable
     }
 }
 
 fn publish(p: &Profile, source: Source) {
-    let v = encode(p);
-    let mut i = 0;
-    while i < FIELDS {
-        PUBLISHED[i].store(v[i], Ordering::Relaxed);
-        i += 1;
-    }
+    P.stream_auto.store(p.stream_auto, Ordering::Relaxed);
+    P.stream_auto_cold_dst
+        .store(p.stream_auto_cold_dst, Ordering::Relaxed);
+    P.stream_no_reuse
+        .store(p.stream_no_reuse, Ordering::Relaxed);
+    P.stream_reuse.store(p.stream_reuse, Ordering::Relaxed);
+    P.probe_min.store(p.probe_min, Ordering::Relaxed);
+    P.rep_movsb_min.store(p.rep_movsb_min, Ordering::Relaxed);
+    P.rep_movsb_max.store(p.rep_movsb_max, Ordering::Relaxed);
+    P.probe_hit_max.store(p.probe_hit_max, Ordering::Relaxed);
+    P.copy_temporal
+        .store(p.copy_temporal as u8, Ordering::Relaxed);
+    P.copy_cold_src
+        .store(p.copy_cold_src as u8, Ordering::Relaxed);
+    P.copy_stream.store(p.copy_stream as u8, Ordering::Relaxed);
+    P.set_temporal
+        .store(p.set_temporal as u8, Ordering::Relaxed);
+    P.set_stream.store(p.set_stream as u8, Ordering::Relaxed);
+    P.zero_stream.store(p.zero_stream as u8, Ordering::Relaxed);
+    P.llc_effective.store(p.llc_effective, Ordering::Relaxed);
     SOURCE.store(source as u8, Ordering::Relaxed);
-    STATE.store(2, Ordering::Release);
+    P.state.store(2, Ordering::Release);
     refresh_fast_path();
 }
 
 fn read_published() -> Profile {
-    let f = |i: usize| PUBLISHED[i].load(Ordering::Relaxed);
+    let u = |a: &AtomicUsize| a.load(Ordering::Relaxed);
+    let k = |a: &AtomicU8| kernel_at(a.load(Ordering::Relaxed));
     Profile {
-        stream_auto: f(0),
-        stream_auto_cold_dst: f(1),
-        stream_no_reuse: f(2),
-        stream_reuse: f(3),
-        probe_min: f(4),
-        probe_hit_max: f(5) as u32,
-        copy_temporal: kernel_at(f(6)),
-        copy_cold_src: kernel_at(f(7)),
-        copy_stream: kernel_at(f(8)),
-        set_temporal: kernel_at(f(9)),
-        set_stream: kernel_at(f(10)),
-        zero_stream: kernel_at(f(11)),
-        rep_movsb_min: f(12),
-        rep_movsb_max: f(13),
-        llc_effective: f(14),
+        stream_auto: u(&P.stream_auto),
+        stream_auto_cold_dst: u(&P.stream_auto_cold_dst),
+        stream_no_reuse: u(&P.stream_no_reuse),
+        stream_reuse: u(&P.stream_reuse),
+        probe_min: u(&P.probe_min),
+        probe_hit_max: P.probe_hit_max.load(Ordering::Relaxed),
+        copy_temporal: k(&P.copy_temporal),
+        copy_cold_src: k(&P.copy_cold_src),
+        copy_stream: k(&P.copy_stream),
+        set_temporal: k(&P.set_temporal),
+        set_stream: k(&P.set_stream),
+        zero_stream: k(&P.zero_stream),
+        rep_movsb_min: u(&P.rep_movsb_min),
+        rep_movsb_max: u(&P.rep_movsb_max),
+        llc_effective: u(&P.llc_effective),
     }
 }
 
@@ -208,11 +256,11 @@ fn record_error(e: Option<ProfileError>) {
 /// signal handler, another thread, or a compiler-inserted `memcpy` recursing through
 /// the shim) get [`Profile::FALLBACK`] instead of waiting or deriving again.
 fn init() -> Profile {
-    if STATE
+    if P.state
         .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
     {
-        return if STATE.load(Ordering::Acquire) == 2 {
+        return if P.state.load(Ordering::Acquire) == 2 {
             read_published()
         } else {
             Profile::FALLBACK
@@ -246,7 +294,7 @@ fn load_now() -> Profile {
 /// The profile in use (loaded on first call: see the module docs).
 #[inline]
 pub fn profile() -> Profile {
-    if STATE.load(Ordering::Acquire) == 2 {
+    if P.state.load(Ordering::Acquire) == 2 {
         read_published()
     } else {
         init()
@@ -319,13 +367,14 @@ pub fn status() -> (Source, Option<ProfileError>) {
 /// restores the policy). Ops the kernel lacks, or a kernel this CPU cannot run, keep
 /// using the policy. This is what `BLOCKMEM_FORCE` sets.
 pub fn force(kernel: Option<KernelId>) {
-    FORCED.store(kernel.map_or(0, |k| k as u8 + 1), Ordering::Relaxed);
+    P.forced
+        .store(kernel.map_or(0, |k| k as u8 + 1), Ordering::Relaxed);
     refresh_fast_path();
 }
 
 /// The forced kernel, if any.
 pub fn forced() -> Option<KernelId> {
-    match FORCED.load(Ordering::Relaxed) {
+    match P.forced.load(Ordering::Relaxed) {
         0 => None,
         v => KernelId::ALL.get(v as usize - 1).copied(),
     }
@@ -340,14 +389,22 @@ pub fn choose(op: Op, n: usize, hint: Hint, overlap: bool) -> KernelId {
 /// `blockmem info`'s decision table prints).
 pub fn choose_probed(op: Op, n: usize, hint: Hint, overlap: bool, probes: Probes) -> KernelId {
     if let Some(k) = forced() {
-        if policy::usable(k, op, features()) {
+        if policy::usable(k, op, published_features()) {
             return k;
         }
     }
-    policy::decide(op, n, hint, overlap, probes, &profile(), features())
+    policy::decide(
+        op,
+        n,
+        hint,
+        overlap,
+        probes,
+        &profile(),
+        published_features(),
+    )
 }
 
-/// Chooses for a real call: probes the first line of `src` (if any) and `dst` when the
+/// Chooses for a real call: probes the middle line of `src` (if any) and `dst` when the
 /// hint leaves the state open (`Auto`, `NoReuse`) and the profile says probing pays
 /// at this size.
 ///
@@ -363,38 +420,57 @@ unsafe fn choose_for_call(
     overlap: bool,
 ) -> KernelId {
     if let Some(k) = forced() {
-        if policy::usable(k, op, features()) {
+        if policy::usable(k, op, published_features()) {
             return k;
         }
     }
     let p = profile();
     let mut probes = Probes::NONE;
     if hint != Hint::Reuse && p.probe_min != 0 && n >= p.probe_min && !overlap {
-        // SAFETY: both pointers are readable per the contract (n > 0 here).
+        // The middle line, not the first: a block touched front to back and then
+        // partly evicted loses its *first* lines first (LRU), so near the cache's
+        // capacity the first line reads cold while most of the block is cached. The
+        // middle line is cached only if at least the back half is, and cold only if
+        // at least the front half is: it votes with the majority.
+        let mid = n / 2;
+        // SAFETY: mid < n, so both probed bytes are inside their ranges, readable per
+        // the contract.
         unsafe {
-            probes.dst = crate::probe::probe(dst, p.probe_hit_max);
+            probes.dst = crate::probe::probe(dst.add(mid), p.probe_hit_max);
             if !src.is_null() {
-                probes.src = crate::probe::probe(src, p.probe_hit_max);
+                probes.src = crate::probe::probe(src.add(mid), p.probe_hit_max);
             }
         }
     }
-    policy::decide(op, n, hint, overlap, probes, &p, features())
+    policy::decide(op, n, hint, overlap, probes, &p, published_features())
 }
 
-/// Calls kernel `k` for `op`. Falls back to the portable kernel if `k` lacks the op
-/// or cannot run here (which the policy already excludes).
+/// Calls kernel `k` for `op`: a direct call for every kernel, no table lookup (the
+/// table is cold memory on a cold call). A kernel that lacks the op (which the policy
+/// and `force` exclude) falls back to the portable kernel.
 ///
 /// # Safety
-/// As the op's C contract: pointers valid for `n` bytes; for `Copy`, no overlap.
+/// As the op's C contract: pointers valid for `n` bytes; for `Copy`, no overlap; `k`'s
+/// CPU features present (the policy, the fast path and `choose` only return such
+/// kernels).
 #[inline(never)]
 unsafe fn run(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
-    use crate::arch::all::portable;
+    use crate::arch::all::{naive, portable};
     #[cfg(target_arch = "x86_64")]
     use crate::arch::x86_64 as x;
-    // SAFETY: `choose` only returns kernels whose features are present and that
-    // implement `op`; pointer validity is the caller's contract.
+    // SAFETY: forwarded contract; every arm calls a kernel whose features the caller
+    // has established.
     unsafe {
         match (k, op) {
+            (KernelId::Naive, Op::Copy) => naive::copy(dst, src, n),
+            (KernelId::Naive, Op::Move) => naive::move_(dst, src, n),
+            (KernelId::Naive, Op::Set | Op::Zero) => naive::set(dst, byte, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Sse2, Op::Copy) => x::sse2::copy(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Sse2, Op::Move) => x::sse2::move_(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Sse2, Op::Set | Op::Zero) => x::sse2::set(dst, byte, n),
             #[cfg(target_arch = "x86_64")]
             (KernelId::Avx2, Op::Copy) => x::avx2::copy(dst, src, n),
             #[cfg(target_arch = "x86_64")]
@@ -408,36 +484,36 @@ unsafe fn run(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: us
             #[cfg(target_arch = "x86_64")]
             (KernelId::Avx2Nt, Op::Set | Op::Zero) => x::avx2_nt::set(dst, byte, n),
             #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx2Pf, Op::Copy) => x::avx2_pf::copy(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx2Pf, Op::Move) => x::avx2_pf::move_(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx2PfNt, Op::Copy) => x::avx2_pf_nt::copy(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx2PfNt, Op::Move) => x::avx2_pf_nt::move_(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx512, Op::Copy) => x::avx512::copy(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx512, Op::Move) => x::avx512::move_(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx512, Op::Set | Op::Zero) => x::avx512::set(dst, byte, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx512Nt, Op::Copy) => x::avx512_nt::copy(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx512Nt, Op::Move) => x::avx512_nt::move_(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx512Nt, Op::Set | Op::Zero) => x::avx512_nt::set(dst, byte, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::RepMovsb, Op::Copy) => x::rep_movsb::copy(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::RepMovsb, Op::Move) => x::rep_movsb::move_(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::RepStosb, Op::Set | Op::Zero) => x::rep_stosb::set(dst, byte, n),
+            #[cfg(target_arch = "x86_64")]
             (KernelId::Clzero, Op::Zero) => x::clzero::zero(dst, n),
-            #[cfg(target_arch = "x86_64")]
-            (KernelId::Sse2, Op::Copy) => x::sse2::copy(dst, src, n),
-            #[cfg(target_arch = "x86_64")]
-            (KernelId::Sse2, Op::Move) => x::sse2::move_(dst, src, n),
-            #[cfg(target_arch = "x86_64")]
-            (KernelId::Sse2, Op::Set | Op::Zero) => x::sse2::set(dst, byte, n),
-            (KernelId::Portable, Op::Copy) => portable::copy(dst, src, n),
-            (KernelId::Portable, Op::Set | Op::Zero) => portable::set(dst, byte, n),
-            (KernelId::Portable, Op::Move) => portable::move_(dst, src, n),
-            // A forced kernel outside the policy's usual set: through the table.
-            (other, op) => run_from_table(other, op, dst, src, byte, n),
-        }
-    }
-}
-
-/// # Safety
-/// As [`run`].
-unsafe fn run_from_table(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
-    let avail = k.kernel().and_then(|e| e.available());
-    // SAFETY: `Available` certifies the CPU features; pointers are the caller's contract.
-    unsafe {
-        match (op, avail) {
-            (Op::Copy, Some(a)) if a.copy_fn().is_some() => (a.copy_fn().unwrap())(dst, src, n),
-            (Op::Move, Some(a)) if a.move_fn().is_some() => (a.move_fn().unwrap())(dst, src, n),
-            (Op::Set, Some(a)) if a.set_fn().is_some() => (a.set_fn().unwrap())(dst, byte, n),
-            (Op::Zero, Some(a)) if a.zero_fn().is_some() => (a.zero_fn().unwrap())(dst, n),
-            (Op::Copy, _) => crate::arch::all::portable::copy(dst, src, n),
-            (Op::Move, _) => crate::arch::all::portable::move_(dst, src, n),
-            (Op::Set | Op::Zero, _) => crate::arch::all::portable::set(dst, byte, n),
+            (_, Op::Copy) => portable::copy(dst, src, n),
+            (_, Op::Move) => portable::move_(dst, src, n),
+            (_, Op::Set | Op::Zero) => portable::set(dst, byte, n),
         }
     }
 }
@@ -475,9 +551,9 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
     unsafe {
         if n <= INLINE_MAX {
             copy_inline(dst, src, n)
-        } else if n < COPY_FAST_BELOW.load(Ordering::Relaxed) {
+        } else if n < P.copy_fast_below.load(Ordering::Relaxed) {
             run(
-                kernel_at(COPY_FAST.load(Ordering::Relaxed) as usize),
+                kernel_at(P.copy_fast.load(Ordering::Relaxed)),
                 Op::Copy,
                 dst,
                 src,
@@ -508,9 +584,9 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
     unsafe {
         if n <= INLINE_MAX {
             copy_inline(dst, src, n)
-        } else if n < COPY_FAST_BELOW.load(Ordering::Relaxed) {
+        } else if n < P.copy_fast_below.load(Ordering::Relaxed) {
             run(
-                kernel_at(COPY_FAST.load(Ordering::Relaxed) as usize),
+                kernel_at(P.copy_fast.load(Ordering::Relaxed)),
                 Op::Move,
                 dst,
                 src,
@@ -549,9 +625,9 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) {
                 return set_short::<__m128i>(dst, __m128i::splat(byte), n);
             }
             let op = if byte == 0 { Op::Zero } else { Op::Set };
-            if n < SET_FAST_BELOW.load(Ordering::Relaxed) {
+            if n < P.set_fast_below.load(Ordering::Relaxed) {
                 return run(
-                    kernel_at(SET_FAST.load(Ordering::Relaxed) as usize),
+                    kernel_at(P.set_fast.load(Ordering::Relaxed)),
                     op,
                     dst,
                     core::ptr::null(),

@@ -41,7 +41,7 @@ pub struct Thresholds {
     pub stream_reuse: usize,
 }
 
-/// What a probe of the first line of a region found.
+/// What a probe of a region's line (the middle one; see `dispatch`) found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Probed {
     /// Not probed (small call, hint given, probing disabled or unsupported).
@@ -55,9 +55,9 @@ pub enum Probed {
 /// Probe results for a call.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Probes {
-    /// The source's first line (copy and move only).
+    /// The source (copy and move only).
     pub src: Probed,
-    /// The destination's first line.
+    /// The destination.
     pub dst: Probed,
 }
 

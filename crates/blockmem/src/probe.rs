@@ -1,7 +1,8 @@
-//! The timed-load probe of seed 003 §IV: time one load of the first line of a region
-//! with the time-stamp counter and compare it with a calibrated threshold. The first
-//! line's state predicts the whole block's well (seed 003 Table 2; the lab's `probe`
-//! experiment measures it here). The probe costs two fenced `rdtsc` reads plus the load
+//! The timed-load probe of seed 003 §IV: time one load of a line of a region with the
+//! time-stamp counter and compare it with a calibrated threshold. Seed 003 probed the
+//! first line, which predicts small kernel blocks well (its Table 2; the lab's `probe`
+//! experiment measures the same here); the dispatcher probes the middle line instead,
+//! which also holds for large blocks partly evicted in LRU order. The probe costs two fenced `rdtsc` reads plus the load
 //! itself (a DRAM round trip when the line is cold), so the policy only probes above
 //! the size where calibration found it pays. The probe leaves the line cached.
 

@@ -33,7 +33,7 @@ pub struct Profile {
     pub stream_no_reuse: usize,
     /// `Reuse`: stream only at and above this (the block cannot stay cached anyway).
     pub stream_reuse: usize,
-    /// `Auto` probes the first line of source and destination from this size up
+    /// `Auto` and `NoReuse` probe the middle line of source and destination from this size up
     /// (0 disables probing).
     pub probe_min: usize,
     /// A probe load taking at most this many TSC cycles found its line in cache.
@@ -146,7 +146,7 @@ const KEYS: [Key; 15] = [
     },
     Key {
         name: "probe_min",
-        doc: "Auto probes the first line of src and dst from this size (0 = never)",
+        doc: "Auto and NoReuse probe the middle line of src and dst from this size (0 = never)",
         kind: Kind::Size(|p| &mut p.probe_min),
     },
     Key {
