@@ -193,16 +193,12 @@ fn label(k: &CellKey) -> String {
     }
 }
 
-/// Summary numbers for one op: (method, vs libc (geo, worst, cell), vs oracle (geo,
-/// worst, cell)). Used by the tables and by the closing checks.
-pub fn summary(
-    recs: &[Record],
-    op: &str,
-) -> Vec<(
-    String,
-    Option<(f64, f64, String)>,
-    Option<(f64, f64, String)>,
-)> {
+/// A ratio summary: (geometric mean, worst cell's ratio, worst cell's label).
+pub type Ratio = Option<(f64, f64, String)>;
+
+/// Summary numbers for one op: (method, vs libc, vs oracle). Used by the tables and by
+/// the closing checks.
+pub fn summary(recs: &[Record], op: &str) -> Vec<(String, Ratio, Ratio)> {
     let g = Grid::of(recs, op);
     ["auto", "auto_hinted", "oracle"]
         .iter()
@@ -247,7 +243,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
             ["method", "vs libc (geomean)", "worst vs libc", "worst cell", "vs oracle (geomean)", "worst vs oracle", "worst cell"].map(String::from).to_vec(),
         );
         for (m, l, o) in summary(recs, op) {
-            let f = |x: &Option<(f64, f64, String)>| match x {
+            let f = |x: &Ratio| match x {
                 Some((g, w, c)) => [format!("{g:.2}×"), format!("{w:.2}×"), c.clone()],
                 None => ["-".into(), "-".into(), "-".into()],
             };
