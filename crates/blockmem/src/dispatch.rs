@@ -13,13 +13,13 @@
 //! replaceable with [`install`]) and an optional forced kernel. Nothing here allocates, locks or calls `memcpy`; every path is
 //! async-signal-safe and works before any initialisation has run.
 
-use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
 use crate::autoload::{self, Found, Source};
 use crate::cpu::{self, Features};
-use crate::kernel::{KernelId, Op};
+use crate::kernel::{CopyFn, KernelId, Op, SetFn};
 use crate::policy::{self, Probes, Thresholds};
 use crate::profile::{self, ErrorKind, Profile, ProfileError};
 use crate::Hint;
@@ -37,6 +37,11 @@ struct Published {
     // fast path (not yet published, or a kernel is forced).
     copy_fast_below: AtomicUsize,
     set_fast_below: AtomicUsize,
+    // The fast kernels' entry points: one load and one call, no dispatch code or jump
+    // table in between (on a cold call each of those is another miss).
+    copy_fast_fn: AtomicPtr<()>,
+    move_fast_fn: AtomicPtr<()>,
+    set_fast_fn: AtomicPtr<()>,
     copy_fast: AtomicU8,
     set_fast: AtomicU8,
     // 0 = not initialised, 1 = a caller is initialising, 2 = published.
@@ -67,6 +72,9 @@ struct Published {
 static P: Published = Published {
     copy_fast_below: AtomicUsize::new(0),
     set_fast_below: AtomicUsize::new(0),
+    copy_fast_fn: AtomicPtr::new(core::ptr::null_mut()),
+    move_fast_fn: AtomicPtr::new(core::ptr::null_mut()),
+    set_fast_fn: AtomicPtr::new(core::ptr::null_mut()),
     copy_fast: AtomicU8::new(0),
     set_fast: AtomicU8::new(0),
     state: AtomicU8::new(0),
@@ -136,13 +144,21 @@ pub(crate) fn refresh_fast_path() {
     let mov = policy::decide(Op::Move, n, Hint::Auto, true, Probes::NONE, &p, f);
     let set = policy::decide(Op::Set, n, Hint::Auto, false, Probes::NONE, &p, f);
     let zero = policy::decide(Op::Zero, n, Hint::Auto, false, Probes::NONE, &p, f);
-    if copy == mov && copy_below > n {
+    let entry = |k: KernelId| k.kernel().and_then(|e| e.available());
+    let copy_fns = entry(copy).and_then(|a| Some((a.copy_fn()?, entry(mov)?.move_fn()?)));
+    if let (true, Some((c, m))) = (copy == mov && copy_below > n, copy_fns) {
         P.copy_fast.store(copy as u8, Ordering::Relaxed);
-        P.copy_fast_below.store(copy_below, Ordering::Relaxed);
+        P.copy_fast_fn.store(c as *mut (), Ordering::Relaxed);
+        P.move_fast_fn.store(m as *mut (), Ordering::Relaxed);
+        P.copy_fast_below.store(copy_below, Ordering::Release);
     }
-    if set == zero && streams > n {
+    if let (true, Some(f)) = (
+        set == zero && streams > n,
+        entry(set).and_then(|a| a.set_fn()),
+    ) {
         P.set_fast.store(set as u8, Ordering::Relaxed);
-        P.set_fast_below.store(streams, Ordering::Relaxed);
+        P.set_fast_fn.store(f as *mut (), Ordering::Relaxed);
+        P.set_fast_below.store(streams, Ordering::Release);
     }
 }
 
@@ -518,6 +534,17 @@ unsafe fn run(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: us
     }
 }
 
+/// The fast-path entry in `slot`.
+///
+/// # Safety
+/// Only after reading a non-zero fast-path limit with `Acquire`: the limit is published
+/// (`Release`) after the slot holds a `CopyFn` of an available kernel.
+#[inline(always)]
+unsafe fn fast_copy(slot: &AtomicPtr<()>) -> CopyFn {
+    // SAFETY: per the contract the pointer came from a `CopyFn`.
+    unsafe { core::mem::transmute::<*mut (), CopyFn>(slot.load(Ordering::Relaxed)) }
+}
+
 /// Largest size the x86-64 inline SSE2 rung handles (8 × 16 bytes).
 #[cfg(target_arch = "x86_64")]
 const INLINE_MAX: usize = 128;
@@ -551,15 +578,8 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
     unsafe {
         if n <= INLINE_MAX {
             copy_inline(dst, src, n)
-        } else if n < P.copy_fast_below.load(Ordering::Relaxed) {
-            run(
-                kernel_at(P.copy_fast.load(Ordering::Relaxed)),
-                Op::Copy,
-                dst,
-                src,
-                0,
-                n,
-            )
+        } else if n < P.copy_fast_below.load(Ordering::Acquire) {
+            fast_copy(&P.copy_fast_fn)(dst, src, n)
         } else {
             run(
                 choose_for_call(Op::Copy, dst, src, n, hint, false),
@@ -584,15 +604,8 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
     unsafe {
         if n <= INLINE_MAX {
             copy_inline(dst, src, n)
-        } else if n < P.copy_fast_below.load(Ordering::Relaxed) {
-            run(
-                kernel_at(P.copy_fast.load(Ordering::Relaxed)),
-                Op::Move,
-                dst,
-                src,
-                0,
-                n,
-            )
+        } else if n < P.copy_fast_below.load(Ordering::Acquire) {
+            fast_copy(&P.move_fast_fn)(dst, src, n)
         } else if !core::ptr::eq(dst, src) {
             let overlap = !disjoint(dst, src, n);
             run(
@@ -625,15 +638,12 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) {
                 return set_short::<__m128i>(dst, __m128i::splat(byte), n);
             }
             let op = if byte == 0 { Op::Zero } else { Op::Set };
-            if n < P.set_fast_below.load(Ordering::Relaxed) {
-                return run(
-                    kernel_at(P.set_fast.load(Ordering::Relaxed)),
-                    op,
-                    dst,
-                    core::ptr::null(),
-                    byte,
-                    n,
-                );
+            if n < P.set_fast_below.load(Ordering::Acquire) {
+                // SAFETY: a non-zero `set_fast_below` was published (Release) after
+                // `set_fast_fn` was set to a `SetFn` of an available kernel.
+                let f: SetFn =
+                    core::mem::transmute::<*mut (), SetFn>(P.set_fast_fn.load(Ordering::Relaxed));
+                return f(dst, byte, n);
             }
             run(
                 choose_for_call(op, dst, core::ptr::null(), n, hint, false),
