@@ -323,6 +323,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let started = Instant::now();
     eprintln!("blockmem lab: measuring the timer and the cache hierarchy…");
     let mut runner = engine(opts.llc);
+    runner.boost_cheap_cells = opts.reps.is_none();
     let perf = perf::status();
     {
         let h = &runner.states.hier;

@@ -112,12 +112,24 @@ pub fn status() -> PerfStatus {
             available: true,
             detail: "PERF_COUNT_HW_CACHE_MISSES (user space) counted around state checks".into(),
         },
-        Err(e) => PerfStatus {
-            available: false,
-            detail: format!(
-                "perf_event_open failed ({e}); cache states are verified by probe latency only"
-            ),
-        },
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => {
+                    "no hardware cache-miss event (typical in a VM without a virtual PMU)"
+                }
+                Some(libc::EACCES) | Some(libc::EPERM) => {
+                    "not permitted (kernel.perf_event_paranoid; run as root or lower it to use counters)"
+                }
+                Some(libc::ENOSYS) => "perf events are not compiled into this kernel",
+                _ => "unavailable",
+            };
+            PerfStatus {
+                available: false,
+                detail: format!(
+                    "perf_event_open: {why} ({e}); cache states are verified by probe latency only"
+                ),
+            }
+        }
     }
 }
 

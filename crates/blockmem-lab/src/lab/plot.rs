@@ -129,13 +129,16 @@ pub fn lines(
     }
     match (size_x, log_y) {
         (true, true) => body!(b
-            .build_cartesian_2d((x0..x1).log_scale().base(4.0), (y0..y1).log_scale())
+            .build_cartesian_2d(
+                (x0..x1).log_scale().base(4.0),
+                (y0..y1).log_scale().base(2.0)
+            )
             .map_err(err)?),
         (true, false) => body!(b
             .build_cartesian_2d((x0..x1).log_scale().base(4.0), y0..y1)
             .map_err(err)?),
         (false, true) => body!(b
-            .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+            .build_cartesian_2d(x0..x1, (y0..y1).log_scale().base(2.0))
             .map_err(err)?),
         (false, false) => body!(b.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?),
     }

@@ -162,6 +162,8 @@ struct Pool {
     src: Option<Buffer>,
     dst: Option<Buffer>,
     app: Option<Buffer>,
+    /// The chain built in `app`: (working-set bytes, head pointer, links).
+    app_chain: Option<(usize, *const usize, usize)>,
 }
 
 fn ensure<'a>(
@@ -178,6 +180,21 @@ fn ensure<'a>(
         *slot = Some(b);
     }
     slot.as_mut().expect("just ensured")
+}
+
+/// Lines of the application working set the pollution re-read visits.
+pub const APP_LINES: usize = 8192;
+
+/// Follows a pointer chain of `links` links from `head` (dependent loads: every miss
+/// costs its full latency, like an application's pointer-rich data).
+pub fn chase(head: *const usize, links: usize) -> usize {
+    let mut p = head;
+    for _ in 0..links {
+        // SAFETY: `head` starts a cyclic chain built by `Runner::app_chain` inside a
+        // pool buffer; every link points to another link of it.
+        p = unsafe { p.read_volatile() } as *const usize;
+    }
+    std::hint::black_box(p as usize)
 }
 
 /// Sums a region as `u64` words (a full, vectorised read).
@@ -221,6 +238,9 @@ pub struct Runner {
     pub states: StateBuilder,
     /// Warnings so far.
     pub warnings: Warnings,
+    /// Triple the repetitions of all-hot cells up to 256 KiB (cheap to prepare, short
+    /// and noise-prone). On by default; the lab turns it off when `--reps` is given.
+    pub boost_cheap_cells: bool,
     pool: Pool,
     rng: fastrand::Rng,
 }
@@ -265,8 +285,35 @@ impl Runner {
             timer: states.timer,
             states,
             warnings: Warnings::default(),
+            boost_cheap_cells: true,
             pool: Pool::default(),
             rng: fastrand::Rng::with_seed(0xb10c),
+        }
+    }
+
+    /// The application working set of `ws` bytes with a random cyclic chain through
+    /// [`APP_LINES`] of its lines (all of them if fewer), built once per size:
+    /// (base, bytes, head, links).
+    fn app_chain(&mut self, ws: usize) -> (*mut u8, usize, *const usize, usize) {
+        let base = ensure(&mut self.pool.app, ws, None).as_mut_ptr();
+        match self.pool.app_chain {
+            Some((w, head, links)) if w == ws => (base, ws, head, links),
+            _ => {
+                let lines = ws / super::state::LINE;
+                let mut pick: Vec<usize> = (0..lines).collect();
+                self.rng.shuffle(&mut pick);
+                pick.truncate(APP_LINES.min(lines));
+                let links = pick.len();
+                for i in 0..links {
+                    let from = base.wrapping_add(pick[i] * super::state::LINE) as *mut usize;
+                    let to = base.wrapping_add(pick[(i + 1) % links] * super::state::LINE);
+                    // SAFETY: both lines lie inside the `ws`-byte app buffer, aligned.
+                    unsafe { from.write(to as usize) };
+                }
+                let head = base.wrapping_add(pick[0] * super::state::LINE) as *const usize;
+                self.pool.app_chain = Some((ws, head, links));
+                (base, ws, head, links)
+            }
         }
     }
 
@@ -339,10 +386,7 @@ impl Runner {
         };
         let dst_base = ensure(&mut self.pool.dst, slots * span, None).as_mut_ptr();
         let app = match c.after {
-            After::ReadApp { ws } => Some((
-                ensure(&mut self.pool.app, ws, Some(&mut self.rng)).as_mut_ptr(),
-                ws,
-            )),
+            After::ReadApp { ws } => Some(self.app_chain(ws)),
             _ => None,
         };
         let place = |slot: usize| -> (*const u8, *mut u8, Vec<Region>) {
@@ -363,7 +407,7 @@ impl Runner {
                 state: c.dst,
                 access: Access::Write,
             });
-            if let Some((p, ws)) = app {
+            if let Some((p, ws, _, _)) = app {
                 regions.push(Region {
                     ptr: p,
                     len: ws,
@@ -404,13 +448,13 @@ impl Runner {
             // pool buffers owned by `self`, which nothing else touches meanwhile; the
             // regions do not overlap each other or the eviction buffer.
             unsafe {
-                if let (After::ReadApp { ws }, false) = (c.after, probe_rep) {
+                if let (After::ReadApp { .. }, false) = (c.after, probe_rep) {
                     // Paired baseline: same preparation, no call.
                     poison(dst, src, n, c.op, byte);
                     self.states.prepare(&regions);
-                    let (p, _) = app.expect("app buffer");
+                    let (_, _, head, links) = app.expect("app buffer");
                     base_samples.push(timer.time(|| {
-                        read_all(p, ws);
+                        chase(head, links);
                     }));
                 }
                 poison(dst, src, n, c.op, byte);
@@ -436,10 +480,10 @@ impl Runner {
                     After::ReadDst => after_samples.push(timer.time(|| {
                         read_all(dst, n);
                     })),
-                    After::ReadApp { ws } => {
-                        let (p, _) = app.expect("app buffer");
+                    After::ReadApp { .. } => {
+                        let (_, _, head, links) = app.expect("app buffer");
                         after_samples.push(timer.time(|| {
-                            read_all(p, ws);
+                            chase(head, links);
                         }));
                     }
                 }
@@ -501,7 +545,17 @@ impl Runner {
                     .map(|(a, b)| a - b)
                     .collect();
                 let extra = Summary::of(&diffs).median;
+                let (_, _, _, links) = app.expect("app buffer");
+                let per_line = extra / links as f64;
+                let base_line = base.median / links as f64;
+                let miss_penalty = (self.states.hier.probe_dram_ns - base_line).max(1.0);
                 extras.insert("app_ws".into(), json!(ws));
+                extras.insert("app_lines_sampled".into(), json!(links));
+                extras.insert("app_extra_ns_per_line".into(), json!(per_line));
+                extras.insert(
+                    "app_dram_miss_fraction".into(),
+                    json!((per_line / miss_penalty).clamp(0.0, 1.0)),
+                );
                 extras.insert("app_read_ns".into(), json!(after.median));
                 extras.insert("app_base_ns".into(), json!(base.median));
                 extras.insert("app_extra_ns".into(), json!(extra));

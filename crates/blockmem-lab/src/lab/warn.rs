@@ -99,7 +99,7 @@ impl Warning {
         match self {
             Warning::Noisy { .. } => "noisy".into(),
             Warning::StateMismatch { region, wanted, .. } => format!("state:{region}:{wanted}"),
-            Warning::HotExceedsLlc { size, .. } => format!("hotllc:{size}"),
+            Warning::HotExceedsLlc { .. } => "hotllc".into(),
             Warning::BackgroundNotResident { .. } => "background".into(),
             Warning::MethodSkipped { method, experiment } => format!("skip:{method}:{experiment}"),
             w => format!("{w}"),
