@@ -121,8 +121,15 @@ pub struct HostFacts {
 /// Why each key got its value (written as comments into the profile).
 pub type Evidence = Vec<String>;
 
-/// Derives the profile from the measurements. Pure: no clock, no hardware.
-pub fn derive(m: &Measurements, facts: &HostFacts, base: Profile) -> (Profile, Evidence) {
+/// Derives the profile from the measurements (`m`: the call alone; `m_read`: the call
+/// followed by a full read of the destination, for sizes past the LLC). Pure: no clock,
+/// no hardware.
+pub fn derive(
+    m: &Measurements,
+    m_read: &Measurements,
+    facts: &HostFacts,
+    base: Profile,
+) -> (Profile, Evidence) {
     let mut p = base;
     let mut why = Vec::new();
     let sizes: Vec<usize> = {
@@ -280,8 +287,46 @@ pub fn derive(m: &Measurements, facts: &HostFacts, base: Profile) -> (Profile, E
     }
     p.stream_auto_cold_dst = p.stream_auto_cold_dst.min(p.stream_auto);
     p.stream_no_reuse = p.stream_auto_cold_dst.max(profile::MIN_STREAM_NO_REUSE);
-    p.stream_reuse = facts.llc_effective.saturating_mul(2);
-    why.push(format!("stream_no_reuse: as stream_auto_cold_dst (at least {}); stream_reuse: twice the effective LLC", Size(profile::MIN_STREAM_NO_REUSE)));
+    why.push(format!(
+        "stream_no_reuse: as stream_auto_cold_dst (at least {})",
+        Size(profile::MIN_STREAM_NO_REUSE)
+    ));
+    // Reuse: seed 003 Fig. 3 has streaming pay again once the block exceeds the cache,
+    // even when it is read right after. Test it: copy + read, past the LLC.
+    let reuse_sizes: Vec<usize> = {
+        let mut v: Vec<usize> = m_read.keys().map(|k| k.2).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let stream_pays_with_read = |n: usize| {
+        let r = geomean(COPY_STATES.iter().filter_map(|&(s, d)| {
+            Some(
+                m_read.get(&(p.copy_temporal, Op::Copy, n, s, d))?
+                    / m_read.get(&(p.copy_stream, Op::Copy, n, s, d))?,
+            )
+        }));
+        r.map(|r| (r > MARGIN, r))
+    };
+    p.stream_reuse = usize::MAX;
+    let mut reuse_note =
+        "stream_reuse: never (no copy-then-read measurement past the LLC)".to_string();
+    for &n in &reuse_sizes {
+        if let Some((pays, r)) = stream_pays_with_read(n) {
+            if pays && p.stream_reuse == usize::MAX {
+                p.stream_reuse = n;
+            }
+            if !pays {
+                p.stream_reuse = usize::MAX;
+            }
+            reuse_note = if p.stream_reuse == usize::MAX {
+                format!("stream_reuse: never; copy + read of {} is {r:.2}x as fast with temporal stores as with {} (seed 003 Fig. 3's reversal past the cache did not hold here)", Size(n), p.copy_stream.name())
+            } else {
+                format!("stream_reuse: from {}; streaming + read is {r:.2}x as fast past the LLC (seed 003 Fig. 3)", Size(p.stream_reuse))
+            };
+        }
+    }
+    why.push(reuse_note);
 
     // Cold source: block prefetch if it beats the temporal kernel when the source is cold.
     p.copy_cold_src = p.copy_temporal;
@@ -508,6 +553,40 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         }
     }
     eprintln!();
+    // Copy then read the destination, past the LLC (for the Reuse threshold).
+    let mut m_read = Measurements::new();
+    let copy_kernels = [
+        available(&COPY_TEMPORAL, Op::Copy),
+        available(&COPY_STREAM, Op::Copy),
+    ]
+    .concat();
+    for &n in sizes.iter().filter(|&&n| n >= llc_eff) {
+        for &(s, d) in &COPY_STATES {
+            for k in &copy_kernels {
+                let Some(method) = Method::kernel(k.name()) else {
+                    continue;
+                };
+                let cell = Cell {
+                    experiment: "calibrate",
+                    method: &method,
+                    op: Op::Copy,
+                    size: n,
+                    src: s,
+                    dst: d,
+                    src_off: 0,
+                    dst_off: 0,
+                    after: After::ReadDst,
+                    reps: reps(n),
+                };
+                if let Some(r) = runner.measure(&cell) {
+                    if !r.verified {
+                        unverified.push(format!("{} copy {n} (then read)", k.name()));
+                    }
+                    m_read.insert((*k, Op::Copy, n, s, d), r.summary.median);
+                }
+            }
+        }
+    }
     anyhow::ensure!(
         unverified.is_empty(),
         "kernels produced wrong bytes during calibration: {unverified:?}"
@@ -520,7 +599,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         tsc_ghz: timer.ticks_per_ns,
     };
     let base = Profile::from_caches(&blockmem::cpu::used_caches());
-    let (profile, evidence) = derive(&m, &facts, base);
+    let (profile, evidence) = derive(&m, &m_read, &facts, base);
     let elapsed = start.elapsed();
 
     let cpu = blockmem::cpu::detect();
@@ -599,6 +678,21 @@ mod tests {
     /// from 64 KiB to a cold destination and from 8 MiB (past the 32 MiB LLC's half)
     /// even when "hot"; rep movsb wins only at 4 KiB.
     fn synthetic() -> (Measurements, HostFacts) {
+        synthetic_with_reads().0
+    }
+
+    /// Plus copy-then-read times at 64 MiB where temporal stores win by 20%.
+    fn synthetic_with_reads() -> ((Measurements, HostFacts), Measurements) {
+        let (m, f) = synthetic_base();
+        let mut r = Measurements::new();
+        for (s, d) in COPY_STATES {
+            r.insert((KernelId::Avx2, Op::Copy, 64 << 20, s, d), 100.0);
+            r.insert((KernelId::Avx2Nt, Op::Copy, 64 << 20, s, d), 120.0);
+        }
+        ((m, f), r)
+    }
+
+    fn synthetic_base() -> (Measurements, HostFacts) {
         let mut m = Measurements::new();
         let sizes = [4 << 10, 64 << 10, 1 << 20, 8 << 20, 64 << 20];
         for &n in &sizes {
@@ -644,7 +738,7 @@ mod tests {
     #[test]
     fn derives_every_key_from_synthetic_measurements() {
         let (m, facts) = synthetic();
-        let (p, why) = derive(&m, &facts, Profile::FALLBACK);
+        let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
         assert_eq!(p.copy_temporal, KernelId::Avx2);
         assert_eq!(
             (p.rep_movsb_min, p.rep_movsb_max),
@@ -655,7 +749,11 @@ mod tests {
         assert_eq!(p.stream_auto_cold_dst, 64 << 10, "{why:#?}");
         assert_eq!(p.stream_auto, 8 << 20, "{why:#?}");
         assert_eq!(p.stream_no_reuse, 64 << 10);
-        assert_eq!(p.stream_reuse, 64 << 20);
+        assert_eq!(
+            p.stream_reuse,
+            usize::MAX,
+            "no read-after measurement: never stream for Reuse"
+        );
         assert_eq!(p.copy_cold_src, KernelId::Avx2Pf);
         assert_eq!(p.set_temporal, KernelId::RepStosb);
         assert_eq!(p.zero_stream, KernelId::Avx2Nt);
@@ -668,10 +766,26 @@ mod tests {
     }
 
     #[test]
+    fn reuse_streams_only_where_copy_plus_read_is_faster() {
+        let ((m, facts), mut reads) = synthetic_with_reads();
+        let (p, _) = derive(&m, &reads, &facts, Profile::FALLBACK);
+        assert_eq!(p.stream_reuse, usize::MAX, "temporal + read won");
+        for v in reads
+            .iter_mut()
+            .filter(|(k, _)| k.0 == KernelId::Avx2Nt)
+            .map(|(_, v)| v)
+        {
+            *v = 80.0;
+        }
+        let (p, _) = derive(&m, &reads, &facts, Profile::FALLBACK);
+        assert_eq!(p.stream_reuse, 64 << 20, "streaming + read won");
+    }
+
+    #[test]
     fn probing_turns_off_when_latencies_overlap() {
         let (m, mut facts) = synthetic();
         facts.probe_cold_cycles = (70.0, 50.0);
-        let (p, _) = derive(&m, &facts, Profile::FALLBACK);
+        let (p, _) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
         assert_eq!(p.probe_min, 0);
     }
 
@@ -683,7 +797,7 @@ mod tests {
                 *v = *n as f64; // streaming always slow
             }
         }
-        let (p, _) = derive(&m, &facts, Profile::FALLBACK);
+        let (p, _) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
         assert_eq!(p.stream_auto_cold_dst, p.stream_auto);
         assert_eq!(p.stream_auto, 32 << 20, "falls back to the effective LLC");
     }
@@ -691,7 +805,7 @@ mod tests {
     #[test]
     fn derived_profile_round_trips_through_the_file_format() {
         let (m, facts) = synthetic();
-        let (p, _) = derive(&m, &facts, Profile::FALLBACK);
+        let (p, _) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
         let mut text = String::new();
         profile::render(&mut text, &p, &["test"]).unwrap();
         let (q, _) = profile::parse(text.as_bytes(), Profile::FALLBACK).unwrap();
