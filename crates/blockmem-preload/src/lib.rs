@@ -150,6 +150,7 @@ pub const INLINE_MAX: usize = SMALL_MAX;
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= INLINE_MAX`.
 #[inline(always)]
+#[allow(clippy::if_same_then_else)] // the same call under two size ranges: see below
 unsafe fn copy_small(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: each rung's size precondition holds; SSE2 is architectural on x86-64.
     unsafe {
