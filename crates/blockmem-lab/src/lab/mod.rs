@@ -312,8 +312,12 @@ fn mib(n: usize) -> String {
 pub fn run(args: &LabArgs) -> Result<()> {
     if let Some(files) = &args.compare {
         let c = compare::compare(&files[0], &files[1])?;
+        let sent = c
+            .sentinel_table()
+            .map(|t| t.to_text() + "\n")
+            .unwrap_or_default();
         emit(&format!(
-            "{}\n{}",
+            "{}\n{sent}{}",
             c.summary(args.tolerance).to_text(),
             c.worst(10).to_text()
         ));

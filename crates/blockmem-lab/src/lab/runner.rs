@@ -420,7 +420,7 @@ impl Runner {
         // Cells with nothing to evict are cheap to prepare: more repetitions for the
         // same cost make their (short, noise-prone) times repeatable.
         let all_hot = c.dst == CacheState::Hot && (!copy_like || c.src == CacheState::Hot);
-        let reps = if all_hot && n <= SLOT_SPAN_MAX {
+        let reps = if self.boost_cheap_cells && all_hot && n <= SLOT_SPAN_MAX {
             c.reps * 3
         } else {
             c.reps
