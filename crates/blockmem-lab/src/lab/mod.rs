@@ -61,7 +61,7 @@ fn experiment_names() -> Vec<&'static str> {
     probe        cache-probe cost and accuracy (seed 003 Table 2)\n\n\
     `blockmem lab` alone runs the default set and writes ./blockmem-lab/index.html.")]
 pub struct LabArgs {
-    /// Experiments to run (default: all).
+    /// Experiments to run (default: the default set, see below).
     #[arg(value_name = "EXPERIMENT", value_parser = clap::builder::PossibleValuesParser::new(experiment_names()))]
     pub experiments: Vec<String>,
     /// Fewer sizes, methods and repetitions: the default set in under 3 minutes.

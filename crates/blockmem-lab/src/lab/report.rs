@@ -140,15 +140,16 @@ pub fn write_html(
     );
     let cpu = host["cpu"]["brand"].as_str().unwrap_or("?");
     let hier = &host["hierarchy"];
+    let sz = |v: &Value| super::experiments::fmt_size(v.as_u64().unwrap_or(0) as usize);
     let _ = write!(
         s,
-        "<p><b>{}</b> — L1d {} B, L2 {} B, LLC {} B reported, <b>{} B effective</b> ({}); \
+        "<p><b>{}</b> — L1d {}, L2 {}, LLC {} as CPUID reports it, <b>{} effective</b> ({}); \
          TSC {:.3} GHz; libc: {}; {}</p>",
         esc(cpu),
-        hier["l1d"],
-        hier["l2"],
-        hier["llc_reported"],
-        hier["llc_effective"],
+        sz(&hier["l1d"]),
+        sz(&hier["l2"]),
+        sz(&hier["llc_reported"]),
+        sz(&hier["llc_effective"]),
         esc(hier["llc_source"].as_str().unwrap_or("")),
         host["timer"]["ticks_per_ns"].as_f64().unwrap_or(0.0),
         esc(host["libc"].as_str().unwrap_or("?")),
