@@ -143,15 +143,17 @@ pub fn build_c_program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     exe
 }
 
-/// A command with the shim preloaded and every `BLOCKMEM_*` variable of the test's
-/// own environment removed (so that a developer's settings cannot leak in).
+/// A command with the shim preloaded, as hermetic as [`plain`].
 pub fn under_shim(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut c = plain(program);
     c.env("LD_PRELOAD", shim());
     c
 }
 
-/// The same command without the shim.
+/// The same command without the shim. Hermetic: no `BLOCKMEM_*` variable of the
+/// test's environment, and `XDG_CACHE_HOME` pointing at an empty directory, so that a
+/// calibration profile the developer has at the default path does not change what the
+/// tests run (tests that want a profile set `BLOCKMEM_PROFILE`).
 pub fn plain(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut c = Command::new(program);
     c.env_remove("LD_PRELOAD");
@@ -160,6 +162,7 @@ pub fn plain(program: impl AsRef<std::ffi::OsStr>) -> Command {
             c.env_remove(k);
         }
     }
+    c.env("XDG_CACHE_HOME", scratch("empty-xdg-cache"));
     c
 }
 
