@@ -67,6 +67,8 @@ fn every_symbol_matches_the_reference_under_the_shim() {
         "{}",
         s.line
     );
+    // The tests are hermetic: no profile unless they name one.
+    assert!(s.line.ends_with("; profile cpuid-defaults"), "{}", s.line);
 }
 
 #[test]
