@@ -26,6 +26,10 @@ pub struct Diff {
     pub b: f64,
     /// |a − b| / min(a, b).
     pub rel: f64,
+    /// The same for the cell's time relative to libc's in the same configuration
+    /// (`None` for libc itself or when libc is missing): ratios cancel a change in the
+    /// machine's overall speed between the runs.
+    pub ratio_rel: Option<f64>,
 }
 
 /// The comparison.
@@ -91,6 +95,14 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
         sentinels: [sa, sb],
         ..Comparison::default()
     };
+    let libc_key = |k: &str| -> Option<String> {
+        let mut parts: Vec<&str> = k.split('/').collect();
+        if parts.len() < 2 || parts[1] == "libc" {
+            return None;
+        }
+        parts[1] = "libc";
+        Some(parts.join("/"))
+    };
     for (k, (exp, x)) in &ma {
         match mb.get(k) {
             Some((_, y)) => c.diffs.push(Diff {
@@ -99,6 +111,10 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
                 a: *x,
                 b: *y,
                 rel: rel_diff(*x, *y),
+                ratio_rel: libc_key(k).and_then(|lk| {
+                    let (la, lb) = (ma.get(&lk)?.1, mb.get(&lk)?.1);
+                    Some(rel_diff(x / la, y / lb))
+                }),
             }),
             None => c.unmatched += 1,
         }
@@ -112,11 +128,12 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
 
 impl Comparison {
     /// Summary table per experiment plus "all" rows (every cell; cells under and over
-    /// 64 KiB, since sub-microsecond cells are the noisy ones).
+    /// 64 KiB, since sub-microsecond cells are the noisy ones): agreement of the medians
+    /// and of the ratios to libc.
     pub fn summary(&self, tol: f64) -> Table {
         let mut t = Table::new(
             format!(
-                "run-to-run agreement of medians (|a−b| / min(a,b)); tolerance {:.0}%",
+                "run-to-run agreement: medians and ratios to libc (|a−b| / min(a,b)); tolerance {:.0}%",
                 tol * 100.0
             ),
             format!(
@@ -127,10 +144,12 @@ impl Comparison {
             [
                 "experiment",
                 "cells",
-                "within tol",
+                "medians within tol",
                 "median diff",
                 "p90 diff",
                 "max diff",
+                "ratios within tol",
+                "median ratio diff",
             ]
             .map(String::from)
             .to_vec(),
@@ -138,23 +157,45 @@ impl Comparison {
         let mut exps: Vec<String> = self.diffs.iter().map(|d| d.experiment.clone()).collect();
         exps.sort();
         exps.dedup();
-        exps.push("all".into());
+        exps.extend(["all", "all, < 64 KiB", "all, >= 64 KiB"].map(String::from));
+        let size_of = |d: &Diff| {
+            d.key
+                .split('/')
+                .nth(3)
+                .and_then(|s| s.parse::<usize>().ok())
+                .unwrap_or(0)
+        };
+        let pct =
+            |n: usize, of: usize| format!("{n} ({:.1}%)", 100.0 * n as f64 / of.max(1) as f64);
         for e in exps {
-            let mut r: Vec<f64> = self
+            let sel: Vec<&Diff> = self
                 .diffs
                 .iter()
-                .filter(|d| e == "all" || d.experiment == e)
-                .map(|d| d.rel)
+                .filter(|d| match e.as_str() {
+                    "all" => true,
+                    "all, < 64 KiB" => size_of(d) < 64 << 10,
+                    "all, >= 64 KiB" => size_of(d) >= 64 << 10,
+                    _ => d.experiment == e,
+                })
                 .collect();
+            if sel.is_empty() {
+                continue;
+            }
+            let mut r: Vec<f64> = sel.iter().map(|d| d.rel).collect();
             r.sort_by(f64::total_cmp);
+            let mut q: Vec<f64> = sel.iter().filter_map(|d| d.ratio_rel).collect();
+            q.sort_by(f64::total_cmp);
             let within = r.iter().filter(|&&x| x <= tol).count();
+            let qwithin = q.iter().filter(|&&x| x <= tol).count();
             t.rows.push(vec![
                 e,
                 r.len().to_string(),
-                format!("{within} ({:.1}%)", 100.0 * within as f64 / r.len() as f64),
+                pct(within, r.len()),
                 format!("{:.1}%", 100.0 * quantile_sorted(&r, 0.5)),
                 format!("{:.1}%", 100.0 * quantile_sorted(&r, 0.9)),
                 format!("{:.1}%", 100.0 * r.last().copied().unwrap_or(0.0)),
+                pct(qwithin, q.len()),
+                format!("{:.1}%", 100.0 * quantile_sorted(&q, 0.5)),
             ]);
         }
         t
@@ -225,6 +266,7 @@ mod tests {
         assert_eq!(c.within(0.10), 1.0);
         let s = c.summary(0.10).to_text();
         assert!(s.contains("1 (100.0%)"), "{s}");
+        assert_eq!(c.diffs[0].ratio_rel, None, "no libc cell to divide by");
     }
 
     #[test]
