@@ -359,13 +359,66 @@ impl Runner {
     /// Measures one cell. Returns `None` (and records a warning) when the method lacks
     /// the op.
     pub fn measure(&mut self, c: &Cell<'_>) -> Option<Record> {
-        let Some(entry) = c.method.entry(c.op) else {
-            self.warnings.push(Warning::MethodSkipped {
-                method: c.method.name().into(),
-                experiment: c.experiment,
-            });
-            return None;
+        self.measure_group(std::slice::from_ref(c)).pop().flatten()
+    }
+
+    /// Measures cells that differ only in their method, interleaved: every repetition
+    /// runs each method once, in an order that rotates, so a change in the machine's
+    /// speed during the group (another tenant starting a job) affects all methods alike
+    /// and their ratios stay honest (hyperfine does the same across commands). Cells
+    /// that differ in anything else are measured one after the other. Returns one
+    /// entry per cell, `None` where the method lacks the op.
+    pub fn measure_group(&mut self, cells: &[Cell<'_>]) -> Vec<Option<Record>> {
+        let same = |a: &Cell<'_>, b: &Cell<'_>| {
+            (
+                a.experiment,
+                a.op,
+                a.size,
+                a.src,
+                a.dst,
+                a.src_off,
+                a.dst_off,
+                a.after,
+                a.reps,
+            ) == (
+                b.experiment,
+                b.op,
+                b.size,
+                b.src,
+                b.dst,
+                b.src_off,
+                b.dst_off,
+                b.after,
+                b.reps,
+            )
         };
+        if cells.windows(2).all(|w| same(&w[0], &w[1])) {
+            self.measure_interleaved(cells)
+        } else {
+            cells
+                .iter()
+                .flat_map(|c| self.measure_interleaved(std::slice::from_ref(c)))
+                .collect()
+        }
+    }
+
+    fn measure_interleaved(&mut self, cells: &[Cell<'_>]) -> Vec<Option<Record>> {
+        let Some(c) = cells.first() else {
+            return Vec::new();
+        };
+        let entries: Vec<Option<Entry>> = cells
+            .iter()
+            .map(|c| {
+                let e = c.method.entry(c.op);
+                if e.is_none() {
+                    self.warnings.push(Warning::MethodSkipped {
+                        method: c.method.name().into(),
+                        experiment: c.experiment,
+                    });
+                }
+                e
+            })
+            .collect();
         let n = c.size;
         let copy_like = matches!(c.op, Op::Copy | Op::Move);
         let byte = match c.op {
@@ -430,12 +483,14 @@ impl Runner {
             _ => 1,
         };
         let timer = self.timer;
-        let mut samples = Vec::with_capacity(reps);
-        let mut after_samples = Vec::new();
-        let mut base_samples = Vec::new();
+        let m = cells.len();
+        let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(reps); m];
+        let mut after_samples: Vec<Vec<f64>> = vec![Vec::new(); m];
+        let mut base_samples: Vec<Vec<f64>> = vec![Vec::new(); m];
+        let mut verified = vec![true; m];
+        // The state checks do not depend on the method: shared by the group.
         let mut checks: Vec<StateCheck> = Vec::new();
         let mut background: Vec<BackgroundCheck> = Vec::new();
-        let mut verified = true;
         // Untimed state checks: enough preparations to sample ~16 lines per region
         // (small regions yield only a few lines per probe), all but one before the
         // timed repetitions and one after them.
@@ -448,18 +503,9 @@ impl Runner {
             // pool buffers owned by `self`, which nothing else touches meanwhile; the
             // regions do not overlap each other or the eviction buffer.
             unsafe {
-                if let (After::ReadApp { .. }, false) = (c.after, probe_rep) {
-                    // Paired baseline: same preparation, no call.
+                if probe_rep {
                     poison(dst, src, n, c.op, byte);
                     self.states.prepare(&regions);
-                    let (_, _, head, links) = app.expect("app buffer");
-                    base_samples.push(timer.time(|| {
-                        chase(head, links);
-                    }));
-                }
-                poison(dst, src, n, c.op, byte);
-                self.states.prepare(&regions);
-                if probe_rep {
                     // The background first: probing the regions would disturb it.
                     if let Some(b) = self.states.verify_background() {
                         background.push(b);
@@ -469,29 +515,79 @@ impl Runner {
                     }
                     continue;
                 }
-                let t = timer.time(|| {
-                    for _ in 0..batch {
-                        entry_call(entry, dst, src, byte, n);
-                    }
-                });
-                samples.push(t / batch as f64);
-                match c.after {
-                    After::Nothing => {}
-                    After::ReadDst => after_samples.push(timer.time(|| {
-                        read_all(dst, n);
-                    })),
-                    After::ReadApp { .. } => {
+                for k in 0..m {
+                    let j = (k + rep) % m;
+                    let Some(entry) = entries[j] else { continue };
+                    if let After::ReadApp { .. } = c.after {
+                        // Paired baseline: same preparation, no call.
+                        poison(dst, src, n, c.op, byte);
+                        self.states.prepare(&regions);
                         let (_, _, head, links) = app.expect("app buffer");
-                        after_samples.push(timer.time(|| {
+                        base_samples[j].push(timer.time(|| {
                             chase(head, links);
                         }));
                     }
-                }
-                if !check_bytes(dst, src, n, c.op, byte) {
-                    verified = false;
+                    poison(dst, src, n, c.op, byte);
+                    self.states.prepare(&regions);
+                    let t = timer.time(|| {
+                        for _ in 0..batch {
+                            entry_call(entry, dst, src, byte, n);
+                        }
+                    });
+                    samples[j].push(t / batch as f64);
+                    match c.after {
+                        After::Nothing => {}
+                        After::ReadDst => after_samples[j].push(timer.time(|| {
+                            read_all(dst, n);
+                        })),
+                        After::ReadApp { .. } => {
+                            let (_, _, head, links) = app.expect("app buffer");
+                            after_samples[j].push(timer.time(|| {
+                                chase(head, links);
+                            }));
+                        }
+                    }
+                    if !check_bytes(dst, src, n, c.op, byte) {
+                        verified[j] = false;
+                    }
                 }
             }
         }
+        let links = app.map_or(0, |a| a.3);
+        (0..m)
+            .map(|j| {
+                entries[j]?;
+                Some(self.finish(
+                    &cells[j],
+                    batch,
+                    links,
+                    verified[j],
+                    std::mem::take(&mut samples[j]),
+                    std::mem::take(&mut after_samples[j]),
+                    std::mem::take(&mut base_samples[j]),
+                    &checks,
+                    &background,
+                ))
+            })
+            .collect()
+    }
+
+    /// Turns one cell's samples into its record (and its warnings).
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        c: &Cell<'_>,
+        batch: usize,
+        links: usize,
+        verified: bool,
+        samples: Vec<f64>,
+        after_samples: Vec<f64>,
+        base_samples: Vec<f64>,
+        checks: &[StateCheck],
+        background: &[BackgroundCheck],
+    ) -> Record {
+        let n = c.size;
+        let copy_like = matches!(c.op, Op::Copy | Op::Move);
         let name = cell_name(c);
         if !verified {
             self.warnings
@@ -503,7 +599,7 @@ impl Runner {
             extras.insert("src_offset".into(), json!(c.src_off));
             extras.insert("dst_offset".into(), json!(c.dst_off));
         }
-        self.state_extras(c, &name, copy_like, &checks, &mut extras);
+        self.state_extras(c, &name, copy_like, checks, &mut extras);
         if let Some(b) = background.first() {
             let lat: Vec<f64> = background.iter().map(|b| b.probe_ns).collect();
             let med = super::state::median(&lat);
@@ -545,9 +641,8 @@ impl Runner {
                     .map(|(a, b)| a - b)
                     .collect();
                 let extra = Summary::of(&diffs).median;
-                let (_, _, _, links) = app.expect("app buffer");
-                let per_line = extra / links as f64;
-                let base_line = base.median / links as f64;
+                let per_line = extra / links.max(1) as f64;
+                let base_line = base.median / links.max(1) as f64;
                 let miss_penalty = (self.states.hier.probe_dram_ns - base_line).max(1.0);
                 extras.insert("app_ws".into(), json!(ws));
                 extras.insert("app_lines_sampled".into(), json!(links));
@@ -581,7 +676,7 @@ impl Runner {
                 rel_iqr: summary.relative_iqr(),
             });
         }
-        Some(Record {
+        Record {
             experiment: c.experiment.into(),
             method: c.method.name().into(),
             op: c.op.name().into(),
@@ -602,7 +697,7 @@ impl Runner {
             verified,
             samples_ns: all,
             extras,
-        })
+        }
     }
 
     fn state_extras(
@@ -736,6 +831,26 @@ pub(crate) mod tests {
         assert!(!rec.verified);
         assert!(r.warnings.has_errors());
         assert!(r.warnings.lines()[0].contains("WRONG RESULT"));
+    }
+
+    #[test]
+    fn a_group_interleaves_methods_and_still_catches_the_broken_one() {
+        let mut r = small_runner();
+        let (good, bad, setter) = (Method::auto(), Method::broken(), Method::libc().unwrap());
+        let mut cells = vec![cell(&good, Op::Copy, 3000), cell(&bad, Op::Copy, 3000)];
+        let recs = r.measure_group(&cells);
+        assert_eq!(recs.len(), 2);
+        let (a, b) = (recs[0].as_ref().unwrap(), recs[1].as_ref().unwrap());
+        assert!(a.verified && !b.verified);
+        assert_eq!((a.method.as_str(), b.method.as_str()), ("auto", "broken"));
+        assert_eq!(a.samples_ns.len(), b.samples_ns.len());
+        // A cell differing in more than the method is measured on its own.
+        cells.push(cell(&setter, Op::Set, 100));
+        let recs = r.measure_group(&cells);
+        assert_eq!(recs.len(), 3);
+        assert!(recs[2].as_ref().unwrap().verified);
+        // broken has no set entry: None, not a panic.
+        assert!(r.measure(&cell(&bad, Op::Set, 100)).is_none());
     }
 
     #[test]

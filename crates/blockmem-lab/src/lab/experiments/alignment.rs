@@ -56,8 +56,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let mut out = Vec::new();
     for state in [Hot, Clean] {
         for &off in &offsets {
-            for m in &methods {
-                let c = Cell {
+            let cells: Vec<Cell> = methods
+                .iter()
+                .map(|m| Cell {
                     experiment: NAME,
                     method: m,
                     op: Op::Copy,
@@ -68,19 +69,26 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     dst_off: off,
                     after: After::Nothing,
                     reps: ctx.reps_for(n, 21, 9),
-                };
-                out.extend(ctx.runner.measure(&c).map(|mut r| {
-                    r.extras.insert("sweep".into(), "dst_offset".into());
-                    r.extras.insert("dst_offset".into(), off.into());
-                    r
-                }));
-                pb.inc(1);
-            }
+                })
+                .collect();
+            out.extend(
+                ctx.runner
+                    .measure_group(&cells)
+                    .into_iter()
+                    .flatten()
+                    .map(|mut r| {
+                        r.extras.insert("sweep".into(), "dst_offset".into());
+                        r.extras.insert("dst_offset".into(), off.into());
+                        r
+                    }),
+            );
+            pb.inc(cells.len() as u64);
         }
     }
     for &dist in &ALIAS_DISTANCES {
-        for m in &methods {
-            let c = Cell {
+        let cells: Vec<Cell> = methods
+            .iter()
+            .map(|m| Cell {
                 experiment: NAME,
                 method: m,
                 op: Op::Copy,
@@ -91,14 +99,20 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 dst_off: dist,
                 after: After::Nothing,
                 reps: ctx.reps_for(alias_n, 21, 9),
-            };
-            out.extend(ctx.runner.measure(&c).map(|mut r| {
-                r.extras.insert("sweep".into(), "distance_mod_4k".into());
-                r.extras.insert("dst_offset".into(), dist.into());
-                r
-            }));
-            pb.inc(1);
-        }
+            })
+            .collect();
+        out.extend(
+            ctx.runner
+                .measure_group(&cells)
+                .into_iter()
+                .flatten()
+                .map(|mut r| {
+                    r.extras.insert("sweep".into(), "distance_mod_4k".into());
+                    r.extras.insert("dst_offset".into(), dist.into());
+                    r
+                }),
+        );
+        pb.inc(cells.len() as u64);
     }
     pb.finish_and_clear();
     out

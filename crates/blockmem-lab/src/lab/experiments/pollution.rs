@@ -54,8 +54,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let mut out = Vec::new();
     for (label, ws) in wss {
         for &n in &sizes {
-            for m in &methods {
-                let c = Cell {
+            let cells: Vec<Cell> = methods
+                .iter()
+                .map(|m| Cell {
                     experiment: NAME,
                     method: m,
                     op: Op::Copy,
@@ -66,13 +67,19 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     dst_off: 0,
                     after: After::ReadApp { ws },
                     reps: ctx.reps_for(n.max(ws), 21, 11),
-                };
-                out.extend(ctx.runner.measure(&c).map(|mut r| {
-                    r.extras.insert("app_ws_level".into(), label.into());
-                    r
-                }));
-                pb.inc(1);
-            }
+                })
+                .collect();
+            out.extend(
+                ctx.runner
+                    .measure_group(&cells)
+                    .into_iter()
+                    .flatten()
+                    .map(|mut r| {
+                        r.extras.insert("app_ws_level".into(), label.into());
+                        r
+                    }),
+            );
+            pb.inc(cells.len() as u64);
         }
     }
     pb.finish_and_clear();

@@ -38,8 +38,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let mut out = Vec::new();
     for &n in &sizes {
         for s in SRC_STATES {
-            for m in &methods {
-                let c = Cell {
+            let cells: Vec<Cell> = methods
+                .iter()
+                .map(|m| Cell {
                     experiment: NAME,
                     method: m,
                     op: Op::Copy,
@@ -50,10 +51,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     dst_off: 0,
                     after: After::ReadDst,
                     reps: ctx.reps_for(n, 21, 11),
-                };
-                out.extend(ctx.runner.measure(&c));
-                pb.inc(1);
-            }
+                })
+                .collect();
+            out.extend(ctx.runner.measure_group(&cells).into_iter().flatten());
+            pb.inc(cells.len() as u64);
         }
     }
     pb.finish_and_clear();

@@ -34,9 +34,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let mut out = Vec::new();
     for &n in &sizes {
         for (s, d) in PAIRS {
-            for m in &methods {
-                pb.set_message(format!("{} {s}→{d} {}", fmt_size(n), m.name()));
-                let c = Cell {
+            pb.set_message(format!("{} {s}→{d}", fmt_size(n)));
+            let cells: Vec<Cell> = methods
+                .iter()
+                .map(|m| Cell {
                     experiment: NAME,
                     method: m,
                     op: Op::Copy,
@@ -47,10 +48,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     dst_off: 0,
                     after: After::Nothing,
                     reps: ctx.reps_for(n, 21, 11),
-                };
-                out.extend(ctx.runner.measure(&c));
-                pb.inc(1);
-            }
+                })
+                .collect();
+            out.extend(ctx.runner.measure_group(&cells).into_iter().flatten());
+            pb.inc(cells.len() as u64);
         }
     }
     pb.finish_and_clear();

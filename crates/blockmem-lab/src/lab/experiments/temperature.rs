@@ -25,9 +25,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
             for d in CacheState::ALL {
                 // Interleave methods within a state pair so slow drifts of the machine
                 // hit all methods alike.
-                for m in &methods {
-                    pb.set_message(format!("{} {s}→{d} {}", fmt_size(n), m.name()));
-                    let c = Cell {
+                pb.set_message(format!("{} {s}→{d}", fmt_size(n)));
+                let cells: Vec<Cell> = methods
+                    .iter()
+                    .map(|m| Cell {
                         experiment: NAME,
                         method: m,
                         op: Op::Copy,
@@ -38,10 +39,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         dst_off: 0,
                         after: After::Nothing,
                         reps: ctx.reps_for(n, 31, 15),
-                    };
-                    out.extend(ctx.runner.measure(&c));
-                    pb.inc(1);
-                }
+                    })
+                    .collect();
+                out.extend(ctx.runner.measure_group(&cells).into_iter().flatten());
+                pb.inc(cells.len() as u64);
             }
         }
     }

@@ -38,8 +38,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     for &op in ops {
         for &n in &sizes {
             for d in STATES {
-                for m in &methods {
-                    let c = Cell {
+                let cells: Vec<Cell> = methods
+                    .iter()
+                    .map(|m| Cell {
                         experiment: NAME,
                         method: m,
                         op,
@@ -50,10 +51,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         dst_off: 0,
                         after: After::Nothing,
                         reps: ctx.reps_for(n, 21, 9),
-                    };
-                    out.extend(ctx.runner.measure(&c));
-                    pb.inc(1);
-                }
+                    })
+                    .collect();
+                out.extend(ctx.runner.measure_group(&cells).into_iter().flatten());
+                pb.inc(cells.len() as u64);
             }
         }
     }
