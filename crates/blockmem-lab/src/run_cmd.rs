@@ -307,8 +307,16 @@ pub fn measure(args: &RunArgs, shim: &Path) -> anyhow::Result<Report> {
     })
 }
 
+/// A duration with four significant digits in a unit that suits it.
 fn secs(d: Duration) -> String {
-    format!("{:.3} s", d.as_secs_f64())
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} us", s * 1e6)
+    }
 }
 
 /// One statistics line's total calls and bytes (`copy a/b move c/d set e/f zero g/h`).
@@ -440,6 +448,13 @@ mod tests {
     }
 
     #[test]
+    fn durations_in_a_fitting_unit() {
+        assert_eq!(secs(Duration::from_millis(2500)), "2.500 s");
+        assert_eq!(secs(Duration::from_micros(19_420)), "19.42 ms");
+        assert_eq!(secs(Duration::from_nanos(412_300)), "412.3 us");
+    }
+
+    #[test]
     fn stats_line_totals() {
         let line = "blockmem: pid 7 calls/bytes: copy 10/1000 move 2/20 set 3/300 zero 0/0; \
                     kernels: inline 14/320 avx2 1/1000; profile cpuid-defaults";
@@ -512,6 +527,7 @@ mod tests {
         };
         let text = render(&report);
         assert!(text.contains("shim / libc"), "{text}");
+        assert!(text.contains("800.00 ms"), "{text}");
         assert!(text.contains("0.800"), "{text}");
         assert!(text.contains("0.700"), "{text}");
         assert!(text.contains("copy 5/50"), "{text}");
