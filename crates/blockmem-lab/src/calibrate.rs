@@ -180,20 +180,20 @@ pub fn derive(
         p.copy_temporal = k;
         why.push(format!("copy_temporal: {} is within {:.0}% of the best temporal kernel on average (all states, sizes <= LLC/2)", k.name(), (g - 1.0) * 100.0));
     }
-    // rep movsb window: measured sizes where it beats the temporal kernel in every state.
+    // rep movsb window: the measured sizes where it beats the temporal kernel, by the
+    // geometric mean over the states (hot and cold count alike: below the probe size
+    // the policy cannot tell them apart).
     p.rep_movsb_min = 0;
     p.rep_movsb_max = 0;
     if p.copy_temporal != KernelId::RepMovsb && temporal.contains(&KernelId::RepMovsb) {
         let wins = |n: usize| {
-            COPY_STATES.iter().all(|&(s, d)| {
-                match (
-                    t(KernelId::RepMovsb, Op::Copy, n, s, d),
-                    t(p.copy_temporal, Op::Copy, n, s, d),
-                ) {
-                    (Some(r), Some(c)) => r * MARGIN < c,
-                    _ => false,
-                }
-            })
+            let r = geomean(COPY_STATES.iter().filter_map(|&(s, d)| {
+                Some(
+                    t(p.copy_temporal, Op::Copy, n, s, d)?
+                        / t(KernelId::RepMovsb, Op::Copy, n, s, d)?,
+                )
+            }));
+            r.is_some_and(|r| r > MARGIN)
         };
         if let Some(i) = sizes.iter().position(|&n| wins(n)) {
             let j = (i..sizes.len())
@@ -202,7 +202,7 @@ pub fn derive(
             p.rep_movsb_min = sizes[i];
             p.rep_movsb_max = sizes.get(j).copied().unwrap_or(usize::MAX);
             why.push(format!(
-                "rep_movsb window: beats {} by >5% in every state from {} to below {}",
+                "rep_movsb window: beats {} by >5% (geometric mean over states) from {} to below {}",
                 p.copy_temporal.name(),
                 Size(p.rep_movsb_min),
                 Size(p.rep_movsb_max)
