@@ -32,9 +32,9 @@ use crate::Hint;
 #[repr(C, align(64))]
 struct Published {
     // Line 1: the fast path. Above the inline ladder and below `copy_fast_below`, every
-    // copy and move uses `copy_fast` whatever the hint (no threshold, probe or
-    // rep-movsb window starts lower); likewise `set_fast` for set and zero. 0 = no
-    // fast path (not yet published, or a kernel is forced).
+    // `Hint::Auto` copy and move uses `copy_fast` (no threshold, probe or rep-movsb
+    // window starts lower); likewise `set_fast` for set and zero. 0 = no fast path
+    // (not yet published, or a kernel is forced).
     copy_fast_below: AtomicUsize,
     set_fast_below: AtomicUsize,
     // The fast kernels' entry points: one load and one call, no dispatch code or jump
@@ -127,15 +127,14 @@ pub(crate) fn refresh_fast_path() {
         return;
     }
     let p = read_published();
-    let streams = p
-        .stream_auto
-        .min(p.stream_auto_cold_dst)
-        .min(p.stream_no_reuse)
-        .min(p.stream_reuse);
-    let mut copy_below = streams;
+    // For `Hint::Auto` (what the C ABI and the shim pass), nothing but the temporal
+    // kernel (or the rep-movsb window) can be chosen below both `stream_auto` and the
+    // probe size: `stream_auto_cold_dst` and the cold-source kernel need a probe.
+    let mut set_below = p.stream_auto;
     if p.probe_min != 0 {
-        copy_below = copy_below.min(p.probe_min);
+        set_below = set_below.min(p.probe_min);
     }
+    let mut copy_below = set_below;
     if p.rep_movsb_min < p.rep_movsb_max {
         copy_below = copy_below.min(p.rep_movsb_min);
     }
@@ -153,12 +152,12 @@ pub(crate) fn refresh_fast_path() {
         P.copy_fast_below.store(copy_below, Ordering::Release);
     }
     if let (true, Some(f)) = (
-        set == zero && streams > n,
+        set == zero && set_below > n,
         entry(set).and_then(|a| a.set_fn()),
     ) {
         P.set_fast.store(set as u8, Ordering::Relaxed);
         P.set_fast_fn.store(f as *mut (), Ordering::Relaxed);
-        P.set_fast_below.store(streams, Ordering::Release);
+        P.set_fast_below.store(set_below, Ordering::Release);
     }
 }
 
@@ -578,7 +577,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
     unsafe {
         if n <= INLINE_MAX {
             copy_inline(dst, src, n)
-        } else if n < P.copy_fast_below.load(Ordering::Acquire) {
+        } else if hint == Hint::Auto && n < P.copy_fast_below.load(Ordering::Acquire) {
             fast_copy(&P.copy_fast_fn)(dst, src, n)
         } else {
             run(
@@ -604,7 +603,7 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
     unsafe {
         if n <= INLINE_MAX {
             copy_inline(dst, src, n)
-        } else if n < P.copy_fast_below.load(Ordering::Acquire) {
+        } else if hint == Hint::Auto && n < P.copy_fast_below.load(Ordering::Acquire) {
             fast_copy(&P.move_fast_fn)(dst, src, n)
         } else if !core::ptr::eq(dst, src) {
             let overlap = !disjoint(dst, src, n);
@@ -638,7 +637,7 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) {
                 return set_short::<__m128i>(dst, __m128i::splat(byte), n);
             }
             let op = if byte == 0 { Op::Zero } else { Op::Set };
-            if n < P.set_fast_below.load(Ordering::Acquire) {
+            if hint == Hint::Auto && n < P.set_fast_below.load(Ordering::Acquire) {
                 // SAFETY: a non-zero `set_fast_below` was published (Release) after
                 // `set_fast_fn` was set to a `SetFn` of an available kernel.
                 let f: SetFn =

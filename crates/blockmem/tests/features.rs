@@ -4,6 +4,7 @@
 
 use blockmem::cpu::{self, Features};
 use blockmem::kernel::{self, Op};
+use blockmem::policy::{Probed, Probes};
 use blockmem::{dispatch, Hint};
 use std::sync::Mutex;
 
@@ -74,7 +75,8 @@ fn forcing_a_kernel_applies_only_where_it_can_run() {
 }
 
 /// The fast path (one atomic load instead of the policy, below the smallest size where
-/// anything could differ) must agree with the full policy for every hint and size.
+/// anything could differ for `Hint::Auto`) must agree with the full policy, probes
+/// included, for every size below its limit.
 #[test]
 fn fast_path_agrees_with_the_policy() {
     let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -87,37 +89,40 @@ fn fast_path_agrees_with_the_policy() {
     p.copy_temporal = blockmem::KernelId::Sse2;
     variants.push(p);
     p.stream_no_reuse = 100;
+    p.stream_auto_cold_dst = 200;
     variants.push(p);
+    let all = [Probed::Unknown, Probed::Cached, Probed::Cold];
     for p in variants {
         dispatch::install(&p);
         let (copy_below, copy_k, set_below, set_k) = dispatch::fast_path();
-        for hint in Hint::ALL {
-            for n in [
-                129,
-                130,
-                1000,
-                2999,
-                3000,
-                4096,
-                8191,
-                copy_below.saturating_sub(1),
-            ] {
+        for n in [
+            129,
+            130,
+            1000,
+            2999,
+            3000,
+            4096,
+            8191,
+            copy_below.saturating_sub(1),
+        ] {
+            for (src, dst) in all.iter().flat_map(|&s| all.iter().map(move |&d| (s, d))) {
+                // Probes only happen from probe_min, which the fast path stays below.
+                let probing = p.probe_min != 0 && n >= p.probe_min;
+                let probes = if probing {
+                    Probes { src, dst }
+                } else {
+                    Probes::NONE
+                };
                 if n > 128 && n < copy_below {
                     for (op, overlap) in [(Op::Copy, false), (Op::Move, false), (Op::Move, true)] {
-                        assert_eq!(
-                            dispatch::choose(op, n, hint, overlap),
-                            copy_k,
-                            "{op:?} {n} {hint:?} {p:?}"
-                        );
+                        let k = dispatch::choose_probed(op, n, Hint::Auto, overlap, probes);
+                        assert_eq!(k, copy_k, "{op:?} {n} {p:?}");
                     }
                 }
                 if n > 128 && n < set_below {
                     for op in [Op::Set, Op::Zero] {
-                        assert_eq!(
-                            dispatch::choose(op, n, hint, false),
-                            set_k,
-                            "{op:?} {n} {hint:?}"
-                        );
+                        let k = dispatch::choose_probed(op, n, Hint::Auto, false, probes);
+                        assert_eq!(k, set_k, "{op:?} {n}");
                     }
                 }
             }
