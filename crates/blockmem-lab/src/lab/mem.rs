@@ -71,10 +71,14 @@ impl Buffer {
         let ptr = NonNull::new(p.cast::<u8>()).expect("mmap returned null");
         let mut b = Buffer { ptr, len: map_len };
         // Write every page: MAP_POPULATE maps the shared zero page for reads on some
-        // kernels; a write makes each page private before timing starts.
-        for page in b.as_mut_slice().chunks_mut(PAGE) {
-            page[0] = 1;
-            page[0] = 0;
+        // kernels; a write makes each page private before timing starts. Huge-page
+        // buffers (used only by the untimed LLC chase, which may use a fraction of
+        // them) fault in on first use instead.
+        if !huge {
+            for page in b.as_mut_slice().chunks_mut(PAGE) {
+                page[0] = 1;
+                page[0] = 0;
+            }
         }
         b
     }

@@ -357,8 +357,8 @@ impl Hierarchy {
             Some(n) => (n, "--llc".to_string()),
             None => {
                 // Sizes from 2×L2 up, ×1.25 each; stop once latency has flattened well
-                // above the LLC plateau (DRAM), or at 4× the reported LLC / 512 MiB.
-                let cap = (llc_reported.saturating_mul(2)).clamp(64 << 20, 512 << 20);
+                // above the LLC plateau (DRAM), or at 2× the reported LLC (64–256 MiB).
+                let cap = (llc_reported.saturating_mul(2)).clamp(64 << 20, 256 << 20);
                 let mut buf = Buffer::new_huge(cap);
                 let mut ws = (2 * l2).max(1 << 20);
                 while ws <= cap {
@@ -395,8 +395,10 @@ impl Hierarchy {
                 }
             }
         };
-        // Reference probe latencies, with the same probe the verification uses.
-        let ref_len = (llc_effective / 2).clamp(64 << 10, 8 << 20);
+        // Reference probe latencies, with the same probe the verification uses. The LLC
+        // reference reads a region larger than the L2 twice and probes its first part,
+        // which the L2 has since dropped: those lines are in the LLC only.
+        let ref_len = (llc_effective * 3 / 4).min(8 << 20).max(l2 + (1 << 20));
         let mut b = Buffer::new(ref_len.max(4 * l2.min(1 << 20)));
         let (hot_ns, llc_ns, dram_ns) = {
             let p = b.as_mut_ptr();
@@ -414,7 +416,7 @@ impl Hierarchy {
                     read_lines(p, ref_len.min(b.len()));
                     llc.extend(probe(
                         p,
-                        ref_len.min(b.len()) / 2,
+                        ref_len.min(b.len()) - l2,
                         PROBE_LINES,
                         timer,
                         &mut rng,
@@ -455,7 +457,9 @@ impl Hierarchy {
     /// the run (measured here: 12–25 MiB from one run to the next, as neighbours come
     /// and go).
     pub fn eviction_bytes(&self) -> usize {
-        (self.llc_effective + self.llc_effective / 2).next_multiple_of(4096).max(4 << 20)
+        (self.llc_effective + self.llc_effective / 2)
+            .next_multiple_of(4096)
+            .max(4 << 20)
     }
 
     /// Passes needed to make a region of `len` bytes hot (see the module docs).
@@ -636,20 +640,44 @@ impl StateBuilder {
     pub fn verify_background(&mut self) -> Option<BackgroundCheck> {
         let kind = self.last_sweep?;
         let n = self.evict_clean.len();
-        let buf = match kind {
-            Background::Clean => self.evict_clean.as_ptr(),
-            // Mixed: the written chunks are as recent as the read ones.
-            Background::Dirty | Background::Mixed => self.evict_dirty.as_ptr(),
-        };
-        // SAFETY: the second half of our own eviction buffer.
-        let lat = unsafe {
-            probe(
-                buf.add(n / 2),
-                n / 2,
-                PROBE_LINES,
-                &self.timer,
-                &mut self.rng,
-            )
+        let lat = match kind {
+            // SAFETY: the second half of our own eviction buffer.
+            Background::Clean | Background::Dirty => unsafe {
+                let buf = if kind == Background::Clean {
+                    self.evict_clean.as_ptr()
+                } else {
+                    self.evict_dirty.as_ptr()
+                };
+                probe(
+                    buf.add(n / 2),
+                    n / 2,
+                    PROBE_LINES,
+                    &self.timer,
+                    &mut self.rng,
+                )
+            },
+            // Mixed: only the odd 4 KiB chunks of the dirty buffer were swept (the
+            // even ones came from the clean buffer); one line from each of 16 of them.
+            Background::Mixed => {
+                let chunks = n / 4096;
+                let mut v = Vec::with_capacity(PROBE_LINES);
+                for i in 0..PROBE_LINES {
+                    let c = (chunks / 2 + i * (chunks / 2) / PROBE_LINES) | 1;
+                    if c < chunks {
+                        // SAFETY: chunk `c` lies inside our own dirty buffer.
+                        v.extend(unsafe {
+                            probe(
+                                self.evict_dirty.as_ptr().add(c * 4096),
+                                4096,
+                                1,
+                                &self.timer,
+                                &mut self.rng,
+                            )
+                        });
+                    }
+                }
+                v
+            }
         };
         let m = median(&lat);
         Some(BackgroundCheck {
