@@ -12,6 +12,29 @@
 //!
 //! Flags are parsed once by clap ([`LabArgs`]), then validated into [`LabOptions`];
 //! everything after that works from the options.
+//!
+//! Using the engine directly (what `blockmem calibrate` does):
+//!
+//! ```
+//! use blockmem::kernel::Op;
+//! use blockmem_lab::lab::{engine, method::Method, runner::{After, Cell}, state::CacheState};
+//!
+//! // Clock + hierarchy; `Some(..)` skips the effective-LLC measurement.
+//! let mut runner = engine(Some(8 << 20));
+//! let (libc, nt) = (Method::libc().unwrap(), Method::kernel("portable").unwrap());
+//! let cell = |m| Cell {
+//!     experiment: "doc", method: m, op: Op::Copy, size: 64 << 10,
+//!     src: CacheState::Hot, dst: CacheState::Clean, src_off: 0, dst_off: 0,
+//!     after: After::Nothing, reps: 3,
+//! };
+//! // Interleaved: each repetition runs both methods, so drift hits both alike.
+//! let recs = runner.measure_group(&[cell(&libc), cell(&nt)]);
+//! for r in recs.into_iter().flatten() {
+//!     assert!(r.verified); // every timed call's destination bytes were checked
+//!     assert_eq!(r.summary.n, 3);
+//!     println!("{} {:.1} GB/s, dst probe: {}", r.method, r.gbps, r.extras["dst_state_check"]);
+//! }
+//! ```
 
 pub mod compare;
 pub mod experiments;
