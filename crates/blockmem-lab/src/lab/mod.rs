@@ -21,14 +21,14 @@
 //!
 //! // Clock + hierarchy; `Some(..)` skips the effective-LLC measurement.
 //! let mut runner = engine(Some(8 << 20));
-//! let (libc, nt) = (Method::libc().unwrap(), Method::kernel("portable").unwrap());
+//! let (libc, portable) = (Method::libc().unwrap(), Method::kernel("portable").unwrap());
 //! let cell = |m| Cell {
 //!     experiment: "doc", method: m, op: Op::Copy, size: 64 << 10,
 //!     src: CacheState::Hot, dst: CacheState::Clean, src_off: 0, dst_off: 0,
 //!     after: After::Nothing, reps: 3,
 //! };
 //! // Interleaved: each repetition runs both methods, so drift hits both alike.
-//! let recs = runner.measure_group(&[cell(&libc), cell(&nt)]);
+//! let recs = runner.measure_group(&[cell(&libc), cell(&portable)]);
 //! for r in recs.into_iter().flatten() {
 //!     assert!(r.verified); // every timed call's destination bytes were checked
 //!     assert_eq!(r.summary.n, 3);
