@@ -65,6 +65,20 @@ fn bad_size_says_how_to_write_one() {
 }
 
 #[test]
+fn unwritable_output_fails_before_measuring() {
+    lab()
+        .args(["temperature", "--json", "/etc/hostname/r.json"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .failure()
+        .code(2)
+        .stderr(
+            predicate::str::contains("--json /etc/hostname/r.json")
+                .and(predicate::str::contains("measuring").not()),
+        );
+}
+
+#[test]
 fn compare_needs_two_files() {
     lab()
         .args(["--compare", "a.json"])

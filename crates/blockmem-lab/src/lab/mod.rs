@@ -347,6 +347,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
         return Ok(());
     }
     let opts = args.validate()?;
+    check_outputs(&opts)?;
     let started = Instant::now();
     eprintln!("blockmem lab: measuring the timer and the cache hierarchy…");
     let mut runner = engine(opts.llc);
@@ -470,6 +471,38 @@ pub fn run(args: &LabArgs) -> Result<()> {
     );
     if bad > 0 {
         bail!("{bad} result(s) failed verification: a method wrote wrong bytes (see the warnings above)");
+    }
+    Ok(())
+}
+
+/// Fails before any measuring if an output cannot be written (a minutes-long run
+/// should not end in "cannot create file").
+fn check_outputs(opts: &LabOptions) -> Result<()> {
+    for (flag, p) in [
+        ("--json", &opts.json),
+        ("--csv", &opts.csv),
+        ("--markdown", &opts.markdown),
+    ] {
+        if let Some(p) = p {
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).with_context(|| {
+                    format!(
+                        "{flag} {}: cannot create directory {}",
+                        p.display(),
+                        dir.display()
+                    )
+                })?;
+            }
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("{flag} {}: cannot write there", p.display()))?;
+        }
+    }
+    if let Some(dir) = &opts.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
     }
     Ok(())
 }
