@@ -655,3 +655,53 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) {
         }
     }
 }
+
+/// The kernel a real call would run, decided exactly as [`copy`], [`move_`] and [`set`]
+/// decide (inline ladder, fast path, forced kernel, probes when the profile enables
+/// them, policy), for callers that must know what ran: the preload shim's tracer calls
+/// this and then [`run_kernel`] with the answer, so that the kernel it records is the
+/// one the call used, probes included. `None`: no kernel runs, because the inline
+/// ladder handles the size (`n` up to 128 bytes on x86-64) or, above it, the call is a
+/// move onto itself (which [`move_`] skips).
+///
+/// `op` is the op the kernel runs: `Zero` for a fill with byte 0 (what [`set`] does);
+/// a move's overlap is computed here. Like a real call it may probe the middle line of
+/// `src` and `dst` (a timed load that leaves the line cached), so decide once per
+/// operation. Allocation-free and `memcpy`-free like every path here.
+///
+/// # Safety
+/// `dst` valid for `n` reads; `src` null (set and zero) or valid for `n` reads.
+pub unsafe fn decide_for_call(
+    op: Op,
+    dst: *const u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> Option<KernelId> {
+    let copies = matches!(op, Op::Copy | Op::Move);
+    if n <= INLINE_MAX || (op == Op::Move && core::ptr::eq(dst, src)) {
+        return None;
+    }
+    if copies && n < P.copy_fast_below.load(Ordering::Acquire) {
+        return Some(kernel_at(P.copy_fast.load(Ordering::Relaxed)));
+    }
+    if !copies && n < P.set_fast_below.load(Ordering::Acquire) {
+        return Some(kernel_at(P.set_fast.load(Ordering::Relaxed)));
+    }
+    let overlap = op == Op::Move && !disjoint(dst, src, n);
+    let src = if copies { src } else { core::ptr::null() };
+    // SAFETY: forwarded contract (one-byte reads inside the ranges).
+    Some(unsafe { choose_for_call(op, dst, src, n, hint, overlap) })
+}
+
+/// Runs kernel `k` for `op` (the second half of a call whose kernel came from
+/// [`decide_for_call`]). A kernel that lacks the op falls back to the portable one.
+///
+/// # Safety
+/// As the op's C contract: `dst` valid for `n` writes, `src` (copy and move) valid for
+/// `n` reads, ranges disjoint for `Copy`; `k`'s CPU features present (any kernel
+/// [`decide_for_call`] returns qualifies).
+pub unsafe fn run_kernel(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { run(k, op, dst, src, byte, n) }
+}
