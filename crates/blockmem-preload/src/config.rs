@@ -6,6 +6,8 @@
 //! | `BLOCKMEM_DISABLE=1` | pass every call through to the next definition (libc's) |
 //! | `BLOCKMEM_FORCE=<kernel>` | `blockmem::dispatch::force` that kernel (`auto` = the policy) |
 //! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
+//! | `BLOCKMEM_TRACE=<path>` | record every call in a trace file ([`crate::trace`]; children write `<path>.<pid>`) |
+//! | `BLOCKMEM_TRACE_SAMPLE=N` | with tracing, probe the cache state every N-th call (default 64; 0: never) |
 //!
 //! A flag is on when its value is non-empty and not `0`. Everything is ignored when
 //! the process runs with `AT_SECURE` (set-user-ID, set-group-ID, file capabilities):
@@ -33,7 +35,7 @@ use blockmem::KernelId;
 
 use crate::out::Line;
 use crate::stats::warn;
-use crate::{next, MODE, MODE_DISABLE, MODE_STATS};
+use crate::{next, MODE, MODE_DISABLE, MODE_STATS, MODE_TRACE};
 
 /// `BLOCKMEM_PROFILE` as given (for messages; the core reads the variable itself).
 static PROFILE_PATH: [AtomicU8; PROFILE_PATH_CAP] = [const { AtomicU8::new(0) }; PROFILE_PATH_CAP];
@@ -160,17 +162,85 @@ fn load_profile() {
     }
 }
 
+/// `BLOCKMEM_TRACE_SAMPLE`: a decimal number; anything else warns and keeps the
+/// default.
+fn parse_sample(value: &[u8]) -> u32 {
+    let mut n: u32 = 0;
+    let valid = !value.is_empty()
+        && value.iter().all(|&b| {
+            let d = b.wrapping_sub(b'0');
+            match n.checked_mul(10).and_then(|x| x.checked_add(u32::from(d))) {
+                Some(x) if d < 10 => {
+                    n = x;
+                    true
+                }
+                _ => false,
+            }
+        });
+    if valid {
+        return n;
+    }
+    warn(&[
+        b"BLOCKMEM_TRACE_SAMPLE=",
+        value,
+        b": not a number of calls; sampling every 64th call",
+    ]);
+    crate::trace::DEFAULT_SAMPLE
+}
+
+/// Starts tracing to `path`; warns (and leaves tracing off) if it cannot.
+///
+/// # Safety
+/// Only from the constructor.
+unsafe fn start_trace(path: &[u8], sample: u32, argv: *const *const c_char) -> bool {
+    let mut argv0: &[u8] = b"";
+    if !argv.is_null() {
+        // SAFETY: argv is the process's NULL-terminated argument vector; its first
+        // entry, if not null, is a NUL-terminated string living as long as the process.
+        let first = unsafe { *argv };
+        if !first.is_null() {
+            // SAFETY: as above.
+            argv0 = unsafe { c_bytes(first) };
+        }
+    }
+    // SAFETY: constructor (contract).
+    match unsafe { crate::trace::start(path, sample, argv0) } {
+        Ok(()) => true,
+        Err(crate::trace::StartError::BadPath) => {
+            warn(&[
+                b"BLOCKMEM_TRACE=",
+                path,
+                b": path empty or longer than 1000 bytes; not tracing",
+            ]);
+            false
+        }
+        Err(crate::trace::StartError::Os(what, errno)) => {
+            let mut line = Line::new();
+            line.bytes(b"blockmem: BLOCKMEM_TRACE=");
+            line.bytes(path);
+            line.bytes(b": ");
+            line.bytes(what);
+            line.bytes(b" failed (errno ");
+            line.num(errno as u64);
+            line.bytes(b"); not tracing\n");
+            line.write_to(2);
+            false
+        }
+    }
+}
+
 /// The constructor.
 ///
 /// # Safety
 /// Called by the dynamic linker with the process's `envp` (or null).
-unsafe extern "C" fn init(_argc: c_int, _argv: *const *const c_char, envp: *const *const c_char) {
+unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
     // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
     let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
     if secure || envp.is_null() {
         return;
     }
     let (mut stats, mut disable) = (false, false);
+    let (mut trace_path, mut sample): (&[u8], u32) = (b"", crate::trace::DEFAULT_SAMPLE);
     let mut i = 0;
     loop {
         // SAFETY: envp is a null-terminated array of pointers to NUL-terminated strings
@@ -193,6 +263,10 @@ unsafe extern "C" fn init(_argc: c_int, _argv: *const *const c_char, envp: *cons
             apply_force(v);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_PROFILE") {
             record_profile_path(v);
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_TRACE") {
+            trace_path = v;
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_TRACE_SAMPLE") {
+            sample = parse_sample(v);
         }
     }
     let mut mode = 0;
@@ -210,6 +284,10 @@ unsafe extern "C" fn init(_argc: c_int, _argv: *const *const c_char, envp: *cons
         }
     }
     load_profile();
+    // SAFETY: this is the constructor.
+    if !trace_path.is_empty() && unsafe { start_trace(trace_path, sample, argv) } {
+        mode |= MODE_TRACE;
+    }
     MODE.store(mode, Ordering::Release);
 }
 

@@ -87,6 +87,8 @@ mod config;
 mod next;
 mod out;
 mod stats;
+mod trace;
+mod trace_file;
 
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicU8, Ordering};
@@ -104,6 +106,9 @@ pub const MODE_STATS: u8 = 1 << 0;
 /// `MODE` bit: pass calls through to the next definition, normally libc's
 /// (`BLOCKMEM_DISABLE=1`). Set only after every pointer it needs has been resolved.
 pub const MODE_DISABLE: u8 = 1 << 1;
+/// `MODE` bit: record every call in the trace file (`BLOCKMEM_TRACE=<path>`; module
+/// `trace`). Set only after the file and the buffers exist.
+pub const MODE_TRACE: u8 = 1 << 2;
 
 #[cfg(panic = "abort")]
 #[panic_handler]
@@ -132,7 +137,7 @@ core::arch::global_asm!(
 
 /// True if `[dst, dst+n)` and `[src, src+n)` share no byte.
 #[inline(always)]
-fn disjoint(dst: *const u8, src: *const u8, n: usize) -> bool {
+pub(crate) fn disjoint(dst: *const u8, src: *const u8, n: usize) -> bool {
     (dst as usize).wrapping_sub(src as usize) >= n && (src as usize).wrapping_sub(dst as usize) >= n
 }
 
@@ -151,7 +156,7 @@ pub const INLINE_MAX: usize = SMALL_MAX;
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= INLINE_MAX`.
 #[inline(always)]
 #[allow(clippy::if_same_then_else)] // the same call under two size ranges: see below
-unsafe fn copy_small(dst: *mut u8, src: *const u8, n: usize) {
+pub(crate) unsafe fn copy_small(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: each rung's size precondition holds; SSE2 is architectural on x86-64.
     unsafe {
         // 1–3 bytes first: the ladder inlined under `n < 4` keeps only its two smallest
@@ -173,7 +178,7 @@ unsafe fn copy_small(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `dst` valid for `n` writes, `n <= INLINE_MAX`.
 #[inline(always)]
-unsafe fn set_small(dst: *mut u8, byte: u8, n: usize) {
+pub(crate) unsafe fn set_small(dst: *mut u8, byte: u8, n: usize) {
     // SAFETY: as `copy_small`.
     unsafe {
         if n <= SMALL_MAX {
@@ -255,6 +260,11 @@ unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: 
         let op = if overlap { Op::Move } else { Op::Copy };
         stats::record(stats::OpSlot::Copy, op, n, overlap, mode);
     }
+    if mode & MODE_TRACE != 0 {
+        // SAFETY: forwarded contract; `next` is `Memcpy` for every caller.
+        unsafe { trace::call(stats::OpSlot::Copy, mode, dst, src, 0, n) };
+        return;
+    }
     // SAFETY: forwarded contract. `next.copy_fn()` only returns libc's function when
     // pass-through is on and it was resolved.
     unsafe {
@@ -320,6 +330,11 @@ unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
     if mode & MODE_STATS != 0 {
         let overlap = !disjoint(dst, src, n);
         stats::record(stats::OpSlot::Move, Op::Move, n, overlap, mode);
+    }
+    if mode & MODE_TRACE != 0 {
+        // SAFETY: forwarded contract.
+        unsafe { trace::call(stats::OpSlot::Move, mode, dst, src, 0, n) };
+        return;
     }
     // SAFETY: forwarded contract.
     unsafe {
@@ -396,6 +411,11 @@ unsafe fn set_with_mode(mode: u8, slot: stats::OpSlot, dst: *mut u8, byte: u8, n
         // The core itself treats a zero fill as `Op::Zero` when it picks the kernel.
         let op = if byte == 0 { Op::Zero } else { Op::Set };
         stats::record(slot, op, n, false, mode);
+    }
+    if mode & MODE_TRACE != 0 {
+        // SAFETY: forwarded contract (no source).
+        unsafe { trace::call(slot, mode, dst, core::ptr::null(), byte, n) };
+        return;
     }
     // SAFETY: forwarded contract. libc's `bzero` only ever receives byte 0.
     unsafe {

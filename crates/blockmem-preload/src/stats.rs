@@ -36,7 +36,7 @@ use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use blockmem::{Hint, KernelId, Op};
 
 use crate::out::Line;
-use crate::{config, MODE, MODE_DISABLE, MODE_STATS};
+use crate::{config, MODE, MODE_DISABLE, MODE_STATS, MODE_TRACE};
 
 /// The operation as the caller named it: `memcpy`, `mempcpy` and their `_chk` variants
 /// are `Copy`; `memmove` is `Move`; `memset` is `Set`; `bzero` is `Zero`.
@@ -114,9 +114,14 @@ fn pair(line: &mut Line, calls: &AtomicU64, bytes: &AtomicU64) {
     line.num(bytes.load(Ordering::Relaxed));
 }
 
-/// Runs at exit: prints the line if statistics are on.
+/// Runs at exit: writes the trace's buffers if tracing is on (first, so that the
+/// trace and the line cover the same calls), then prints the line if statistics are on.
 extern "C" fn print_at_exit() {
-    if MODE.load(Ordering::Relaxed) & MODE_STATS == 0 {
+    let mode = MODE.load(Ordering::Relaxed);
+    if mode & MODE_TRACE != 0 {
+        crate::trace::finish();
+    }
+    if mode & MODE_STATS == 0 {
         return;
     }
     let mut line = Line::new();
