@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod info;
 pub mod lab;
 pub mod run_cmd;
+pub mod trace;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +29,10 @@ enum Command {
     /// Run a program under the LD_PRELOAD shim (and with --compare, also without it),
     /// timing both: `blockmem run [--compare] [--runs N] -- CMD ARGS...`.
     Run(run_cmd::RunArgs),
+    /// Trace a program's memcpy/memmove/memset calls and report them:
+    /// `blockmem trace [--sample N] [--out DIR] -- CMD ARGS...`, or
+    /// `blockmem trace report FILE...`.
+    Trace(trace::TraceArgs),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -38,5 +43,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::Lab(args) => lab::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
         Command::Run(args) => run_cmd::run(&args),
+        Command::Trace(args) => trace::run(&args),
     }
 }

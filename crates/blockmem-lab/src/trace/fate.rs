@@ -1,0 +1,252 @@
+//! Destination fate (seed 003 Table 3: reused, unused, retargeted), from the calls
+//! alone.
+//!
+//! Definition. Every byte a call writes (its destination range) is *live* from that
+//! call on. Each later call, in start-time order within the same process, first reads
+//! its source range, then writes its destination range:
+//!
+//! * a live byte inside a later call's **source** range is *used as a source* (the
+//!   copy's data was copied on: seed 003's "reused", as far as block operations can
+//!   see);
+//! * a live byte inside a later call's **destination** range, not read before, is
+//!   *overwritten* (seed 003's "retargeted");
+//! * a live byte that neither happens to within the **window** is *not seen again*
+//!   (seed 003's "unused" — by block operations; the program may still read it with
+//!   ordinary loads, which a shim cannot see). The window is a volume of later
+//!   block-operation traffic (bytes read plus bytes written by the calls that follow),
+//!   by default the effective LLC of the profile the program ran with: after that much
+//!   traffic the destination would have left the cache even if the program touched
+//!   nothing else, so a later use would not have found it there. Bytes still live
+//!   when the process ends are *not seen again* too.
+//!
+//! Each byte gets exactly one fate, decided by the first of those events; results are
+//! counted in bytes (seed 003 counts cache lines) per op of the call that wrote them.
+//! Overlap is exact address-range overlap, not line granularity.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+
+use super::format::CallOp;
+
+/// What became of destination bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Fates {
+    /// Read by a later call as its source.
+    pub used_as_source: u64,
+    /// Written by a later call before being read.
+    pub overwritten: u64,
+    /// Neither within the window (or before the process ended).
+    pub not_seen_again: u64,
+}
+
+impl Fates {
+    /// All destination bytes counted.
+    pub fn total(&self) -> u64 {
+        self.used_as_source + self.overwritten + self.not_seen_again
+    }
+
+    fn add(&mut self, fate: Fate, bytes: u64) {
+        match fate {
+            Fate::Source => self.used_as_source += bytes,
+            Fate::Overwritten => self.overwritten += bytes,
+            Fate::Unseen => self.not_seen_again += bytes,
+        }
+    }
+
+    /// Adds another set of counts.
+    pub fn merge(&mut self, o: &Fates) {
+        self.used_as_source += o.used_as_source;
+        self.overwritten += o.overwritten;
+        self.not_seen_again += o.not_seen_again;
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Fate {
+    Source,
+    Overwritten,
+    Unseen,
+}
+
+/// A live piece of a destination: `[start, end)` written by call `id` of op `op`.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    end: u64,
+    id: u64,
+    op: CallOp,
+}
+
+/// The tracker for one process (addresses are per process).
+pub struct FateTracker {
+    /// Live pieces by start address; disjoint.
+    live: BTreeMap<u64, Piece>,
+    /// Writes in order: (id, start, end, traffic when written).
+    writes: VecDeque<(u64, u64, u64, u64)>,
+    traffic: u64,
+    window: u64,
+    next_id: u64,
+    /// Fates per op of the writing call, indexed like [`CallOp::ALL`].
+    pub by_op: [Fates; 4],
+}
+
+impl FateTracker {
+    /// A tracker whose window is `window` bytes of later traffic (`u64::MAX`: to the
+    /// end of the process).
+    pub fn new(window: u64) -> FateTracker {
+        FateTracker {
+            live: BTreeMap::new(),
+            writes: VecDeque::new(),
+            traffic: 0,
+            window: window.max(1),
+            next_id: 0,
+            by_op: [Fates::default(); 4],
+        }
+    }
+
+    /// One call, in start-time order.
+    pub fn call(&mut self, op: CallOp, dst: u64, src: Option<u64>, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.traffic = self
+            .traffic
+            .saturating_add(if src.is_some() { 2 * n } else { n });
+        self.expire();
+        if let Some(s) = src {
+            self.take(s, s.saturating_add(n), Fate::Source);
+        }
+        let end = dst.saturating_add(n);
+        self.take(dst, end, Fate::Overwritten);
+        let id = self.next_id;
+        self.next_id += 1;
+        self.live.insert(dst, Piece { end, id, op });
+        self.writes.push_back((id, dst, end, self.traffic));
+    }
+
+    /// Ends the process: whatever is live was not seen again.
+    pub fn finish(&mut self) {
+        for (start, p) in std::mem::take(&mut self.live) {
+            self.by_op[p.op as usize].add(Fate::Unseen, p.end - start);
+        }
+        self.writes.clear();
+    }
+
+    /// Live bytes (for tests).
+    pub fn live_bytes(&self) -> u64 {
+        self.live.iter().map(|(s, p)| p.end - s).sum()
+    }
+
+    /// Retires writes older than the window: their live pieces were not seen again.
+    fn expire(&mut self) {
+        while let Some(&(id, start, end, at)) = self.writes.front() {
+            if self.traffic - at <= self.window {
+                break;
+            }
+            self.writes.pop_front();
+            let gone: Vec<u64> = self
+                .live
+                .range(start..end)
+                .filter(|(_, p)| p.id == id)
+                .map(|(&s, _)| s)
+                .collect();
+            for s in gone {
+                if let Some(p) = self.live.remove(&s) {
+                    self.by_op[p.op as usize].add(Fate::Unseen, p.end - s);
+                }
+            }
+        }
+    }
+
+    /// Gives every live byte in `[a, b)` the fate `fate`, keeping the parts outside.
+    fn take(&mut self, a: u64, b: u64, fate: Fate) {
+        if a >= b {
+            return;
+        }
+        // The piece starting before `a` that may reach into the range, then every
+        // piece starting inside it.
+        let mut hit: Vec<u64> = Vec::new();
+        if let Some((&s, p)) = self.live.range(..a).next_back() {
+            if p.end > a {
+                hit.push(s);
+            }
+        }
+        hit.extend(self.live.range(a..b).map(|(&s, _)| s));
+        for s in hit {
+            let Some(p) = self.live.remove(&s) else {
+                continue;
+            };
+            let (lo, hi) = (s.max(a), p.end.min(b));
+            self.by_op[p.op as usize].add(fate, hi - lo);
+            if s < a {
+                self.live.insert(s, Piece { end: a, ..p });
+            }
+            if p.end > b {
+                self.live.insert(b, Piece { end: p.end, ..p });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COPY: usize = CallOp::Copy as usize;
+    const SET: usize = CallOp::Set as usize;
+
+    #[test]
+    fn source_overwrite_and_unseen() {
+        let mut t = FateTracker::new(u64::MAX);
+        // A written, then copied on; B written, then half overwritten by a set.
+        t.call(CallOp::Copy, 0x1000, Some(0x9000), 4096);
+        t.call(CallOp::Copy, 0x5000, Some(0x1000), 4096);
+        t.call(CallOp::Copy, 0x3000, Some(0xa000), 1000);
+        t.call(CallOp::Set, 0x3000, None, 500);
+        t.finish();
+        let c = t.by_op[COPY];
+        assert_eq!(c.used_as_source, 4096);
+        assert_eq!(c.overwritten, 500);
+        // B's other 500 bytes, and all of the second copy's destination.
+        assert_eq!(c.not_seen_again, 500 + 4096);
+        assert_eq!(t.by_op[SET].not_seen_again, 500);
+        assert_eq!(t.live_bytes(), 0);
+    }
+
+    #[test]
+    fn partial_overlaps_split_pieces() {
+        let mut t = FateTracker::new(u64::MAX);
+        t.call(CallOp::Copy, 100, Some(10_000), 100); // [100, 200)
+        t.call(CallOp::Copy, 20_000, Some(150), 20); // reads [150, 170)
+        t.call(CallOp::Copy, 120, Some(30_000), 10); // overwrites [120, 130)
+        t.call(CallOp::Copy, 40_000, Some(140), 20); // reads [140, 150) and [150, 160): already taken
+        t.finish();
+        let c = t.by_op[COPY];
+        assert_eq!(c.used_as_source, 20 + 10);
+        assert_eq!(c.overwritten, 10);
+        // Every destination byte has exactly one fate.
+        assert_eq!(c.total(), 100 + 20 + 10 + 20);
+    }
+
+    #[test]
+    fn the_window_retires_old_destinations() {
+        // Window 10 KiB: after 12 KiB of traffic the first destination is gone.
+        let mut t = FateTracker::new(10 << 10);
+        t.call(CallOp::Set, 0, None, 1024);
+        t.call(CallOp::Set, 1 << 20, None, 12 << 10);
+        t.call(CallOp::Copy, 2 << 20, Some(0), 1024); // too late
+        t.finish();
+        assert_eq!(t.by_op[SET].used_as_source, 0);
+        assert_eq!(t.by_op[SET].not_seen_again, 1024 + (12 << 10));
+    }
+
+    #[test]
+    fn an_overlapping_move_reads_before_it_writes() {
+        let mut t = FateTracker::new(u64::MAX);
+        t.call(CallOp::Copy, 1000, Some(50_000), 100); // [1000, 1100)
+        t.call(CallOp::Move, 1010, Some(1000), 100); // reads [1000, 1100), writes [1010, 1110)
+        t.finish();
+        assert_eq!(t.by_op[COPY].used_as_source, 100);
+        assert_eq!(t.by_op[CallOp::Move as usize].not_seen_again, 100);
+    }
+}

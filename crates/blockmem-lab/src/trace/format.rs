@@ -1,0 +1,804 @@
+//! Reading trace files (the layout is documented where it is written: the shim's
+//! `trace_file` module, and `docs` of [`crate::trace`]).
+//!
+//! A file is parsed once into its header, the byte ranges of its record blocks and
+//! its trailer; records are decoded lazily, block by block, and merged across the
+//! shim's buffers into start-time order by [`TraceFile::records`].
+
+use std::collections::BinaryHeap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+const MAGIC: &[u8; 4] = b"BMTR";
+const KIND_HEADER: u16 = 1;
+const KIND_RECORDS: u16 = 2;
+const KIND_TRAILER: u16 = 3;
+const BLOCK_HEAD: usize = 12;
+/// The format version this reader understands.
+pub const VERSION: u32 = 1;
+
+/// Header flag: the process is a forked child.
+pub const FLAG_FORKED: u32 = 1 << 0;
+
+/// The operation as the program named it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallOp {
+    /// `memcpy`, `mempcpy` and their fortified variants.
+    Copy,
+    /// `memmove`.
+    Move,
+    /// `memset`.
+    Set,
+    /// `bzero`.
+    Zero,
+}
+
+impl CallOp {
+    /// All four, in tag order.
+    pub const ALL: [CallOp; 4] = [CallOp::Copy, CallOp::Move, CallOp::Set, CallOp::Zero];
+
+    /// The name used in tables (as `BLOCKMEM_STATS` names it).
+    pub fn name(self) -> &'static str {
+        match self {
+            CallOp::Copy => "copy",
+            CallOp::Move => "move",
+            CallOp::Set => "set",
+            CallOp::Zero => "zero",
+        }
+    }
+
+    /// True for the ops with a source.
+    pub fn has_src(self) -> bool {
+        matches!(self, CallOp::Copy | CallOp::Move)
+    }
+
+    fn from_tag(t: u8) -> CallOp {
+        CallOp::ALL[(t & 3) as usize]
+    }
+}
+
+/// What the sampled probes of one region found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RegionProbe {
+    /// Cycles of the timed load of the region's first byte.
+    pub first_cycles: u64,
+    /// Lines probed across the block (first line and blockmem's own probe line
+    /// excluded).
+    pub lines: u8,
+    /// Of those, lines that loaded within the hit threshold.
+    pub cached: u8,
+}
+
+/// A sampled call's probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Probe {
+    /// The source (copy and move).
+    pub src: Option<RegionProbe>,
+    /// The destination.
+    pub dst: RegionProbe,
+}
+
+/// One call (ordered by start time first: the field order matters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Record {
+    /// TSC at the call's start.
+    pub tsc: u64,
+    /// TSC cycles of the call, timer overhead included.
+    pub cycles: u64,
+    /// Bytes.
+    pub n: u64,
+    /// Destination address.
+    pub dst: u64,
+    /// Source address (0 for set and zero).
+    pub src: u64,
+    /// The op as named by the program.
+    pub op: CallOp,
+    /// Kernel slot (see [`Header::kernels`]).
+    pub kernel: u8,
+    /// Copy/move: the ranges overlap. Set: the fill byte is zero.
+    pub flag: bool,
+    /// Probes, on sampled calls.
+    pub probe: Option<Probe>,
+}
+
+/// The profile the process ran with (from the header).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ProfileInfo {
+    /// Where it came from.
+    pub source: String,
+    /// Forced kernel (`BLOCKMEM_FORCE`).
+    pub forced: Option<String>,
+    /// Kernel choices: copy_temporal, copy_cold_src, copy_stream, set_temporal,
+    /// set_stream, zero_stream.
+    pub kernels: Vec<(String, String)>,
+    /// Thresholds in bytes: stream_auto, stream_auto_cold_dst, stream_no_reuse,
+    /// stream_reuse, probe_min, rep_movsb_min, rep_movsb_max, llc_effective and the
+    /// copy and set fast-path limits.
+    pub sizes: Vec<(String, u64)>,
+}
+
+impl ProfileInfo {
+    /// A threshold by name.
+    pub fn size(&self, name: &str) -> Option<u64> {
+        self.sizes.iter().find(|s| s.0 == name).map(|s| s.1)
+    }
+}
+
+/// A file's header.
+#[derive(Clone, Debug, Serialize)]
+pub struct Header {
+    /// Format version.
+    pub version: u32,
+    /// Flag bits ([`FLAG_FORKED`], …).
+    pub flags: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id (`getppid`).
+    pub ppid: u32,
+    /// For a forked child, the pid of the process that forked it.
+    pub fork_parent: u32,
+    /// Probes every N-th call (0: never).
+    pub sample_every: u32,
+    /// TSC frequency in kHz measured at load.
+    pub tsc_khz: u64,
+    /// TSC at the start (a forked child: just before the fork).
+    pub start_tsc: u64,
+    /// CLOCK_MONOTONIC at the start, ns.
+    pub start_ns: u64,
+    /// CLOCK_REALTIME at the start, ns.
+    pub start_realtime_ns: u64,
+    /// Cycles of an empty timed region.
+    pub timer_overhead: u32,
+    /// Probe hit threshold, cycles.
+    pub hit_max: u32,
+    /// Largest size the shim handles inline.
+    pub inline_max: u32,
+    /// Spread lines probed per region at most.
+    pub spread_lines: u32,
+    /// Buffers in the shim's pool.
+    pub buffers: u32,
+    /// Bytes per buffer.
+    pub buffer_bytes: u32,
+    /// The profile.
+    pub profile: ProfileInfo,
+    /// Kernel names by slot.
+    pub kernels: Vec<String>,
+    /// The program's argv[0].
+    pub argv0: String,
+}
+
+impl Header {
+    /// True for a forked child.
+    pub fn forked(&self) -> bool {
+        self.flags & FLAG_FORKED != 0
+    }
+
+    /// A kernel slot's name.
+    pub fn kernel_name(&self, slot: u8) -> &str {
+        self.kernels.get(slot as usize).map_or("?", String::as_str)
+    }
+}
+
+/// A file's trailer (present when the process exited through `exit`).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Trailer {
+    /// TSC at exit.
+    pub end_tsc: u64,
+    /// CLOCK_MONOTONIC at exit, ns.
+    pub end_ns: u64,
+    /// Records the process appended.
+    pub records: u64,
+    /// Calls not recorded: every buffer tried was busy.
+    pub no_buffer: u64,
+    /// Calls not recorded: a forked child was creating its file.
+    pub while_starting: u64,
+    /// Records lost to failed writes.
+    pub lost: u64,
+    /// Buffers still busy at exit (not written).
+    pub busy_at_exit: u64,
+}
+
+impl Trailer {
+    /// Calls the process made that are not in the file.
+    pub fn missing(&self) -> u64 {
+        self.no_buffer + self.while_starting + self.lost
+    }
+}
+
+/// One record block: the buffer it came from and where its records are.
+#[derive(Clone, Debug)]
+struct Block {
+    buffer: u32,
+    count: u32,
+    range: std::ops::Range<usize>,
+}
+
+/// A parsed trace file.
+pub struct TraceFile {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// The header.
+    pub header: Header,
+    /// The trailer, if the process exited normally.
+    pub trailer: Option<Trailer>,
+    /// Problems found while parsing (a cut-off last block, unknown block kinds).
+    pub warnings: Vec<String>,
+    data: Vec<u8>,
+    blocks: Vec<Block>,
+}
+
+/// A cursor over bytes with little-endian and varint reads.
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Cursor { b, at: 0 }
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|s| s[0])
+    }
+
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|s| u32::from_le_bytes(s.try_into().unwrap()))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)
+            .map(|s| u64::from_le_bytes(s.try_into().unwrap()))
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let b = self.u8()?;
+            if shift < 64 {
+                v |= u64::from(b & 0x7f) << shift;
+            }
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn zigzag(&mut self) -> Option<i64> {
+        let v = self.varint()?;
+        Some((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+
+    fn string(&mut self, len: usize) -> Option<String> {
+        self.take(len)
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+    }
+
+    fn done(&self) -> bool {
+        self.at >= self.b.len()
+    }
+}
+
+const SOURCES: [&str; 6] = [
+    "not-loaded",
+    "cpuid-defaults",
+    "BLOCKMEM_PROFILE",
+    "default-path",
+    "installed",
+    "cpuid-defaults (AT_SECURE)",
+];
+const PROFILE_KERNELS: [&str; 6] = [
+    "copy_temporal",
+    "copy_cold_src",
+    "copy_stream",
+    "set_temporal",
+    "set_stream",
+    "zero_stream",
+];
+const PROFILE_SIZES: [&str; 10] = [
+    "stream_auto",
+    "stream_auto_cold_dst",
+    "stream_no_reuse",
+    "stream_reuse",
+    "probe_min",
+    "rep_movsb_min",
+    "rep_movsb_max",
+    "llc_effective",
+    "copy_fast_below",
+    "set_fast_below",
+];
+
+fn parse_header(p: &[u8]) -> Option<Header> {
+    let mut c = Cursor::new(p);
+    let version = c.u32()?;
+    let flags = c.u32()?;
+    let pid = c.u32()?;
+    let ppid = c.u32()?;
+    let fork_parent = c.u32()?;
+    let sample_every = c.u32()?;
+    let tsc_khz = c.u64()?;
+    let start_tsc = c.u64()?;
+    let start_ns = c.u64()?;
+    let start_realtime_ns = c.u64()?;
+    let timer_overhead = c.u32()?;
+    let hit_max = c.u32()?;
+    let inline_max = c.u32()?;
+    let spread_lines = c.u32()?;
+    let buffers = c.u32()?;
+    let buffer_bytes = c.u32()?;
+    let source = c.u8()?;
+    let forced = c.u8()?;
+    let kernel_slots: Vec<u8> = (0..6).map(|_| c.u8()).collect::<Option<_>>()?;
+    let sizes: Vec<u64> = (0..10).map(|_| c.u64()).collect::<Option<_>>()?;
+    let count = c.u8()?;
+    let mut kernels = Vec::new();
+    for _ in 0..count {
+        let len = c.u8()? as usize;
+        kernels.push(c.string(len)?);
+    }
+    let len = c.u16()? as usize;
+    let argv0 = c.string(len)?;
+    let name = |slot: u8| {
+        kernels
+            .get(slot as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("slot {slot}"))
+    };
+    let profile = ProfileInfo {
+        source: SOURCES
+            .get(source as usize)
+            .map_or("?".into(), |s| s.to_string()),
+        forced: (forced != 0).then(|| name(forced)),
+        kernels: PROFILE_KERNELS
+            .iter()
+            .zip(&kernel_slots)
+            .map(|(k, &s)| (k.to_string(), name(s)))
+            .collect(),
+        sizes: PROFILE_SIZES
+            .iter()
+            .zip(&sizes)
+            .map(|(k, &v)| (k.to_string(), v))
+            .collect(),
+    };
+    Some(Header {
+        version,
+        flags,
+        pid,
+        ppid,
+        fork_parent,
+        sample_every,
+        tsc_khz,
+        start_tsc,
+        start_ns,
+        start_realtime_ns,
+        timer_overhead,
+        hit_max,
+        inline_max,
+        spread_lines,
+        buffers,
+        buffer_bytes,
+        profile,
+        kernels,
+        argv0,
+    })
+}
+
+fn parse_trailer(p: &[u8]) -> Option<Trailer> {
+    let mut c = Cursor::new(p);
+    Some(Trailer {
+        end_tsc: c.u64()?,
+        end_ns: c.u64()?,
+        records: c.u64()?,
+        no_buffer: c.u64()?,
+        while_starting: c.u64()?,
+        lost: c.u64()?,
+        busy_at_exit: c.u64()?,
+    })
+}
+
+impl TraceFile {
+    /// Reads and checks a trace file.
+    pub fn open(path: &Path) -> Result<TraceFile> {
+        let data =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Self::parse(path, data)
+    }
+
+    /// Parses a trace file's bytes.
+    pub fn parse(path: &Path, data: Vec<u8>) -> Result<TraceFile> {
+        let what = path.display();
+        if data.get(..4) != Some(MAGIC) {
+            bail!("{what}: not a blockmem trace (no BMTR magic at the start)");
+        }
+        let mut header = None;
+        let mut trailer = None;
+        let mut blocks = Vec::new();
+        let mut warnings = Vec::new();
+        let mut at = 0usize;
+        while at < data.len() {
+            let mut c = Cursor::new(&data[at..]);
+            let (magic, kind, _flags, len) = match (c.take(4), c.u16(), c.u16(), c.u32()) {
+                (Some(m), Some(k), Some(f), Some(l)) => (m, k, f, l as usize),
+                _ => {
+                    warnings.push(format!(
+                        "{what}: {} stray bytes at the end (cut-off block)",
+                        data.len() - at
+                    ));
+                    break;
+                }
+            };
+            if magic != MAGIC {
+                bail!("{what}: byte {at}: expected a block (BMTR), found garbage");
+            }
+            let start = at + BLOCK_HEAD;
+            let end = start + len;
+            if end > data.len() {
+                warnings.push(format!(
+                    "{what}: the last block is cut off ({} of {len} bytes)",
+                    data.len() - start
+                ));
+                break;
+            }
+            let payload = &data[start..end];
+            match kind {
+                KIND_HEADER if header.is_none() => {
+                    let h = parse_header(payload)
+                        .with_context(|| format!("{what}: header block is too short"))?;
+                    if h.version != VERSION {
+                        bail!(
+                            "{what}: trace format version {} (this blockmem reads version {VERSION})",
+                            h.version
+                        );
+                    }
+                    header = Some(h);
+                }
+                KIND_RECORDS => {
+                    let mut c = Cursor::new(payload);
+                    let (Some(buffer), Some(count)) = (c.u32(), c.u32()) else {
+                        bail!("{what}: byte {at}: record block without its buffer header");
+                    };
+                    blocks.push(Block {
+                        buffer,
+                        count,
+                        range: start + 8..end,
+                    });
+                }
+                KIND_TRAILER => trailer = parse_trailer(payload),
+                other => warnings.push(format!("{what}: skipped a block of unknown kind {other}")),
+            }
+            at = end;
+        }
+        let header = header.with_context(|| format!("{what}: no header block"))?;
+        Ok(TraceFile {
+            path: path.to_path_buf(),
+            header,
+            trailer,
+            warnings,
+            data,
+            blocks,
+        })
+    }
+
+    /// Records in the file, as stored (sum of the blocks' counts).
+    pub fn record_count(&self) -> u64 {
+        self.blocks.iter().map(|b| u64::from(b.count)).sum()
+    }
+
+    /// Every record, in start-time order (the buffers' streams merged by TSC; within
+    /// a buffer, in the order they were appended). Errors name the file and block.
+    pub fn records(&self) -> Merged<'_> {
+        let mut streams: Vec<Vec<&Block>> = Vec::new();
+        let mut index: Vec<u32> = Vec::new();
+        for b in &self.blocks {
+            match index.iter().position(|&i| i == b.buffer) {
+                Some(k) => streams[k].push(b),
+                None => {
+                    index.push(b.buffer);
+                    streams.push(vec![b]);
+                }
+            }
+        }
+        let mut m = Merged {
+            file: self,
+            streams: streams
+                .into_iter()
+                .map(|blocks| Stream {
+                    blocks,
+                    next_block: 0,
+                    cursor: None,
+                    prev: (0, 0, 0),
+                })
+                .collect(),
+            heap: BinaryHeap::new(),
+            error: None,
+        };
+        for i in 0..m.streams.len() {
+            m.refill(i);
+        }
+        m
+    }
+}
+
+struct Stream<'a> {
+    blocks: Vec<&'a Block>,
+    next_block: usize,
+    cursor: Option<(Cursor<'a>, u32)>,
+    prev: (u64, u64, u64),
+}
+
+/// The merge of a file's buffer streams (see [`TraceFile::records`]).
+pub struct Merged<'a> {
+    file: &'a TraceFile,
+    streams: Vec<Stream<'a>>,
+    heap: BinaryHeap<std::cmp::Reverse<(u64, usize, Record)>>,
+    /// The first decoding error, if any (the iteration stops there).
+    pub error: Option<String>,
+}
+
+fn decode(c: &mut Cursor<'_>, prev: &mut (u64, u64, u64)) -> Option<Record> {
+    let tag = c.u8()?;
+    let op = CallOp::from_tag(tag);
+    let mut kernel = tag >> 4;
+    if kernel == 15 {
+        kernel = c.u8()?;
+    }
+    let tsc = prev.0.wrapping_add(c.zigzag()? as u64);
+    let cycles = c.varint()?;
+    let n = c.varint()?;
+    let dst = prev.1.wrapping_add(c.zigzag()? as u64);
+    let src = if op.has_src() {
+        prev.2.wrapping_add(c.zigzag()? as u64)
+    } else {
+        0
+    };
+    let region = |c: &mut Cursor<'_>| -> Option<RegionProbe> {
+        let first_cycles = c.varint()?;
+        let spread = c.u8()?;
+        Some(RegionProbe {
+            first_cycles,
+            lines: spread & 15,
+            cached: spread >> 4,
+        })
+    };
+    let probe = if tag & 4 != 0 {
+        let src = if op.has_src() { Some(region(c)?) } else { None };
+        Some(Probe {
+            src,
+            dst: region(c)?,
+        })
+    } else {
+        None
+    };
+    prev.0 = tsc;
+    prev.1 = dst;
+    if op.has_src() {
+        prev.2 = src;
+    }
+    Some(Record {
+        tsc,
+        cycles,
+        n,
+        dst,
+        src,
+        op,
+        kernel,
+        flag: tag & 8 != 0,
+        probe,
+    })
+}
+
+impl Merged<'_> {
+    /// Pushes stream `i`'s next record onto the heap.
+    fn refill(&mut self, i: usize) {
+        let data = &self.file.data;
+        let s = &mut self.streams[i];
+        loop {
+            if s.cursor.is_none() {
+                let Some(b) = s.blocks.get(s.next_block) else {
+                    return;
+                };
+                s.next_block += 1;
+                s.cursor = Some((Cursor::new(&data[b.range.clone()]), b.count));
+                s.prev = (0, 0, 0);
+            }
+            let (c, left) = s.cursor.as_mut().expect("set above");
+            if *left == 0 {
+                if !c.done() && self.error.is_none() {
+                    self.error = Some(format!(
+                        "{}: a record block has {} bytes after its last record",
+                        self.file.path.display(),
+                        c.b.len() - c.at
+                    ));
+                }
+                s.cursor = None;
+                continue;
+            }
+            match decode(c, &mut s.prev) {
+                Some(r) => {
+                    *left -= 1;
+                    self.heap.push(std::cmp::Reverse((r.tsc, i, r)));
+                    return;
+                }
+                None => {
+                    if self.error.is_none() {
+                        self.error = Some(format!(
+                            "{}: a record block ends in the middle of a record",
+                            self.file.path.display()
+                        ));
+                    }
+                    s.cursor = None;
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for Merged<'_> {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        let std::cmp::Reverse((_, i, r)) = self.heap.pop()?;
+        self.refill(i);
+        Some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn zigzag(out: &mut Vec<u8>, now: u64, before: u64) {
+        let d = now.wrapping_sub(before) as i64;
+        varint(out, ((d << 1) ^ (d >> 63)) as u64);
+    }
+
+    fn block(out: &mut Vec<u8>, kind: u16, payload: &[u8]) {
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(payload);
+    }
+
+    /// A header payload as the shim writes it.
+    pub(crate) fn header_payload(pid: u32, argv0: &str) -> Vec<u8> {
+        let mut h = Vec::new();
+        for v in [VERSION, 0, pid, 1, 0, 4] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [2_000_000u64, 1000, 5, 6] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [30u32, 150, 128, 8, 64, 65536] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        h.extend_from_slice(&[1, 0, 4, 4, 5, 11, 5, 5]);
+        for v in 0..10u64 {
+            h.extend_from_slice(&(v << 20).to_le_bytes());
+        }
+        let names = ["inline", "portable", "avx2", "libc"];
+        h.push(names.len() as u8);
+        for n in names {
+            h.push(n.len() as u8);
+            h.extend_from_slice(n.as_bytes());
+        }
+        h.extend_from_slice(&(argv0.len() as u16).to_le_bytes());
+        h.extend_from_slice(argv0.as_bytes());
+        h
+    }
+
+    #[test]
+    fn decodes_a_handmade_file_and_merges_buffers_by_time() {
+        let mut f = Vec::new();
+        block(&mut f, KIND_HEADER, &header_payload(42, "prog"));
+        // Buffer 3: two records, t = 100 and 300; buffer 9: one at 200, sampled.
+        let mut r = Vec::new();
+        r.extend_from_slice(&3u32.to_le_bytes());
+        r.extend_from_slice(&2u32.to_le_bytes());
+        r.push(2 << 4); // copy, kernel slot 2
+        zigzag(&mut r, 100, 0);
+        varint(&mut r, 77);
+        varint(&mut r, 4096);
+        zigzag(&mut r, 0x7000, 0);
+        zigzag(&mut r, 0x9000, 0);
+        r.push(3 | 8); // zero, fill byte 0, kernel slot 0
+        zigzag(&mut r, 300, 100);
+        varint(&mut r, 5);
+        varint(&mut r, 16);
+        zigzag(&mut r, 0x6000, 0x7000); // negative delta
+        block(&mut f, KIND_RECORDS, &r);
+        let mut r = Vec::new();
+        r.extend_from_slice(&9u32.to_le_bytes());
+        r.extend_from_slice(&1u32.to_le_bytes());
+        r.push(1 | 4 | 15 << 4); // move, sampled, escaped kernel
+        r.push(3);
+        zigzag(&mut r, 200, 0);
+        varint(&mut r, 300);
+        varint(&mut r, 1000);
+        zigzag(&mut r, 0x100, 0);
+        zigzag(&mut r, 0x180, 0);
+        varint(&mut r, 250);
+        r.push(5 | 2 << 4);
+        varint(&mut r, 60);
+        r.push(7 | 7 << 4);
+        block(&mut f, KIND_RECORDS, &r);
+        let mut t = Vec::new();
+        for v in [900u64, 5, 3, 0, 0, 0, 0] {
+            t.extend_from_slice(&v.to_le_bytes());
+        }
+        block(&mut f, KIND_TRAILER, &t);
+
+        let tf = TraceFile::parse(Path::new("mem"), f).unwrap();
+        assert_eq!(tf.header.pid, 42);
+        assert_eq!(tf.header.argv0, "prog");
+        assert_eq!(tf.header.kernels, ["inline", "portable", "avx2", "libc"]);
+        assert_eq!(tf.header.profile.size("probe_min"), Some(4 << 20));
+        assert_eq!(tf.trailer.unwrap().records, 3);
+        let recs: Vec<Record> = tf.records().collect();
+        assert_eq!(
+            recs.iter().map(|r| r.tsc).collect::<Vec<_>>(),
+            [100, 200, 300]
+        );
+        assert_eq!(
+            (recs[0].op, recs[0].kernel, recs[0].n),
+            (CallOp::Copy, 2, 4096)
+        );
+        assert_eq!((recs[0].dst, recs[0].src), (0x7000, 0x9000));
+        assert_eq!(recs[1].op, CallOp::Move);
+        assert_eq!(recs[1].kernel, 3);
+        let p = recs[1].probe.unwrap();
+        assert_eq!(
+            p.src,
+            Some(RegionProbe {
+                first_cycles: 250,
+                lines: 5,
+                cached: 2
+            })
+        );
+        assert_eq!(p.dst.cached, 7);
+        assert_eq!(
+            (recs[2].op, recs[2].flag, recs[2].dst),
+            (CallOp::Zero, true, 0x6000)
+        );
+        assert_eq!(recs[2].src, 0);
+    }
+
+    #[test]
+    fn rejects_other_files_and_reports_truncation() {
+        assert!(TraceFile::parse(Path::new("x"), b"hello".to_vec()).is_err());
+        let mut f = Vec::new();
+        block(&mut f, KIND_HEADER, &header_payload(1, ""));
+        let mut r = Vec::new();
+        r.extend_from_slice(&0u32.to_le_bytes());
+        r.extend_from_slice(&1u32.to_le_bytes());
+        r.push(0);
+        block(&mut f, KIND_RECORDS, &r);
+        f.truncate(f.len() - 1);
+        let tf = TraceFile::parse(Path::new("x"), f).unwrap();
+        assert_eq!(tf.warnings.len(), 1, "{:?}", tf.warnings);
+        assert!(tf.trailer.is_none());
+    }
+}

@@ -1,0 +1,427 @@
+//! `blockmem trace`: what a program's block operations look like — how many of each
+//! kind, how large, how aligned, how much of the run they took, whether the first
+//! cache line predicted the block's cache state, and what became of the destinations
+//! (seed 003 Tables 1–3, seed 004 Table 7) — and which kernels blockmem chose for them.
+//!
+//! ```text
+//! blockmem trace [--sample N] [--out DIR] [--check-stats] [--export-distribution DIR] -- CMD ARGS...
+//! blockmem trace report FILE|DIR... [--out DIR] [--stats FILE] [--export-distribution DIR]
+//! ```
+//!
+//! The first form runs `CMD` with the LD_PRELOAD shim and `BLOCKMEM_TRACE=DIR/trace`
+//! (`DIR` defaults to `./blockmem-trace`; earlier trace files there are removed), then
+//! reads every trace file the run left — `DIR/trace` for the program, `DIR/trace.<pid>`
+//! for the processes it forked or exec'd — and reports: tables on stdout, and in `DIR`
+//! `index.html`, `report.json` and SVG histograms. `--check-stats` also sets
+//! `BLOCKMEM_STATS=1`, takes the statistics lines out of the program's stderr (the rest
+//! is passed through) and checks, process by process, that the trace's totals equal
+//! them. The second form reports files already written (also by hand:
+//! `BLOCKMEM_TRACE=/tmp/t LD_PRELOAD=… CMD`).
+//!
+//! What is recorded, the record format, and how per-thread buffers, signals, fork and
+//! exec are handled: the shim's `trace` and `trace_file` modules. In short, per call:
+//! op, size, source and destination addresses, start TSC, TSC cycles, the kernel that
+//! ran; every N-th call (`--sample N`, `BLOCKMEM_TRACE_SAMPLE`, default 64, 0 = never)
+//! also the timed-load latency of the first byte of the source and destination and how
+//! many of up to 8 lines spread across each were cached, probed before the call.
+//!
+//! # Overhead
+//!
+//! Tracing costs every intercepted call two fenced TSC reads, a buffer claim (one
+//! compare-and-swap) and a 6–20-byte record, about 40–70 ns here; sampled calls pay up
+//! to 18 timed loads on top. Measured on the python workload of the shim's tests
+//! (`crates/blockmem-preload/tests/programs/copies.py`, copies up to 256 MiB), one run
+//! each on the 2-vCPU development VM: see the `Overhead` section of the report to the
+//! lead (numbers are not repeated here because they move with the machine); a program
+//! dominated by tiny copies pays relatively more (sqlite3: tens of millions of 1–16 B
+//! copies).
+
+pub mod analysis;
+pub mod distribution;
+pub mod estimate;
+pub mod fate;
+pub mod format;
+pub mod render;
+pub mod stats_check;
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use analysis::{Analysis, Options};
+use format::TraceFile;
+use stats_check::{StatsCheck, StatsLine};
+
+/// Default of `--sample`.
+pub const DEFAULT_SAMPLE: u32 = 64;
+
+/// Flags of `blockmem trace`.
+#[derive(clap::Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Examples:\n  \
+        blockmem trace -- python3 script.py\n  \
+        blockmem trace --out /tmp/t --check-stats -- sqlite3 db.sqlite < q.sql\n  \
+        blockmem trace report /tmp/t\n  \
+        blockmem trace --export-distribution dist -- sort big.txt && blockmem lab fleet --distribution dist"
+)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    command: Option<TraceCommand>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum TraceCommand {
+    /// Report trace files already written (files, or directories holding them).
+    Report(ReportArgs),
+}
+
+/// Report flags shared by both forms.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ReportOpts {
+    /// Write index.html, report.json and SVG histograms into DIR (running a program:
+    /// also its trace files; default ./blockmem-trace).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write the report as JSON to PATH too.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write the traced sizes, overlaps and alignments as fleetbench distributions
+    /// (Memcpy_/Memmove_/Memset_<program>.csv) into DIR, for `blockmem lab fleet
+    /// --distribution DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub export_distribution: Option<PathBuf>,
+    /// Largest call size exported (larger calls are left out and counted).
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size_arg)]
+    pub export_max_size: u64,
+    /// Destination-fate window: bytes of later block traffic within which a use
+    /// counts (e.g. 32M), or `all` (to the end of the process). Default: the effective
+    /// LLC of the profile the program ran with.
+    #[arg(long, value_name = "SIZE|all", value_parser = parse_window)]
+    pub window: Option<u64>,
+    /// Skip the libc estimate (it replays samples of the calls here for a few seconds).
+    #[arg(long)]
+    pub no_estimate: bool,
+}
+
+/// Flags of the run form.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Probe the cache state every N-th call (0: never).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SAMPLE)]
+    pub sample: u32,
+    /// Also run with BLOCKMEM_STATS=1 and check the trace's totals against it.
+    #[arg(long)]
+    pub check_stats: bool,
+    /// The shim to preload (default: $BLOCKMEM_PRELOAD_PATH, else next to this binary).
+    #[arg(long, value_name = "PATH")]
+    pub preload: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportOpts,
+    /// The program to run and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// Flags of `blockmem trace report`.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Trace files, or directories (every trace file inside is read).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A file holding the run's BLOCKMEM_STATS lines (its stderr) to check against.
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportOpts,
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    crate::lab::parse_size(s).map(|n| n as u64)
+}
+
+fn parse_window(s: &str) -> Result<u64, String> {
+    if s == "all" {
+        Ok(0)
+    } else {
+        parse_size_arg(s)
+    }
+}
+
+/// Writes to stdout, ignoring a closed pipe.
+fn emit(s: &str) {
+    let _ = std::io::stdout().lock().write_all(s.as_bytes());
+}
+
+/// Runs `blockmem trace`.
+pub fn run(args: &TraceArgs) -> Result<()> {
+    match &args.command {
+        Some(TraceCommand::Report(r)) => report_files(r),
+        None => run_program(&args.run),
+    }
+}
+
+fn is_trace_file(p: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok()
+        && &magic == b"BMTR"
+}
+
+/// The trace files named: files as given, directories' trace files sorted by name.
+pub fn collect(paths: &[PathBuf]) -> Result<Vec<TraceFile>> {
+    let mut names = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot list {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && is_trace_file(f))
+                .collect();
+            v.sort();
+            names.extend(v);
+        } else {
+            names.push(p.clone());
+        }
+    }
+    if names.is_empty() {
+        bail!(
+            "no trace files in {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    names.iter().map(|n| TraceFile::open(n)).collect()
+}
+
+fn report_files(args: &ReportArgs) -> Result<()> {
+    let files = collect(&args.files)?;
+    let stats = match &args.stats {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read --stats {}", p.display()))?;
+            Some(
+                text.lines()
+                    .filter_map(stats_check::parse_line)
+                    .collect::<Vec<_>>(),
+            )
+        }
+        None => None,
+    };
+    let title = format!(
+        "trace report: {}",
+        args.files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    report(&files, &args.report, &title, stats.as_deref(), None)
+}
+
+/// Analyses, prints and writes everything; fails if a statistics check was asked for
+/// and did not match.
+fn report(
+    files: &[TraceFile],
+    opts: &ReportOpts,
+    title: &str,
+    stats: Option<&[StatsLine]>,
+    wall: Option<f64>,
+) -> Result<()> {
+    let a = Analysis::run(
+        files,
+        Options {
+            window: opts.window,
+        },
+    )?;
+    let estimate = if opts.no_estimate {
+        None
+    } else {
+        eprintln!("blockmem trace: estimating libc's time (replaying samples of the calls)…");
+        Some(estimate::estimate(&a))
+    };
+    let check = stats.map(|lines| StatsCheck::new(lines, &a));
+    let r = render::Report {
+        title: title.to_string(),
+        analysis: &a,
+        estimate: estimate.as_ref(),
+        stats: check.as_ref(),
+        wall_seconds: wall,
+    };
+    let mut text = format!("blockmem {title}\n\n");
+    for t in r.tables() {
+        text.push_str(&t.to_text());
+        text.push('\n');
+    }
+    emit(&text);
+    for w in &a.warnings {
+        eprintln!("warning: {w}");
+    }
+    if let Some(p) = &opts.json {
+        write_json(&r, p)?;
+    }
+    if let Some(dir) = &opts.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create --out directory {}", dir.display()))?;
+        write_json(&r, &dir.join("report.json"))?;
+        let plots = r.plots(dir)?;
+        r.html(dir, &plots, &["report.json".to_string()])?;
+        eprintln!(
+            "blockmem trace: report written to {}",
+            dir.join("index.html").display()
+        );
+    }
+    if let Some(dir) = &opts.export_distribution {
+        let root = a
+            .processes
+            .iter()
+            .find(|p| p.fork_parent.is_none())
+            .or(a.processes.first());
+        let name = distribution::name_for(root.map_or("trace", |p| p.argv0.as_str()));
+        for w in distribution::export(&a, dir, &name, opts.export_max_size)? {
+            eprintln!(
+                "blockmem trace: wrote {} ({} calls{})",
+                w.path.display(),
+                w.calls,
+                if w.dropped_calls > 0 {
+                    format!(
+                        "; {} calls ({} bytes) above --export-max-size left out",
+                        w.dropped_calls, w.dropped_bytes
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    if let Some(c) = &check {
+        if !c.all_match() {
+            bail!(
+                "the trace's totals differ from BLOCKMEM_STATS for {} of {} processes (see the last table)",
+                c.rows.iter().filter(|r| !r.matches()).count(),
+                c.rows.len()
+            );
+        }
+        eprintln!(
+            "blockmem trace: totals match BLOCKMEM_STATS for all {} processes",
+            c.rows.len()
+        );
+    }
+    Ok(())
+}
+
+fn write_json(r: &render::Report<'_>, path: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(&r.json())?;
+    std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Removes earlier trace files (`trace`, `trace.*`) from `dir`.
+fn clean(dir: &Path) -> Result<()> {
+    for e in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let p = e?.path();
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if (name == "trace" || name.starts_with("trace.")) && p.is_file() {
+            std::fs::remove_file(&p).with_context(|| format!("cannot remove {}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn describe(command: &[OsString]) -> String {
+    command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn run_program(args: &RunArgs) -> Result<()> {
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let shim = crate::run_cmd::locate_shim(
+        args.preload.as_deref(),
+        std::env::var_os("BLOCKMEM_PRELOAD_PATH"),
+        &exe_dir,
+    )?;
+    let out = args
+        .report
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("blockmem-trace"));
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create --out directory {}", out.display()))?;
+    clean(&out)?;
+    let trace_path = std::path::absolute(out.join("trace"))
+        .with_context(|| format!("cannot resolve {}", out.display()))?;
+    let mut c = Command::new(&args.command[0]);
+    c.args(&args.command[1..]);
+    let mut preload = shim.as_os_str().to_os_string();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(existing);
+    }
+    c.env("LD_PRELOAD", preload)
+        .env("BLOCKMEM_TRACE", &trace_path)
+        .env("BLOCKMEM_TRACE_SAMPLE", args.sample.to_string());
+    if args.check_stats {
+        c.env("BLOCKMEM_STATS", "1").stderr(Stdio::piped());
+    } else {
+        c.env_remove("BLOCKMEM_STATS");
+    }
+    let cmd = describe(&args.command);
+    eprintln!(
+        "blockmem trace: running {cmd} (traces in {})",
+        out.display()
+    );
+    let start = Instant::now();
+    let mut child = c.spawn().with_context(|| format!("cannot run {cmd}"))?;
+    // With --check-stats: statistics lines are kept, everything else passes through.
+    let mut lines = Vec::new();
+    if let Some(err) = child.stderr.take() {
+        for line in BufReader::new(err).lines() {
+            let line = line.context("reading the program's stderr")?;
+            match stats_check::parse_line(&line) {
+                Some(l) => lines.push(l),
+                None => eprintln!("{line}"),
+            }
+        }
+    }
+    let status = child.wait().context("waiting for the program")?;
+    let wall = start.elapsed().as_secs_f64();
+    let files = collect(std::slice::from_ref(&out)).with_context(|| {
+        format!(
+            "{cmd} left no trace (was the shim preloaded? a static or set-user-ID program ignores LD_PRELOAD and BLOCKMEM_TRACE)"
+        )
+    })?;
+    let mut opts = args.report.clone();
+    opts.out = Some(out);
+    report(
+        &files,
+        &opts,
+        &format!("trace: {cmd}"),
+        args.check_stats.then_some(lines.as_slice()),
+        Some(wall),
+    )?;
+    if !status.success() {
+        bail!("{cmd} failed ({status}); the report covers what it did");
+    }
+    Ok(())
+}
