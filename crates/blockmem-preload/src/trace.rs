@@ -31,9 +31,10 @@
 //! none left busy by a thread that does not exist in it, and a zero "ready" word, so
 //! its first traced call (or its exit) creates the child's own file, `<path>.<pid>`,
 //! closes the parent's descriptor and writes a header naming the parent. A
-//! `pthread_atfork` prepare handler records the TSC just before `fork`, which becomes
-//! the child's start time (so that a report can line the child up with its parent's
-//! records, and count the calls a child inherits in its statistics). Where the kernel
+//! `pthread_atfork` prepare handler writes the parent's buffers and then records the
+//! TSC just before `fork`, which becomes the child's start time: a report can line the
+//! child up with its parent's records and count the calls a child's statistics
+//! inherit, even when the parent later replaces itself with `exec`. Where the kernel
 //! lacks `MADV_WIPEONFORK` (before Linux 4.14), a `pthread_atfork` child handler
 //! resets the pool instead. An exec'd program loads the shim afresh from
 //! `LD_PRELOAD`, finds `BLOCKMEM_TRACE` in its environment, and creates the next free
@@ -711,8 +712,21 @@ fn start_forked(pool: &Pool) -> bool {
     ok
 }
 
-/// `pthread_atfork` prepare handler: the TSC just before `fork`.
+/// `pthread_atfork` prepare handler: writes every buffer no call holds (so that the
+/// parent's file has all the calls a child's statistics inherit, even if the parent
+/// later replaces itself with `exec`, which loses unwritten buffers), then reads the
+/// TSC just before `fork`. A buffer another call holds (another thread's, or this
+/// thread's if `fork` was called from a signal handler) is skipped, never waited for.
 extern "C" fn before_fork() {
+    if let Some(pool) = pool() {
+        if pool.ctl.ready.load(Ordering::Acquire) == READY {
+            for index in 0..SLOTS {
+                if let Some(c) = claim_at(pool, index) {
+                    flush(&c);
+                }
+            }
+        }
+    }
     FORK_TSC.store(stamp_start(), Ordering::Relaxed);
 }
 

@@ -301,12 +301,22 @@ fn at_secure_ignores_the_environment() {
         );
         return;
     }
-    let out = run_ok(plain(&exe).env("BLOCKMEM_STATS", "1"));
+    // A world-writable directory for traces: the set-user-ID run could create one.
+    let traces = dir.join("traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    std::fs::set_permissions(&traces, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    let out = run_ok(
+        plain(&exe)
+            .env("BLOCKMEM_STATS", "1")
+            .env("BLOCKMEM_TRACE", traces.join("control")),
+    );
     assert_eq!(
         stats_lines(&out.stderr).len(),
         1,
         "control run printed no stats"
     );
+    assert!(traces.join("control").is_file(), "control run wrote no trace");
     // Set-user-ID nobody: ignored.
     let status = std::process::Command::new("chown")
         .args(["nobody", exe.to_str().unwrap()])
@@ -322,8 +332,10 @@ fn at_secure_ignores_the_environment() {
         plain(&exe)
             .env("BLOCKMEM_STATS", "1")
             .env("BLOCKMEM_FORCE", "warp_drive")
+            .env("BLOCKMEM_TRACE", traces.join("secure"))
             .arg("secure"),
     );
+    let traced = traces.join("secure").exists();
     let _ = std::fs::remove_dir_all(&dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if stdout.contains("at_secure=0") {
@@ -338,4 +350,5 @@ fn at_secure_ignores_the_environment() {
         stats_lines(&out.stderr).is_empty() && !err.contains("blockmem:"),
         "AT_SECURE process reacted to BLOCKMEM_*: {err}"
     );
+    assert!(!traced, "AT_SECURE process wrote a BLOCKMEM_TRACE file");
 }

@@ -313,14 +313,15 @@ fn report(
     if let Some(c) = &check {
         if !c.all_match() {
             bail!(
-                "the trace's totals differ from BLOCKMEM_STATS for {} of {} processes (see the last table)",
-                c.rows.iter().filter(|r| !r.matches()).count(),
-                c.rows.len()
+                "the trace's totals differ from BLOCKMEM_STATS for {} of {} processes compared (see the last table)",
+                c.mismatched(),
+                c.compared()
             );
         }
         eprintln!(
-            "blockmem trace: totals match BLOCKMEM_STATS for all {} processes",
-            c.rows.len()
+            "blockmem trace: totals match BLOCKMEM_STATS for all {} processes compared ({} others had no statistics line or no complete trace)",
+            c.compared(),
+            c.rows.len() - c.compared()
         );
     }
     Ok(())

@@ -360,7 +360,7 @@ impl Report<'_> {
         let mut t = Table::new(
             "First-line probe vs sampled block state (seed 003 Table 2)",
             format!(
-                "every {every}th call probed before it ran: a timed load of the first byte, then up to 8 lines across the block (hit ≤ {} cycles); block cached if > 60% of those hit, uncached if < 40% (else ambiguous, not counted); src/dst = % of blocks whose first line agreed",
+                "1 call in {every} probed before it ran: a timed load of the first byte, then up to 8 lines across the block (hit ≤ {} cycles); block cached if > 60% of those hit, uncached if < 40% (else ambiguous, not counted); src/dst = % of blocks whose first line agreed",
                 a.hit_max
             ),
             ["block size", "blocks", "src %", "dst %", "src cached %", "dst cached %", "ambiguous", "one line"]
@@ -408,13 +408,13 @@ impl Report<'_> {
         let a = self.analysis;
         let window = a
             .fate_window
-            .map_or("the end of the process".to_string(), |w| {
-                format!("{} of later block traffic", bytes(w))
+            .map_or("before the process ended".to_string(), |w| {
+                format!("within {} of later block traffic", bytes(w))
             });
         let mut t = Table::new(
             "Destination fate (seed 003 Table 3)",
             format!(
-                "destination bytes, by the first later call touching them within {window}: read as a source (reused), written again (retargeted), or neither (unused, as far as block operations show)"
+                "destination bytes, by the first later call touching them {window}: read as a source (reused), written again (retargeted), or neither (unused, as far as block operations show)"
             ),
             ["written by", "bytes", "% used as source", "% overwritten", "% not seen again"]
                 .map(String::from)

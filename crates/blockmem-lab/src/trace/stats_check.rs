@@ -58,6 +58,12 @@ impl Row {
     pub fn matches(&self) -> bool {
         matches!((&self.stats, &self.trace), (Some(a), Some(b)) if a == b)
     }
+
+    /// Both sides present (a process whose statistics line never reached us — its
+    /// stderr closed or redirected by the program — cannot be compared).
+    pub fn compared(&self) -> bool {
+        self.stats.is_some() && self.trace.is_some()
+    }
 }
 
 /// The comparison.
@@ -102,9 +108,22 @@ impl StatsCheck {
         StatsCheck { rows }
     }
 
-    /// Every process with both sides matched.
+    /// Processes compared.
+    pub fn compared(&self) -> usize {
+        self.rows.iter().filter(|r| r.compared()).count()
+    }
+
+    /// Compared processes that differ.
+    pub fn mismatched(&self) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| r.compared() && !r.matches())
+            .count()
+    }
+
+    /// At least one process compared, and every compared one matched.
     pub fn all_match(&self) -> bool {
-        !self.rows.is_empty() && self.rows.iter().all(Row::matches)
+        self.compared() > 0 && self.mismatched() == 0
     }
 
     /// The table.
@@ -113,8 +132,9 @@ impl StatsCheck {
         let mut t = Table::new(
             "Trace totals against BLOCKMEM_STATS (same run)",
             format!(
-                "{matched} of {} processes match exactly (calls and bytes per op; a forked child's statistics include its parent's calls before the fork, and so does its trace total here)",
-                self.rows.len()
+                "{matched} of {} processes compared match exactly (calls and bytes per op; a forked child's statistics include its parent's calls before the fork, and so does its trace total here); {} without a statistics line (stderr closed or redirected by the program) or without a trace that reached exit",
+                self.compared(),
+                self.rows.len() - self.compared()
             ),
             ["pid", "program", "stats calls", "trace calls", "stats bytes", "trace bytes", "match"]
                 .map(String::from)
@@ -140,7 +160,12 @@ impl StatsCheck {
                 show(tr, |v| v.0, "no file"),
                 show(s, |v| v.1, "-"),
                 show(tr, |v| v.1, "-"),
-                if r.matches() { "yes" } else { "NO" }.into(),
+                match (r.compared(), r.matches()) {
+                    (false, _) => "-",
+                    (true, true) => "yes",
+                    (true, false) => "NO",
+                }
+                .into(),
             ]);
         }
         t
