@@ -115,8 +115,10 @@ pub struct LabArgs {
     /// Effective LLC size to assume instead of measuring it (e.g. 12M).
     #[arg(long, value_name = "SIZE")]
     pub llc: Option<String>,
-    /// Directory of fleetbench distribution CSVs (default: shared/data/fleet-size-distributions).
-    #[arg(long, value_name = "DIR")]
+    /// Directory of fleetbench distribution CSVs (default: shared/data/fleet-size-distributions),
+    /// or one such file; `--distribution PATH` says the same (e.g. a traced program's,
+    /// from `blockmem trace --export-distribution DIR`).
+    #[arg(long, visible_alias = "distribution", value_name = "PATH")]
     pub fleet_dir: Option<PathBuf>,
     /// Compare two result JSON files cell by cell instead of measuring.
     #[arg(long, num_args = 2, value_names = ["A", "B"])]

@@ -192,17 +192,26 @@ fn reference(call: &Call, op: Op, src: &[u8], dst: &mut [u8]) {
 }
 
 /// The distribution files to run: the three fleet-wide ones in quick mode, all in full.
+/// A file (`--distribution FILE`) is used alone; in a directory without `_Fleet` files
+/// (a traced program's, say) quick mode runs them all.
 fn files(dir: &Path, quick: bool) -> anyhow::Result<Vec<PathBuf>> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+    if dir.is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let all: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot list {} (pass --fleet-dir DIR)", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .filter(|p| {
-            !quick
-                || p.file_stem()
-                    .is_some_and(|s| s.to_string_lossy().ends_with("_Fleet"))
-        })
         .collect();
+    let fleet_wide = |p: &PathBuf| {
+        p.file_stem()
+            .is_some_and(|s| s.to_string_lossy().ends_with("_Fleet"))
+    };
+    let mut v: Vec<PathBuf> = if quick && all.iter().any(fleet_wide) {
+        all.into_iter().filter(fleet_wide).collect()
+    } else {
+        all
+    };
     v.sort();
     if v.is_empty() {
         bail!(
