@@ -1,0 +1,290 @@
+//! `blockmem trace` from the outside, on the real shim: a C program with known calls
+//! gives exactly their numbers (sizes, alignments, 4 KiB aliasing, a destination later
+//! used as a source, one overwritten, probes on every call); a forked child gets its
+//! own file and the statistics it inherits; real programs' totals equal
+//! `BLOCKMEM_STATS` of the same run; the exported distribution replays in the lab's
+//! fleet experiment; `trace report` reads the files back. Inputs are tiny: these
+//! tests check counts, never timings.
+
+#[path = "../../blockmem-preload/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The `blockmem` binary under test, hermetic like the shim tests (no BLOCKMEM_*
+/// variables from outside, an empty XDG cache: CPUID-default profile).
+fn blockmem() -> Command {
+    let mut c = common::plain(env!("CARGO_BIN_EXE_blockmem"));
+    c.env("BLOCKMEM_PRELOAD_PATH", common::shim());
+    c
+}
+
+fn known_calls() -> &'static PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = common::scratch("trace");
+        let exe = dir.join("known_calls");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/known_calls.c");
+        common::cc(&["-O2", src.to_str().unwrap(), "-o", exe.to_str().unwrap()]);
+        exe
+    })
+}
+
+/// Runs `blockmem trace` with `args` into a fresh directory; returns the output and
+/// the JSON report.
+fn trace(name: &str, args: &[&str], command: &[&str]) -> (Output, Value, PathBuf) {
+    let out = common::scratch("trace").join(name);
+    let _ = std::fs::remove_dir_all(&out);
+    let o = common::run_ok(
+        blockmem()
+            .arg("trace")
+            .arg("--out")
+            .arg(&out)
+            .args(args)
+            .arg("--")
+            .args(command),
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    (o, json, out)
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// (calls, bytes) of op index `k` in an `[Counts; 4]` array.
+fn op(counts: &Value, k: usize) -> (u64, u64) {
+    (u(&counts[k]["calls"]), u(&counts[k]["bytes"]))
+}
+
+#[test]
+fn known_calls_give_exactly_their_numbers() {
+    let exe = known_calls();
+    let (o, j, _) = trace(
+        "known",
+        &[
+            "--sample",
+            "1",
+            "--window",
+            "all",
+            "--no-estimate",
+            "--check-stats",
+        ],
+        &[exe.to_str().unwrap()],
+    );
+    let a = &j["analysis"];
+    assert_eq!(a["processes"].as_array().unwrap().len(), 1);
+    // copy: 4096 + 4096 + 10; move 1000; set 1000; zero 512.
+    assert_eq!(op(&a["by_op"], 0), (3, 8202));
+    assert_eq!(op(&a["by_op"], 1), (1, 1000));
+    assert_eq!(op(&a["by_op"], 2), (1, 1000));
+    assert_eq!(op(&a["by_op"], 3), (1, 512));
+    // Fate: A (4096 B) was copied on; D + 3 (the memset) was overwritten by the move;
+    // the rest was not seen again.
+    let f = &a["fates"];
+    assert_eq!(u(&f[0]["used_as_source"]), 4096);
+    assert_eq!(u(&f[0]["overwritten"]), 0);
+    assert_eq!(u(&f[0]["not_seen_again"]), 4096 + 10);
+    assert_eq!(u(&f[2]["overwritten"]), 1000);
+    assert_eq!(u(&f[2]["not_seen_again"]), 0);
+    assert_eq!(u(&f[1]["not_seen_again"]), 1000);
+    assert_eq!(u(&f[3]["not_seen_again"]), 512);
+    // Alignment histograms, index k = 2^k (6: 64 and more).
+    let sum = |key: &str, k: usize| -> u64 { (0..4).map(|o| u(&a[key][o][k])).sum() };
+    let dst: Vec<u64> = (0..7).map(|k| sum("dst_align", k)).collect();
+    let src: Vec<u64> = (0..7).map(|k| sum("src_align", k)).collect();
+    // dst: A and E+64 line-aligned, C+8 8, D+3 twice 1, B+100 4.
+    assert_eq!(dst, [2, 0, 1, 1, 0, 0, 2]);
+    // src: B and A line-aligned, E+1 1, B+2000 16.
+    assert_eq!(src, [1, 0, 0, 0, 1, 0, 2]);
+    // 4 KiB aliasing of copies and moves of >= 64 B: A-B 0; C+8-A 8; D+3-(E+1) 2.
+    let alias: Vec<u64> = a["alias"].as_array().unwrap().iter().map(u).collect();
+    assert_eq!(alias, [1, 2, 0, 0, 0, 0, 0]);
+    // Exact sizes per family (Memcpy, Memmove, Memset).
+    let sizes = |fam: usize| a["distributions"][fam]["sizes"].clone();
+    assert_eq!(sizes(0), serde_json::json!({"10": 1, "4096": 2}));
+    assert_eq!(sizes(1), serde_json::json!({"1000": 1}));
+    assert_eq!(sizes(2), serde_json::json!({"512": 1, "1000": 1}));
+    // Every call probed (--sample 1): the table 2 rows of 128 B, 512 B, 1 KiB, 4 KiB.
+    let rows: Vec<u64> = a["probe_rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| u(&r["blocks"]))
+        .collect();
+    assert_eq!(rows, [1, 0, 1, 2, 0, 2, 0, 0, 0, 0, 0]);
+    // The 10-byte copy ran the shim's inline rungs; the others a kernel.
+    assert_eq!(u(&a["kernels"]["inline"][0]["calls"]), 1);
+    // BLOCKMEM_STATS agrees.
+    assert_eq!(j["stats_check"]["rows"].as_array().unwrap().len(), 1);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("totals match BLOCKMEM_STATS for all 1 processes"),
+        "{err}"
+    );
+    // Seed 004 Table 7 in the text: the two 4 KiB copies are full pages.
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Block sizes (seed 004 Table 7)"), "{text}");
+    assert!(text.contains("4 KiB ×2"), "{text}");
+}
+
+#[test]
+fn a_forked_child_writes_its_own_file_and_inherits_the_statistics() {
+    let exe = known_calls();
+    let (_, j, out) = trace(
+        "fork",
+        &["--no-estimate", "--check-stats"],
+        &[exe.to_str().unwrap(), "fork"],
+    );
+    let procs = j["analysis"]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2, "{procs:?}");
+    let parent = procs.iter().find(|p| p["fork_parent"].is_null()).unwrap();
+    let child = procs.iter().find(|p| !p["fork_parent"].is_null()).unwrap();
+    assert_eq!(child["fork_parent"], parent["pid"]);
+    assert!(out.join(format!("trace.{}", child["pid"])).is_file());
+    // The child made one call; its statistics line counts the parent's six too.
+    assert_eq!(op(&child["by_op"], 0), (1, 100));
+    let inherited: u64 = (0..4).map(|k| op(&child["stats_equivalent"], k).0).sum();
+    assert_eq!(inherited, 7);
+    let rows = j["stats_check"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+}
+
+#[test]
+fn sort_totals_match_the_statistics_and_its_distribution_replays() {
+    common::have("sort")
+        .then_some(())
+        .expect("sort is not installed: run scripts/deps.sh");
+    let dir = common::scratch("trace");
+    let input = dir.join("words.txt");
+    let mut text = String::new();
+    let mut x = 7u64;
+    for i in 0..20_000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        text.push_str(&format!("line {} {}\n", x >> 40, i % 97));
+    }
+    std::fs::write(&input, text).unwrap();
+    let dist = dir.join("sort-dist");
+    let _ = std::fs::remove_dir_all(&dist);
+    let sorted = dir.join("sorted.txt");
+    let (o, j, out) = trace(
+        "sort",
+        &[
+            "--no-estimate",
+            "--check-stats",
+            "--export-distribution",
+            dist.to_str().unwrap(),
+        ],
+        &[
+            "sort",
+            "-o",
+            sorted.to_str().unwrap(),
+            input.to_str().unwrap(),
+        ],
+    );
+    let total: u64 = (0..4).map(|k| op(&j["analysis"]["by_op"], k).0).sum();
+    assert!(total > 1000, "sort made only {total} calls");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("totals match BLOCKMEM_STATS"));
+    for f in ["index.html", "trace-sizes.svg", "trace-alignment.svg"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let files: Vec<PathBuf> = std::fs::read_dir(&dist)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!files.is_empty());
+    // The lab replays the program's own distribution.
+    let json = dir.join("fleet.json");
+    common::run_ok(
+        blockmem()
+            .args([
+                "lab",
+                "fleet",
+                "--reps",
+                "1",
+                "--methods",
+                "libc,auto",
+                "--llc",
+                "4M",
+                "--quiet",
+            ])
+            .arg("--distribution")
+            .arg(&dist)
+            .arg("--json")
+            .arg(&json),
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), files.len() * 2 * 2);
+    assert!(results.iter().all(|r| r["verified"] == true));
+    assert!(results
+        .iter()
+        .all(|r| r["workload"].as_str().unwrap().ends_with("_sort")));
+
+    // `trace report` reads the same files back, with the statistics from a file.
+    let stats = dir.join("stats.txt");
+    let line = format!(
+        "blockmem: pid {} calls/bytes: copy {}/{} move {}/{} set {}/{} zero {}/{}; kernels: x 1/1\n",
+        j["analysis"]["processes"][0]["pid"],
+        op(&j["analysis"]["by_op"], 0).0,
+        op(&j["analysis"]["by_op"], 0).1,
+        op(&j["analysis"]["by_op"], 1).0,
+        op(&j["analysis"]["by_op"], 1).1,
+        op(&j["analysis"]["by_op"], 2).0,
+        op(&j["analysis"]["by_op"], 2).1,
+        op(&j["analysis"]["by_op"], 3).0,
+        op(&j["analysis"]["by_op"], 3).1,
+    );
+    std::fs::write(&stats, line).unwrap();
+    let o = common::run_ok(
+        blockmem()
+            .args(["trace", "report", "--no-estimate", "--stats"])
+            .arg(&stats)
+            .arg(&out),
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Totals by operation"));
+}
+
+#[test]
+fn python_totals_match_the_statistics() {
+    common::have("python3")
+        .then_some(())
+        .expect("python3 is not installed: run scripts/deps.sh");
+    let script = "b = bytes(range(256)) * 4096\nparts = [bytearray(b[i:i + 5000]) for i in range(0, len(b), 3000)]\nprint(sum(len(p) for p in parts))";
+    let (o, j, _) = trace(
+        "python",
+        &["--check-stats"],
+        &["python3", "-I", "-c", script],
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("totals match BLOCKMEM_STATS"));
+    assert!(u(&j["analysis"]["by_op"][0]["calls"]) > 100);
+    // The estimate ran (replaying samples against libc) and covers the classes.
+    assert!(j["estimate"]["rows"]
+        .as_array()
+        .is_some_and(|r| !r.is_empty()));
+}
+
+#[test]
+fn usage_errors_say_what_to_do() {
+    let o = blockmem().arg("trace").output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("CMD"));
+    let o = blockmem()
+        .args(["trace", "report", "/nonexistent/trace"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read /nonexistent/trace"));
+    let o = blockmem()
+        .args(["trace", "report", env!("CARGO_MANIFEST_DIR")])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no trace files"));
+}
