@@ -56,7 +56,7 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
             if n <= SHORT_MAX {
                 generic::set_short::<u64>(dst, v, n)
             } else {
-                generic::set_forward::<u64>(dst, v, n, Stores::Temporal)
+                generic::set_forward::<u64>(dst, byte, n, Stores::Temporal)
             }
         }
     }

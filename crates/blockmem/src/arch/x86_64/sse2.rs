@@ -75,7 +75,7 @@ pub(crate) unsafe fn set_with(dst: *mut u8, byte: u8, n: usize, stores: Stores) 
         } else if n <= SHORT_MAX {
             generic::set_short::<V>(dst, V::splat(byte), n)
         } else {
-            generic::set_forward::<V>(dst, V::splat(byte), n, stores)
+            generic::set_forward::<V>(dst, byte, n, stores)
         }
     }
 }
