@@ -77,6 +77,9 @@ impl SizeKind {
     }
 }
 
+/// Size classes there are (0 B, then up to 2^0 … 2^64).
+pub const CLASSES: usize = 66;
+
 /// Size class: 0 for empty calls, else `k + 1` with `2^(k-1) < n <= 2^k` (seed 003
 /// Table 2's rows: "up to the given size, larger than the previous row").
 pub fn size_class(n: u64) -> u32 {
@@ -223,9 +226,9 @@ pub struct Distribution {
     pub overlapping: u64,
     /// Calls.
     pub calls: u64,
-    /// Pointer alignments (sources and destinations pooled), per power of two up
-    /// to 64.
-    pub aligns: BTreeMap<u64, u64>,
+    /// Pointer alignments (sources and destinations pooled): index k counts
+    /// alignment 2^k (6: 64 and more).
+    pub aligns: [u64; 7],
 }
 
 /// A call kept for the libc estimate: size and offsets within a 4 KiB page.
@@ -296,10 +299,10 @@ pub struct Analysis {
     pub by_op: [Counts; 4],
     /// Per kernel name, then per op.
     pub kernels: BTreeMap<String, [Counts; 4]>,
-    /// Per op, per size class.
-    pub classes: [BTreeMap<u32, Counts>; 4],
-    /// Per op, seed 004 Table 7 categories.
-    pub kinds: [BTreeMap<SizeKind, Counts>; 4],
+    /// Per op, per size class (index: the class, see [`size_class`]).
+    pub classes: [Vec<Counts>; 4],
+    /// Per op, seed 004 Table 7 categories (in [`SizeKind::ALL`] order).
+    pub kinds: [[Counts; 3]; 4],
     /// Per op, destination alignment (index k: 2^k, 64 last).
     pub dst_align: [[u64; 7]; 4],
     /// Per op, source alignment (copy and move).
@@ -322,12 +325,15 @@ pub struct Analysis {
     pub distributions: [Distribution; 3],
     /// Total cycles of the processes' lifetimes.
     pub run_cycles: u64,
-    /// Kept calls per (op, class) for the libc estimate.
+    /// Kept calls per (op, class) for the libc estimate, at `op * CLASSES + class`.
     #[serde(skip)]
-    pub samples: HashMap<(CallOp, u32), Vec<Sampled>>,
-    /// Calls per (op, class) seen (for the reservoir).
+    pub samples: Vec<Vec<Sampled>>,
+    /// Calls per (op, class) seen (for the reservoir), indexed like `samples`.
     #[serde(skip)]
-    seen: HashMap<(CallOp, u32), u64>,
+    seen: Vec<u64>,
+    /// The current file's kernel counts by slot (merged by name at its end).
+    #[serde(skip)]
+    slot_kernels: Vec<[Counts; 4]>,
     /// Kernel slot 'libc' used: the trace is of a pass-through run.
     pub passthrough_calls: u64,
     /// Problems.
@@ -371,6 +377,9 @@ impl Analysis {
         let mut a = Analysis {
             probe_rows: vec![ProbeRow::default(); PROBE_ROWS.len()],
             hit_max: files.first().map_or(0, |f| f.header.hit_max),
+            classes: std::array::from_fn(|_| vec![Counts::default(); CLASSES]),
+            samples: vec![Vec::new(); 4 * CLASSES],
+            seen: vec![0; 4 * CLASSES],
             ..Analysis::default()
         };
         // Parents before children (a child's inherited counts need its parent's).
@@ -452,6 +461,7 @@ impl Analysis {
         let mut records = 0u64;
         let mut last_tsc = h.start_tsc;
         let overhead = u64::from(h.timer_overhead);
+        self.slot_kernels = vec![[Counts::default(); 4]; 256];
         let mut it = f.records();
         for r in it.by_ref() {
             while next_cut < cuts.len() && r.tsc >= cuts[next_cut] {
@@ -471,6 +481,16 @@ impl Analysis {
             next_cut += 1;
         }
         fate.finish();
+        for (slot, per_op) in std::mem::take(&mut self.slot_kernels).iter().enumerate() {
+            if per_op.iter().all(|c| c.calls == 0) {
+                continue;
+            }
+            let name = h.kernel_name(slot as u8).to_string();
+            let e = self.kernels.entry(name).or_default();
+            for (k, c) in per_op.iter().enumerate() {
+                e[k].merge(c);
+            }
+        }
         for (k, fates) in fate.by_op.iter().enumerate() {
             self.fates[k].merge(fates);
         }
@@ -504,17 +524,22 @@ impl Analysis {
     /// Everything but fate and per-process totals, for one record.
     fn record(&mut self, h: &Header, r: &Record, cycles: u64) {
         let op = r.op as usize;
-        let kernel = h.kernel_name(r.kernel).to_string();
-        if kernel == "libc" {
+        if h.kernels
+            .get(r.kernel as usize)
+            .is_some_and(|k| k == "libc")
+        {
             self.passthrough_calls += 1;
         }
-        self.kernels.entry(kernel).or_default()[op].add(r.n, cycles);
+        if let Some(k) = self.slot_kernels.get_mut(r.kernel as usize) {
+            k[op].add(r.n, cycles);
+        }
         let class = size_class(r.n);
-        self.classes[op].entry(class).or_default().add(r.n, cycles);
-        self.kinds[op]
-            .entry(SizeKind::of(r.n))
-            .or_default()
-            .add(r.n, cycles);
+        self.classes[op][class as usize].add(r.n, cycles);
+        let kind = SizeKind::ALL
+            .iter()
+            .position(|&k| k == SizeKind::of(r.n))
+            .unwrap_or(2);
+        self.kinds[op][kind].add(r.n, cycles);
         self.dst_align[op][align_index(r.dst)] += 1;
         let fam = match r.op {
             CallOp::Copy => 0,
@@ -524,13 +549,13 @@ impl Analysis {
         let d = &mut self.distributions[fam];
         d.calls += 1;
         *d.sizes.entry(r.n).or_default() += 1;
-        *d.aligns.entry(alignment(r.dst)).or_default() += 1;
+        d.aligns[align_index(r.dst)] += 1;
         let overlap = r.op.has_src() && r.flag;
         if overlap {
             d.overlapping += 1;
         }
         if r.op.has_src() {
-            *d.aligns.entry(alignment(r.src)).or_default() += 1;
+            d.aligns[align_index(r.src)] += 1;
             self.src_align[op][align_index(r.src)] += 1;
             if r.dst % 64 == r.src % 64 {
                 self.same_line_offset += 1;
@@ -553,8 +578,8 @@ impl Analysis {
             pr.dst.add(&p.dst, h.hit_max);
         }
         // Reservoir of calls for the libc estimate.
-        let key = (r.op, class);
-        let seen = self.seen.entry(key).or_default();
+        let key = op * CLASSES + class as usize;
+        let seen = &mut self.seen[key];
         *seen += 1;
         let s = Sampled {
             n: r.n,
@@ -562,7 +587,7 @@ impl Analysis {
             src_off: r.src % 4096,
             overlap_delta: overlap.then(|| r.src.wrapping_sub(r.dst) as i64),
         };
-        let kept = self.samples.entry(key).or_default();
+        let kept = &mut self.samples[key];
         if kept.len() < ESTIMATE_SAMPLES {
             kept.push(s);
         } else {
@@ -591,6 +616,13 @@ impl Analysis {
             t.dst.merge(&r.dst);
         }
         t
+    }
+
+    /// Size classes with at least one call, ascending.
+    pub fn used_classes(&self) -> Vec<u32> {
+        (0..CLASSES as u32)
+            .filter(|&c| self.classes.iter().any(|v| v[c as usize].calls > 0))
+            .collect()
     }
 
     /// Cycles per nanosecond to convert totals (the first process's estimate).

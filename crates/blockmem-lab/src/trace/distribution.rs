@@ -80,8 +80,11 @@ pub fn render(d: &Distribution, max_size: u64) -> Option<(String, u64, u64, u64)
         [(0, d.calls - d.overlapping), (1, d.overlapping)].into_iter(),
         d.calls,
     );
-    let align_total: u64 = d.aligns.values().sum();
-    let aligns = line(d.aligns.iter().map(|(&a, &c)| (a, c)), align_total);
+    let align_total: u64 = d.aligns.iter().sum();
+    let aligns = line(
+        d.aligns.iter().enumerate().map(|(k, &c)| (1 << k, c)),
+        align_total,
+    );
     Some((
         format!("{sizes}\n{overlap}\n{aligns}\n"),
         kept,
@@ -127,8 +130,8 @@ mod tests {
         d.sizes.insert(1 << 30, 1);
         d.calls = 5;
         d.overlapping = 1;
-        d.aligns.insert(8, 6);
-        d.aligns.insert(64, 4);
+        d.aligns[3] = 6;
+        d.aligns[6] = 4;
         let (text, kept, dc, db) = render(&d, 1 << 20).unwrap();
         assert_eq!(text, "8:0.75,100:0.25\n0:0.8,1:0.2\n8:0.6,64:0.4\n");
         assert_eq!((kept, dc, db), (4, 1, 1 << 30));

@@ -17,13 +17,12 @@
 //! sample. It is an estimate, labelled as such; a measured comparison is `blockmem run
 //! --compare` (whole program) or a second trace with `BLOCKMEM_DISABLE=1`.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use blockmem::kernel::Op;
 use serde::Serialize;
 
-use super::analysis::{size_class, Analysis, Sampled};
+use super::analysis::{size_class, Analysis, Sampled, CLASSES};
 use super::format::CallOp;
 use crate::lab::mem::Buffer;
 use crate::lab::method::{Entry, Method};
@@ -168,16 +167,11 @@ pub fn estimate(a: &Analysis) -> Estimate {
     };
     let auto = Method::auto();
     let timer = Timer::calibrate(Duration::from_millis(20));
-    let mut keys: BTreeMap<(CallOp, u32), &Vec<Sampled>> = BTreeMap::new();
-    for (k, v) in &a.samples {
-        keys.insert(*k, v);
-    }
     let mut out = Estimate::default();
-    for ((op, class), samples) in keys {
-        let Some(counts) = a.classes[op as usize].get(&class) else {
-            continue;
-        };
-        if counts.calls == 0 || class == 0 {
+    for (key, samples) in a.samples.iter().enumerate() {
+        let (op, class) = (CallOp::ALL[key / CLASSES], (key % CLASSES) as u32);
+        let counts = a.classes[op as usize][class as usize];
+        if counts.calls == 0 || class == 0 || samples.is_empty() {
             continue;
         }
         // Fewer calls for large classes: at most BYTES_PER_REP per repetition.

@@ -88,6 +88,8 @@ pub struct FateTracker {
     next_id: u64,
     /// Fates per op of the writing call, indexed like [`CallOp::ALL`].
     pub by_op: [Fates; 4],
+    /// Keys being retired or split (kept to avoid an allocation per call).
+    scratch: Vec<u64>,
 }
 
 impl FateTracker {
@@ -101,6 +103,7 @@ impl FateTracker {
             window: window.max(1),
             next_id: 0,
             by_op: [Fates::default(); 4],
+            scratch: Vec::new(),
         }
     }
 
@@ -144,17 +147,28 @@ impl FateTracker {
                 break;
             }
             self.writes.pop_front();
-            let gone: Vec<u64> = self
-                .live
-                .range(start..end)
-                .filter(|(_, p)| p.id == id)
-                .map(|(&s, _)| s)
-                .collect();
-            for s in gone {
+            // Usually the write is still one piece, at its start.
+            if let Some(p) = self.live.get(&start) {
+                if p.id == id && p.end == end {
+                    let p = self.live.remove(&start).expect("just found");
+                    self.by_op[p.op as usize].add(Fate::Unseen, p.end - start);
+                    continue;
+                }
+            }
+            let mut gone = std::mem::take(&mut self.scratch);
+            gone.clear();
+            gone.extend(
+                self.live
+                    .range(start..end)
+                    .filter(|(_, p)| p.id == id)
+                    .map(|(&s, _)| s),
+            );
+            for &s in &gone {
                 if let Some(p) = self.live.remove(&s) {
                     self.by_op[p.op as usize].add(Fate::Unseen, p.end - s);
                 }
             }
+            self.scratch = gone;
         }
     }
 
@@ -163,16 +177,18 @@ impl FateTracker {
         if a >= b {
             return;
         }
-        // The piece starting before `a` that may reach into the range, then every
-        // piece starting inside it.
-        let mut hit: Vec<u64> = Vec::new();
-        if let Some((&s, p)) = self.live.range(..a).next_back() {
-            if p.end > a {
-                hit.push(s);
-            }
-        }
-        hit.extend(self.live.range(a..b).map(|(&s, _)| s));
-        for s in hit {
+        // Pieces are disjoint and sorted, so the ones overlapping `[a, b)` are those
+        // starting below `b`, walking down until one ends at or before `a`: one seek.
+        let mut hit = std::mem::take(&mut self.scratch);
+        hit.clear();
+        hit.extend(
+            self.live
+                .range(..b)
+                .rev()
+                .take_while(|(_, p)| p.end > a)
+                .map(|(&s, _)| s),
+        );
+        for &s in &hit {
             let Some(p) = self.live.remove(&s) else {
                 continue;
             };
@@ -185,6 +201,7 @@ impl FateTracker {
                 self.live.insert(b, Piece { end: p.end, ..p });
             }
         }
+        self.scratch = hit;
     }
 }
 

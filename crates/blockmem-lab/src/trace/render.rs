@@ -237,14 +237,11 @@ impl Report<'_> {
             header,
         );
         let total = a.total();
-        let mut classes: Vec<u32> = a.classes.iter().flat_map(|m| m.keys().copied()).collect();
-        classes.sort_unstable();
-        classes.dedup();
-        for c in classes {
+        for c in a.used_classes() {
             let mut all = super::analysis::Counts::default();
             let mut row = vec![size_label(c)];
             for op in OPS {
-                let x = a.classes[op as usize].get(&c).copied().unwrap_or_default();
+                let x = a.classes[op as usize][c as usize];
                 all.merge(&x);
                 row.push(x.calls.to_string());
             }
@@ -459,9 +456,7 @@ impl Report<'_> {
     pub fn plots(&self, dir: &Path) -> Result<Vec<String>> {
         let a = self.analysis;
         let mut files = Vec::new();
-        let mut classes: Vec<u32> = a.classes.iter().flat_map(|m| m.keys().copied()).collect();
-        classes.sort_unstable();
-        classes.dedup();
+        let classes = a.used_classes();
         if !classes.is_empty() {
             let labels: Vec<String> = classes.iter().map(|&c| size_label(c)).collect();
             let calls: Vec<(String, Vec<f64>)> = OPS
@@ -472,11 +467,7 @@ impl Report<'_> {
                         op.name().to_string(),
                         classes
                             .iter()
-                            .map(|c| {
-                                a.classes[*op as usize]
-                                    .get(c)
-                                    .map_or(0.0, |x| x.calls as f64)
-                            })
+                            .map(|&c| a.classes[*op as usize][c as usize].calls as f64)
                             .collect(),
                     )
                 })
@@ -497,10 +488,8 @@ impl Report<'_> {
                         op.name().to_string(),
                         classes
                             .iter()
-                            .map(|c| {
-                                a.classes[*op as usize]
-                                    .get(c)
-                                    .map_or(0.0, |x| x.cycles as f64 / a.ghz() / 1e6)
+                            .map(|&c| {
+                                a.classes[*op as usize][c as usize].cycles as f64 / a.ghz() / 1e6
                             })
                             .collect(),
                     )
