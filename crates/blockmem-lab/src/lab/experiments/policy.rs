@@ -77,10 +77,17 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         } else {
                             &hinted_noreuse
                         };
-                        let methods = libc.iter().chain([&auto, hinted]).chain(kernels.iter());
-                        for m in methods {
-                            pb.set_message(format!("{} {s}→{d} {}", fmt_size(n), m.name()));
-                            let c = Cell {
+                        // All methods of a cell are measured together, interleaved per
+                        // repetition, so slow drifts of the machine hit them alike.
+                        let methods: Vec<&Method> = libc
+                            .iter()
+                            .chain([&auto, hinted])
+                            .chain(kernels.iter())
+                            .collect();
+                        pb.set_message(format!("{} {s}→{d}", fmt_size(n)));
+                        let cells: Vec<Cell<'_>> = methods
+                            .iter()
+                            .map(|m| Cell {
                                 experiment: NAME,
                                 method: m,
                                 op,
@@ -91,8 +98,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                                 dst_off: 0,
                                 after,
                                 reps: ctx.reps_for(n, 11, 5),
-                            };
-                            if let Some(mut r) = ctx.runner.measure(&c) {
+                            })
+                            .collect();
+                        for (m, r) in methods.iter().zip(ctx.runner.measure_group(&cells)) {
+                            if let Some(mut r) = r {
                                 if m.name() == "auto_hinted" {
                                     let h = if after == After::ReadDst {
                                         Hint::Reuse
