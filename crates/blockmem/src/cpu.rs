@@ -51,12 +51,19 @@ impl Features {
     pub const RDTSCP: Features = Features(1 << 10);
     /// Invariant TSC (constant rate across P-/C-states).
     pub const INVARIANT_TSC: Features = Features(1 << 11);
+    /// AVX-512 byte/word instructions (masked byte loads and stores), with the OS
+    /// saving ZMM/opmask state.
+    pub const AVX512BW: Features = Features(1 << 12);
+    /// BMI2 (`bzhi`, used to build byte masks without a branch).
+    pub const BMI2: Features = Features(1 << 13);
 
-    const ALL_NAMED: [(Features, &'static str); 12] = [
+    const ALL_NAMED: [(Features, &'static str); 14] = [
         (Features::SSE2, "sse2"),
         (Features::AVX, "avx"),
         (Features::AVX2, "avx2"),
         (Features::AVX512F, "avx512f"),
+        (Features::AVX512BW, "avx512bw"),
+        (Features::BMI2, "bmi2"),
         (Features::ERMS, "erms"),
         (Features::FSRM, "fsrm"),
         (Features::CLFLUSH, "clflush"),
@@ -144,6 +151,9 @@ pub fn disable(f: Features) {
     let mut f = f;
     if f.contains(Features::AVX) {
         f = f.union(Features::AVX2).union(Features::AVX512F);
+    }
+    if f.contains(Features::AVX512F) {
+        f = f.union(Features::AVX512BW);
     }
     DISABLED.fetch_or(f.0, Ordering::Relaxed);
     crate::dispatch::refresh_fast_path();
@@ -459,6 +469,12 @@ mod x86 {
             }
             if l7.ebx & (1 << 16) != 0 && zmm_saved {
                 f = f.union(Features::AVX512F);
+                if l7.ebx & (1 << 30) != 0 {
+                    f = f.union(Features::AVX512BW);
+                }
+            }
+            if l7.ebx & (1 << 8) != 0 {
+                f = f.union(Features::BMI2);
             }
             if l7.ebx & (1 << 9) != 0 {
                 f = f.union(Features::ERMS);

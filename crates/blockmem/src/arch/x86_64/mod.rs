@@ -9,6 +9,7 @@ pub mod avx2_pf_nt;
 pub mod avx512;
 pub mod avx512_nt;
 pub mod clzero;
+pub mod masked;
 pub mod rep_movsb;
 pub mod rep_stosb;
 pub mod sse2;
