@@ -271,6 +271,66 @@ fn python_totals_match_the_statistics() {
         .is_some_and(|r| !r.is_empty()));
 }
 
+/// No record lost: every process's trailer counts zero calls left out.
+fn assert_nothing_missing(j: &Value) {
+    for p in j["analysis"]["processes"].as_array().unwrap() {
+        let t = &p["trailer"];
+        for k in ["no_buffer", "while_starting", "lost", "busy_at_exit"] {
+            assert_eq!(u(&t[k]), 0, "{k} in {p}");
+        }
+    }
+}
+
+#[test]
+fn signal_handlers_copying_during_copies_fork_and_exec() {
+    // The shim's own test program: a 200 µs timer whose handler copies while the main
+    // loop copies (a nested call on the same thread finds its buffer busy and uses
+    // another), then a forked child, then an exec'd one.
+    let exe = common::build_c_program(&common::scratch("trace-signals"), "forkexec_test", &[]);
+    let (o, j, _) = trace(
+        "signals",
+        &["--no-estimate", "--check-stats", "--sample", "7"],
+        &[exe.to_str().unwrap(), "--expect-shim"],
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("0 failures"));
+    let procs = j["analysis"]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 3, "parent, forked child, exec'd child");
+    assert_nothing_missing(&j);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("totals match BLOCKMEM_STATS for all 3"));
+}
+
+#[test]
+fn eight_threads_trace_into_separate_buffers() {
+    let exe = common::build_c_program(
+        &common::scratch("trace-threads"),
+        "threads_test",
+        &["-pthread"],
+    );
+    let (o, j, out) = trace(
+        "threads",
+        &["--no-estimate", "--check-stats", "--sample", "0"],
+        &[exe.to_str().unwrap()],
+    );
+    assert_nothing_missing(&j);
+    assert!(u(&j["analysis"]["processes"][0]["records"]) >= 8 * 6000);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("totals match BLOCKMEM_STATS for all 1"));
+    // The threads' records came from more than one buffer.
+    let data = std::fs::read(out.join("trace")).unwrap();
+    let mut buffers = std::collections::BTreeSet::new();
+    let mut at = 0;
+    while at + 12 <= data.len() {
+        let kind = u16::from_le_bytes([data[at + 4], data[at + 5]]);
+        let len = u32::from_le_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize;
+        if kind == 2 {
+            buffers.insert(u32::from_le_bytes(
+                data[at + 12..at + 16].try_into().unwrap(),
+            ));
+        }
+        at += 12 + len;
+    }
+    assert!(buffers.len() > 1, "all records in one buffer: {buffers:?}");
+}
+
 #[test]
 fn usage_errors_say_what_to_do() {
     let o = blockmem().arg("trace").output().unwrap();

@@ -278,7 +278,9 @@ fn claim_at(pool: &Pool, index: usize) -> Option<Claim<'_>> {
             .busy
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .is_ok();
-    free.then_some(Claim { slot, index })
+    // `then`, not `then_some`: a `Claim` built eagerly and dropped on failure would
+    // release the holder's buffer.
+    free.then(|| Claim { slot, index })
 }
 
 fn claim(pool: &Pool) -> Option<Claim<'_>> {
