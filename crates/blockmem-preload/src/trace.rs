@@ -79,7 +79,7 @@ const CHUNK_HEAD: usize = BLOCK_HEAD + 8;
 const SPREAD_LINES: usize = 8;
 /// Default of `BLOCKMEM_TRACE_SAMPLE`.
 pub(crate) const DEFAULT_SAMPLE: u32 = 64;
-/// How long the exit flush waits for a buffer another thread holds.
+/// How long the exit flush waits, in all, for buffers other threads hold.
 const EXIT_WAIT_NS: u64 = 100_000_000;
 
 /// `Control::ready` values.
@@ -842,8 +842,8 @@ pub(crate) unsafe fn start(path: &[u8], sample: u32, argv0: &[u8]) -> Result<(),
 }
 
 /// At exit (from the shim's `.fini_array` function, before the statistics line):
-/// writes every buffer and the trailer. A buffer held by another thread is waited for
-/// up to 100 ms, then left out and counted.
+/// writes every buffer and the trailer. Buffers held by other threads are waited for
+/// up to 100 ms in all, then left out and counted.
 pub(crate) fn finish() {
     let Some(pool) = pool() else { return };
     if pool.ctl.ready.load(Ordering::Acquire) != READY && !start_forked(pool) {
@@ -851,10 +851,10 @@ pub(crate) fn finish() {
     }
     let saved = errno();
     let (mut records, mut busy) = (0u64, 0u64);
+    let t0 = clock_ns(libc::CLOCK_MONOTONIC);
     for index in 0..SLOTS {
         let mut claimed = claim_at(pool, index);
         if claimed.is_none() {
-            let t0 = clock_ns(libc::CLOCK_MONOTONIC);
             while claimed.is_none()
                 && clock_ns(libc::CLOCK_MONOTONIC).wrapping_sub(t0) < EXIT_WAIT_NS
             {

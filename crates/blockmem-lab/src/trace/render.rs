@@ -608,7 +608,31 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("plot: {e:?}")
 }
 
-/// A grouped bar chart: one group per label, one bar per series.
+/// A tick label: 25M, 3.5k, 12, 0.25.
+fn tick(y: f64) -> String {
+    let a = y.abs();
+    let short = |v: f64, unit: &str| {
+        if v.fract().abs() < 1e-9 {
+            format!("{v:.0}{unit}")
+        } else {
+            format!("{v:.1}{unit}")
+        }
+    };
+    if a >= 1e9 {
+        short(y / 1e9, "G")
+    } else if a >= 1e6 {
+        short(y / 1e6, "M")
+    } else if a >= 1e4 {
+        short(y / 1e3, "k")
+    } else if a >= 10.0 || a == 0.0 {
+        format!("{y:.0}")
+    } else {
+        format!("{y:.2}")
+    }
+}
+
+/// A grouped bar chart: one group per label, one bar per series. The value axis is
+/// logarithmic when the non-zero values span more than two decades.
 pub fn bars(
     path: &Path,
     title: &str,
@@ -620,57 +644,80 @@ pub fn bars(
     let width = (140 + 60 * groups as u32).clamp(640, 1600);
     let root = SVGBackend::new(path, (width, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let ymax = series
-        .iter()
-        .flat_map(|s| s.1.iter().copied())
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.1;
+    let values = || series.iter().flat_map(|s| s.1.iter().copied());
+    let ymax = values().fold(0.0f64, f64::max).max(1e-9);
+    let ymin = values().filter(|v| *v > 0.0).fold(f64::MAX, f64::min);
+    let log = ymin < f64::MAX && ymax / ymin > 100.0;
+    let base = if log { ymin / 2.0 } else { 0.0 };
     let per = series.len().max(1) as f64;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 16))
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(-0.5f64..groups as f64 - 0.5, 0f64..ymax)
-        .map_err(err)?;
     let labels_owned = labels.to_vec();
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(groups)
-        .x_label_formatter(&move |x: &f64| {
-            // Ticks fall on group centres (integers); anything else gets no label.
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                labels_owned.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
+    let x_label = move |x: &f64| {
+        // Ticks fall on group centres (integers); anything else gets no label.
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            labels_owned.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let mut b = ChartBuilder::on(&root);
+    b.caption(
+        if log {
+            format!("{title} (log scale)")
+        } else {
+            title.to_string()
+        },
+        ("sans-serif", 16),
+    )
+    .margin(10)
+    .x_label_area_size(40)
+    .y_label_area_size(60);
+    macro_rules! body {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(groups)
+                .x_label_formatter(&x_label)
+                .y_label_formatter(&|y: &f64| tick(*y))
+                .y_desc(ydesc)
+                .draw()
+                .map_err(err)?;
+            for (k, (name, values)) in series.iter().enumerate() {
+                let color = Palette99::pick(k).to_rgba();
+                chart
+                    .draw_series(values.iter().enumerate().filter(|(_, v)| **v > 0.0).map(
+                        |(i, &v)| {
+                            let x0 = i as f64 - 0.4 + 0.8 * k as f64 / per;
+                            let x1 = x0 + 0.8 / per;
+                            Rectangle::new([(x0, base), (x1, v)], color.filled())
+                        },
+                    ))
+                    .map_err(err)?
+                    .label(name.clone())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                    });
             }
-        })
-        .y_desc(ydesc)
-        .draw()
-        .map_err(err)?;
-    for (k, (name, values)) in series.iter().enumerate() {
-        let color = Palette99::pick(k).to_rgba();
-        chart
-            .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                let x0 = i as f64 - 0.4 + 0.8 * k as f64 / per;
-                let x1 = x0 + 0.8 / per;
-                Rectangle::new([(x0, 0.0), (x1, v)], color.filled())
-            }))
-            .map_err(err)?
-            .label(name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 11))
+                .draw()
+                .map_err(err)?;
+        }};
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 11))
-        .draw()
-        .map_err(err)?;
+    let xr = -0.5f64..groups as f64 - 0.5;
+    if log {
+        body!(b
+            .build_cartesian_2d(xr, (base..ymax * 2.0).log_scale())
+            .map_err(err)?);
+    } else {
+        body!(b.build_cartesian_2d(xr, 0f64..ymax * 1.1).map_err(err)?);
+    }
     root.present().map_err(err)?;
     Ok(())
 }
