@@ -304,8 +304,7 @@ fn at_secure_ignores_the_environment() {
     // A world-writable directory for traces: the set-user-ID run could create one.
     let traces = dir.join("traces");
     std::fs::create_dir_all(&traces).unwrap();
-    std::fs::set_permissions(&traces, std::os::unix::fs::PermissionsExt::from_mode(0o777))
-        .unwrap();
+    std::fs::set_permissions(&traces, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let out = run_ok(
         plain(&exe)
             .env("BLOCKMEM_STATS", "1")
@@ -316,7 +315,10 @@ fn at_secure_ignores_the_environment() {
         1,
         "control run printed no stats"
     );
-    assert!(traces.join("control").is_file(), "control run wrote no trace");
+    assert!(
+        traces.join("control").is_file(),
+        "control run wrote no trace"
+    );
     // Set-user-ID nobody: ignored.
     let status = std::process::Command::new("chown")
         .args(["nobody", exe.to_str().unwrap()])

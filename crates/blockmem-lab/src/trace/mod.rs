@@ -288,11 +288,9 @@ fn report(
         );
     }
     if let Some(dir) = &opts.export_distribution {
-        let root = a
-            .processes
-            .iter()
-            .find(|p| p.fork_parent.is_none())
-            .or(a.processes.first());
+        // Named after the busiest process (a wrapper script's shell or `env` is not
+        // the program of interest).
+        let root = a.processes.iter().max_by_key(|p| p.records);
         let name = distribution::name_for(root.map_or("trace", |p| p.argv0.as_str()));
         for w in distribution::export(&a, dir, &name, opts.export_max_size)? {
             eprintln!(
