@@ -12,12 +12,14 @@
 //!   *overwritten* (seed 003's "retargeted");
 //! * a live byte that neither happens to within the **window** is *not seen again*
 //!   (seed 003's "unused" — by block operations; the program may still read it with
-//!   ordinary loads, which a shim cannot see). The window is a volume of later
-//!   block-operation traffic (bytes read plus bytes written by the calls that follow),
-//!   by default the effective LLC of the profile the program ran with: after that much
-//!   traffic the destination would have left the cache even if the program touched
-//!   nothing else, so a later use would not have found it there. Bytes still live
-//!   when the process ends are *not seen again* too.
+//!   ordinary loads, which a shim cannot see). The window is a volume of
+//!   block-operation traffic *between* the write and the later call (bytes read plus
+//!   bytes written by the calls in between), by default the effective LLC of the
+//!   profile the program ran with: after that much other traffic the destination would
+//!   have left the cache even if the program touched nothing else, so a later use
+//!   would not have found it there. (The write's own size does not count: a block
+//!   larger than the cache copied on by the very next call is *used as a source*.)
+//!   Bytes still live when the process ends are *not seen again* too.
 //!
 //! Each byte gets exactly one fate, decided by the first of those events; results are
 //! counted in bytes (seed 003 counts cache lines) per op of the call that wrote them.
@@ -112,15 +114,17 @@ impl FateTracker {
         if n == 0 {
             return;
         }
-        self.traffic = self
-            .traffic
-            .saturating_add(if src.is_some() { 2 * n } else { n });
+        // Retire what the calls since its write moved more than the window past,
+        // then read, then write; this call's own traffic counts for later calls.
         self.expire();
         if let Some(s) = src {
             self.take(s, s.saturating_add(n), Fate::Source);
         }
         let end = dst.saturating_add(n);
         self.take(dst, end, Fate::Overwritten);
+        self.traffic = self
+            .traffic
+            .saturating_add(if src.is_some() { 2 * n } else { n });
         let id = self.next_id;
         self.next_id += 1;
         self.live.insert(dst, Piece { end, id, op });
