@@ -166,7 +166,7 @@ pub struct Header {
     pub profile: ProfileInfo,
     /// Kernel names by slot.
     pub kernels: Vec<String>,
-    /// The program's argv[0].
+    /// The program's `argv[0]`.
     pub argv0: String,
 }
 

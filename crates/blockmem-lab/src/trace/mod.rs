@@ -103,16 +103,16 @@ pub struct ReportOpts {
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
     /// Write the traced sizes, overlaps and alignments as fleetbench distributions
-    /// (Memcpy_/Memmove_/Memset_<program>.csv) into DIR, for `blockmem lab fleet
+    /// (`Memcpy_/Memmove_/Memset_<program>.csv`) into DIR, for `blockmem lab fleet
     /// --distribution DIR`.
     #[arg(long, value_name = "DIR")]
     pub export_distribution: Option<PathBuf>,
     /// Largest call size exported (larger calls are left out and counted).
     #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size_arg)]
     pub export_max_size: u64,
-    /// Destination-fate window: bytes of later block traffic within which a use
-    /// counts (e.g. 32M), or `all` (to the end of the process). Default: the effective
-    /// LLC of the profile the program ran with.
+    /// Destination-fate window: a use counts if fewer bytes than this moved through
+    /// block operations between the write and the use (e.g. 32M), or `all` (to the end
+    /// of the process). Default: the effective LLC of the profile the program ran with.
     #[arg(long, value_name = "SIZE|all", value_parser = parse_window)]
     pub window: Option<u64>,
     /// Skip the libc estimate (it replays samples of the calls here for a few seconds).
