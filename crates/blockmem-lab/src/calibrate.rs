@@ -644,22 +644,30 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut text = String::new();
     profile::render(&mut text, &profile, &header_refs).expect("render to a String");
-    let _ = writeln!(text);
-    let _ = writeln!(text, "# measured medians (ns): kernel op size src dst");
-    for ((k, op, n, s, d), ns) in &m {
-        let _ = writeln!(
-            text,
-            "#   {:<11} {:<4} {:>8} {:<5} {:<5} {:>12.0}",
-            k.name(),
-            op.name(),
-            Size(*n).to_string(),
-            s.name(),
-            d.name(),
-            ns
-        );
+    // The raw medians go to a sibling file: the profile itself stays small (the library
+    // reads it into a fixed 16 KiB buffer).
+    let mut raw = String::new();
+    let _ = writeln!(
+        raw,
+        "# blockmem calibrate: measured medians (ns); kernel op size src dst [then read]"
+    );
+    for (read, map) in [("", &m), (" +read", &m_read)] {
+        for ((k, op, n, s, d), ns) in map {
+            let _ = writeln!(
+                raw,
+                "{:<11} {:<4} {:>8} {:<5} {:<5}{read:<6} {:>12.0}",
+                k.name(),
+                op.name(),
+                Size(*n).to_string(),
+                s.name(),
+                d.name(),
+                ns
+            );
+        }
     }
     if args.print {
         print!("{text}");
+        print!("{raw}");
     } else {
         let path = args.out.clone().or_else(profile_path).context(
             "no --out given and neither BLOCKMEM_PROFILE, XDG_CACHE_HOME nor HOME is set",
@@ -668,6 +676,9 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+        let raw_path = path.with_extension("measurements");
+        std::fs::write(&raw_path, &raw)
+            .with_context(|| format!("writing {}", raw_path.display()))?;
         for line in &evidence {
             println!("  {line}");
         }

@@ -13,7 +13,7 @@
 //! replaceable with [`install`]) and an optional forced kernel. Nothing here allocates, locks or calls `memcpy`; every path is
 //! async-signal-safe and works before any initialisation has run.
 
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
@@ -284,12 +284,29 @@ fn init() -> Profile {
     load_now()
 }
 
+/// The loader's file buffer. Static rather than on the stack: the first operation that
+/// needs the policy may run in a signal handler on a small alternate stack (SIGSTKSZ is
+/// 8 KiB), and this buffer alone is 16 KiB. Only the holder of `LOADING` touches it.
+struct LoadBuf(core::cell::UnsafeCell<[u8; autoload::MAX_PROFILE_BYTES]>);
+// SAFETY: the buffer is only accessed by the thread that set `LOADING` (see load_now).
+unsafe impl Sync for LoadBuf {}
+static LOAD_BUF: LoadBuf = LoadBuf(core::cell::UnsafeCell::new(
+    [0; autoload::MAX_PROFILE_BYTES],
+));
+static LOADING: AtomicBool = AtomicBool::new(false);
+
 fn load_now() -> Profile {
     let defaults = Profile::from_caches(&cpu::used_caches());
-    let mut buf = core::mem::MaybeUninit::<[u8; autoload::MAX_PROFILE_BYTES]>::uninit();
-    let base = buf.as_mut_ptr() as *mut u8;
-    // SAFETY: `base` is valid for MAX_PROFILE_BYTES writes; `find` initialises the
-    // first `len` bytes it reports, and only those are read.
+    if LOADING.swap(true, Ordering::Acquire) {
+        // Another load is reading the file (a `reload` racing the first use): publish
+        // the defaults so nothing waits; that load publishes the file's profile after.
+        publish(&defaults, Source::Defaults);
+        return defaults;
+    }
+    let base = LOAD_BUF.0.get() as *mut u8;
+    // SAFETY: `LOADING` gives this thread sole use of the buffer, valid for
+    // MAX_PROFILE_BYTES writes; `find` initialises the first `len` bytes it reports,
+    // and only those are read.
     let (profile, source, error) = match unsafe { autoload::find(base) } {
         Found::Nothing => (defaults, Source::Defaults, None),
         Found::Secure => (defaults, Source::Secure, None),
@@ -301,6 +318,7 @@ fn load_now() -> Profile {
             }
         }
     };
+    LOADING.store(false, Ordering::Release);
     record_error(error);
     publish(&profile, source);
     profile
