@@ -683,8 +683,10 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
             println!("  {line}");
         }
         println!(
-            "calibrate: wrote {} in {:.1} s",
+            "calibrate: wrote {} ({} bytes; raw medians in {}) in {:.1} s",
             path.display(),
+            text.len(),
+            raw_path.display(),
             elapsed.as_secs_f64()
         );
     }
