@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The main job: the quick lab with its HTML report in lab-out/ (pass other lab
-# arguments to override, e.g. `bash scripts/lab.sh temperature --out my-dir`).
+# The main job: calibrate this host (quick), then run the quick lab with that profile
+# and write the report to lab-out/ (index.html, JSON, CSV, SVG plots). The profile goes
+# to lab-out/profile, not to the user's default path. Pass lab arguments to override
+# the default set, e.g. `bash scripts/lab.sh temperature policy`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cargo build --release -p blockmem-lab
-if [ "$#" -eq 0 ]; then
-  set -- --quick --out lab-out --json lab-out/lab.json
-fi
 mkdir -p lab-out
-target/release/blockmem info
-exec target/release/blockmem lab "$@"
+bin=target/release/blockmem
+"$bin" info
+"$bin" calibrate --quick --out lab-out/profile
+export BLOCKMEM_PROFILE="$PWD/lab-out/profile"
+"$bin" lab "$@" --quick --out lab-out --json lab-out/lab.json
+echo "report: lab-out/index.html"
