@@ -135,6 +135,9 @@ pub struct LabArgs {
 pub struct LabOptions {
     /// Experiments, in run order.
     pub experiments: Vec<Experiment>,
+    /// True when the user named the experiments (then one that cannot run is an error;
+    /// in the default set it is skipped with a warning).
+    pub explicit: bool,
     /// Quick mode.
     pub quick: bool,
     /// Methods the user named.
@@ -246,6 +249,7 @@ impl LabArgs {
         });
         Ok(LabOptions {
             experiments,
+            explicit: !self.experiments.is_empty(),
             quick: self.quick,
             methods,
             sizes,
@@ -416,7 +420,16 @@ pub fn run(args: &LabArgs) -> Result<()> {
             quiet: opts.quiet,
             fleet_dir: opts.fleet_dir.clone(),
         };
-        let recs = exp.run(&mut ctx)?;
+        let recs = match exp.run(&mut ctx) {
+            Ok(r) => r,
+            // In the default set, an experiment that cannot run (the fleet data is not
+            // beside this checkout, say) is skipped so the others still report.
+            Err(e) if !opts.explicit => {
+                eprintln!("warning: {} skipped: {e:#}", exp.name());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let ts = exp.tables(&recs);
         for t in &ts {
             emit(&format!("{}\n", t.to_text()));
