@@ -62,6 +62,43 @@ pub struct Cell<'a> {
     pub reps: usize,
 }
 
+/// A cell without its method: the shape every method of a group is measured on.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Experiment name (recorded).
+    pub experiment: &'static str,
+    /// The op.
+    pub op: Op,
+    /// Bytes per call.
+    pub size: usize,
+    /// Source state (ignored for set/zero).
+    pub src: CacheState,
+    /// Destination state.
+    pub dst: CacheState,
+    /// What follows the call.
+    pub after: After,
+    /// Timed repetitions.
+    pub reps: usize,
+}
+
+impl Shape {
+    /// The cell for `method`, page-aligned source and destination.
+    pub fn cell<'a>(&self, method: &'a Method) -> Cell<'a> {
+        Cell {
+            experiment: self.experiment,
+            method,
+            op: self.op,
+            size: self.size,
+            src: self.src,
+            dst: self.dst,
+            src_off: 0,
+            dst_off: 0,
+            after: self.after,
+            reps: self.reps,
+        }
+    }
+}
+
 /// One result row (DESIGN.md's fixed fields plus extras and raw samples).
 #[derive(Clone, Debug)]
 pub struct Record {
@@ -372,6 +409,17 @@ impl Runner {
     /// the op.
     pub fn measure(&mut self, c: &Cell<'_>) -> Option<Record> {
         self.measure_group(std::slice::from_ref(c)).pop().flatten()
+    }
+
+    /// Every method on one shape, interleaved per repetition ([`Runner::measure_group`]);
+    /// `None` where a method lacks the op.
+    pub fn measure_methods<'m>(
+        &mut self,
+        methods: impl IntoIterator<Item = &'m Method>,
+        shape: Shape,
+    ) -> Vec<Option<Record>> {
+        let cells: Vec<Cell<'_>> = methods.into_iter().map(|m| shape.cell(m)).collect();
+        self.measure_group(&cells)
     }
 
     /// Measures cells that differ only in their method, interleaved: every repetition

@@ -19,7 +19,7 @@ use serde_json::json;
 use super::{fmt_size, Ctx};
 use crate::lab::method::{Kind, Method};
 use crate::lab::report::Table;
-use crate::lab::runner::{After, Cell, Record};
+use crate::lab::runner::{After, Record, Shape};
 use crate::lab::state::CacheState;
 
 /// Name in JSON and on the command line.
@@ -85,22 +85,18 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                             .chain(kernels.iter())
                             .collect();
                         pb.set_message(format!("{} {s}→{d}", fmt_size(n)));
-                        let cells: Vec<Cell<'_>> = methods
-                            .iter()
-                            .map(|m| Cell {
-                                experiment: NAME,
-                                method: m,
-                                op,
-                                size: n,
-                                src: s,
-                                dst: d,
-                                src_off: 0,
-                                dst_off: 0,
-                                after,
-                                reps: ctx.reps_for(n, 11, 5),
-                            })
-                            .collect();
-                        for (m, r) in methods.iter().zip(ctx.runner.measure_group(&cells)) {
+                        let reps = ctx.reps_for(n, 11, 5);
+                        let shape = Shape {
+                            experiment: NAME,
+                            op,
+                            size: n,
+                            src: s,
+                            dst: d,
+                            after,
+                            reps,
+                        };
+                        let results = ctx.runner.measure_methods(methods.iter().copied(), shape);
+                        for (m, r) in methods.iter().zip(results) {
                             if let Some(mut r) = r {
                                 if m.name() == "auto_hinted" {
                                     let h = if after == After::ReadDst {

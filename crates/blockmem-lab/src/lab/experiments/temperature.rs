@@ -5,7 +5,7 @@ use blockmem::kernel::Op;
 
 use super::{distinct, fmt_size, libc_median, with_ratio, Ctx};
 use crate::lab::report::Table;
-use crate::lab::runner::{After, Cell, Record};
+use crate::lab::runner::{After, Record, Shape};
 use crate::lab::state::CacheState;
 
 /// Name in JSON and on the command line.
@@ -26,23 +26,23 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 // Interleave methods within a state pair so slow drifts of the machine
                 // hit all methods alike.
                 pb.set_message(format!("{} {s}→{d}", fmt_size(n)));
-                let cells: Vec<Cell> = methods
-                    .iter()
-                    .map(|m| Cell {
-                        experiment: NAME,
-                        method: m,
-                        op: Op::Copy,
-                        size: n,
-                        src: s,
-                        dst: d,
-                        src_off: 0,
-                        dst_off: 0,
-                        after: After::Nothing,
-                        reps: ctx.reps_for(n, 31, 15),
-                    })
-                    .collect();
-                out.extend(ctx.runner.measure_group(&cells).into_iter().flatten());
-                pb.inc(cells.len() as u64);
+                let reps = ctx.reps_for(n, 31, 15);
+                let shape = Shape {
+                    experiment: NAME,
+                    op: Op::Copy,
+                    size: n,
+                    src: s,
+                    dst: d,
+                    after: After::Nothing,
+                    reps,
+                };
+                out.extend(
+                    ctx.runner
+                        .measure_methods(&methods, shape)
+                        .into_iter()
+                        .flatten(),
+                );
+                pb.inc(methods.len() as u64);
             }
         }
     }
