@@ -9,7 +9,7 @@
 
 use blockmem::kernel::Op;
 
-use super::{distinct, libc_median, with_ratio, Ctx};
+use super::{libc_median, records_of, with_ratio, Ctx};
 use crate::lab::report::Table;
 use crate::lab::runner::{After, Cell, Record};
 use crate::lab::state::CacheState::{Clean, Hot};
@@ -131,12 +131,7 @@ fn off_of(r: &Record) -> u64 {
 
 /// Offset tables (hot, clean) and the aliasing table: GB/s with libc's ratio.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
-    let recs: Vec<Record> = recs
-        .iter()
-        .filter(|r| r.experiment == NAME)
-        .cloned()
-        .collect();
-    let methods = distinct(&recs, |r| r.method.clone());
+    let (recs, methods) = records_of(recs, NAME);
     let mut out = Vec::new();
     let groups = [
         (

@@ -16,7 +16,7 @@ use anyhow::{bail, Context};
 use blockmem::kernel::Op;
 use serde_json::json;
 
-use super::{distinct, libc_median, with_ratio, Ctx};
+use super::{distinct, libc_median, records_of, with_ratio, Ctx};
 use crate::lab::mem::Buffer;
 use crate::lab::method::Method;
 use crate::lab::report::Table;
@@ -451,12 +451,7 @@ fn measure(
 
 /// Per working set: ns per call for each workload and method.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
-    let recs: Vec<Record> = recs
-        .iter()
-        .filter(|r| r.experiment == NAME)
-        .cloned()
-        .collect();
-    let methods = distinct(&recs, |r| r.method.clone());
+    let (recs, methods) = records_of(recs, NAME);
     let wl = |r: &Record| {
         r.extras
             .get("workload")

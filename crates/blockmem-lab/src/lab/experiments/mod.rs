@@ -18,7 +18,7 @@ use blockmem::kernel::Op;
 
 use super::method::Method;
 use super::report::Table;
-use super::runner::{Record, Runner};
+use super::runner::{Record, Runner, Shape};
 
 /// The experiments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -201,6 +201,16 @@ impl Ctx<'_> {
         }
     }
 
+    /// Every method on one shape, interleaved per repetition; methods lacking the op
+    /// are left out (the runner records a warning).
+    pub fn measure(&mut self, methods: &[Method], shape: Shape) -> Vec<Record> {
+        self.runner
+            .measure_methods(methods, shape)
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
     /// A progress bar.
     pub fn bar(&self, len: usize, title: &str) -> indicatif::ProgressBar {
         super::progress::bar(len as u64, title, self.quiet)
@@ -253,6 +263,17 @@ pub fn with_ratio(value: String, median: f64, libc: Option<f64>) -> String {
         Some(l) if median > 0.0 => format!("{value} ({:.2}×)", l / median),
         _ => value,
     }
+}
+
+/// The records of experiment `name`, and the methods among them in first-seen order.
+pub fn records_of(recs: &[Record], name: &str) -> (Vec<Record>, Vec<String>) {
+    let recs: Vec<Record> = recs
+        .iter()
+        .filter(|r| r.experiment == name)
+        .cloned()
+        .collect();
+    let methods = distinct(&recs, |r| r.method.clone());
+    (recs, methods)
 }
 
 /// Distinct values of `f` over `recs`, in first-seen order.

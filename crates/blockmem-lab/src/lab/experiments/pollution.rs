@@ -14,7 +14,7 @@
 
 use blockmem::kernel::Op;
 
-use super::{distinct, fmt_size, Ctx};
+use super::{distinct, fmt_size, records_of, Ctx};
 use crate::lab::report::Table;
 use crate::lab::runner::{After, Cell, Record};
 use crate::lab::state::CacheState::Clean;
@@ -90,12 +90,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
 /// Per working set: extra re-read time (µs) per copy size and method, and the copy's
 /// own time for reference.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
-    let recs: Vec<Record> = recs
-        .iter()
-        .filter(|r| r.experiment == NAME)
-        .cloned()
-        .collect();
-    let methods = distinct(&recs, |r| r.method.clone());
+    let (recs, methods) = records_of(recs, NAME);
     let mut out = Vec::new();
     for ws in distinct(&recs, |r| r.extra_f64("app_ws").unwrap_or(0.0) as usize) {
         let sel: Vec<&Record> = recs

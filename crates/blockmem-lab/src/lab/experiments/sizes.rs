@@ -3,7 +3,7 @@
 
 use blockmem::kernel::Op;
 
-use super::{distinct, fmt_size, geometric, libc_median, with_ratio, Ctx};
+use super::{distinct, fmt_size, geometric, libc_median, records_of, with_ratio, Ctx};
 use crate::lab::report::Table;
 use crate::lab::runner::{After, Record, Shape};
 use crate::lab::state::CacheState::{self, Clean, Hot};
@@ -45,12 +45,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 after: After::Nothing,
                 reps,
             };
-            out.extend(
-                ctx.runner
-                    .measure_methods(&methods, shape)
-                    .into_iter()
-                    .flatten(),
-            );
+            out.extend(ctx.measure(&methods, shape));
             pb.inc(methods.len() as u64);
         }
     }
@@ -60,12 +55,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
 
 /// One table per state pair: cycles/byte per size and method.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
-    let recs: Vec<Record> = recs
-        .iter()
-        .filter(|r| r.experiment == NAME)
-        .cloned()
-        .collect();
-    let methods = distinct(&recs, |r| r.method.clone());
+    let (recs, methods) = records_of(recs, NAME);
     let mut out = Vec::new();
     for (s, d) in PAIRS {
         let mut header = vec!["size".to_string()];

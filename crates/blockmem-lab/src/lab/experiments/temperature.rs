@@ -36,12 +36,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     after: After::Nothing,
                     reps,
                 };
-                out.extend(
-                    ctx.runner
-                        .measure_methods(&methods, shape)
-                        .into_iter()
-                        .flatten(),
-                );
+                out.extend(ctx.measure(&methods, shape));
                 pb.inc(methods.len() as u64);
             }
         }

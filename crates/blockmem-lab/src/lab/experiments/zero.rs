@@ -4,7 +4,7 @@
 
 use blockmem::kernel::Op;
 
-use super::{distinct, fmt_size, libc_median, with_ratio, Ctx};
+use super::{distinct, fmt_size, libc_median, records_of, with_ratio, Ctx};
 use crate::lab::report::Table;
 use crate::lab::runner::{After, Record, Shape};
 use crate::lab::state::CacheState::{self, Clean, Hot};
@@ -48,12 +48,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     after: After::Nothing,
                     reps,
                 };
-                out.extend(
-                    ctx.runner
-                        .measure_methods(&methods, shape)
-                        .into_iter()
-                        .flatten(),
-                );
+                out.extend(ctx.measure(&methods, shape));
                 pb.inc(methods.len() as u64);
             }
         }
@@ -65,12 +60,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
 
 /// Per op and destination state: GB/s per size and method.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
-    let recs: Vec<Record> = recs
-        .iter()
-        .filter(|r| r.experiment == NAME)
-        .cloned()
-        .collect();
-    let methods = distinct(&recs, |r| r.method.clone());
+    let (recs, methods) = records_of(recs, NAME);
     let mut out = Vec::new();
     for op in distinct(&recs, |r| r.op.clone()) {
         for d in STATES {
