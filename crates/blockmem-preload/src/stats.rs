@@ -89,7 +89,7 @@ pub(crate) fn record(slot: OpSlot, op: Op, n: usize, overlap: bool, mode: u8) {
     add(&OP_CALLS, &OP_BYTES, slot as usize, n);
     let kernel = if mode & MODE_DISABLE != 0 {
         SLOT_LIBC
-    } else if n <= crate::INLINE_MAX {
+    } else if n <= crate::INLINE_MAX || n <= blockmem::dispatch::inline_max(op) {
         SLOT_INLINE
     } else {
         1 + blockmem::dispatch::choose(op, n, Hint::Auto, overlap) as usize

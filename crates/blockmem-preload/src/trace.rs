@@ -475,8 +475,16 @@ unsafe fn execute(kind: OpSlot, mode: u8, dst: *mut u8, src: *const u8, byte: u8
                 blockmem::dispatch::run_kernel(k, op, dst, src, byte, n);
                 kernel_slot(k)
             }
-            // A move onto itself: nothing to do.
-            None => SLOT_INLINE,
+            // The core's inline path (up to `dispatch::inline_max()`) or a move onto
+            // itself (which `move_raw` skips): no kernel.
+            None => {
+                let _ = match op {
+                    Op::Copy => blockmem::copy_raw(dst, src, n, Hint::Auto),
+                    Op::Move => blockmem::move_raw(dst, src, n, Hint::Auto),
+                    Op::Set | Op::Zero => blockmem::set_raw(dst, byte, n, Hint::Auto),
+                };
+                SLOT_INLINE
+            }
         }
     }
 }

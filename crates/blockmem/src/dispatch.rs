@@ -4,7 +4,7 @@
 //! ```text
 //!   n <= 32            small ladder, inline (portable scalar head/tail)
 //!   n <= 128 (x86-64)  SSE2 head/tail vectors, inline
-//!   otherwise          probe middle lines if Auto/NoReuse and n >= profile.probe_min,
+//!   otherwise          probe middle lines if n >= profile.probe_min (no overlap),
 //!                      policy::decide(op, n, hint, overlap, probes, profile) -> kernel
 //! ```
 //!
@@ -44,6 +44,9 @@ struct Published {
     set_fast_fn: AtomicPtr<()>,
     copy_fast: AtomicU8,
     set_fast: AtomicU8,
+    // Calls with `Reuse` or `NoReuse` take the fast path below this too (the smaller
+    // of their streaming thresholds): a hint changes nothing there either.
+    hinted_fast_below: AtomicUsize,
     // 0 = not initialised, 1 = a caller is initialising, 2 = published.
     state: AtomicU8,
     // 0 = no forced kernel, else KernelId as u8 + 1.
@@ -58,9 +61,13 @@ struct Published {
     // Line 2: the rest of the profile.
     rep_movsb_min: AtomicUsize,
     rep_movsb_max: AtomicUsize,
+    rep_stosb_min: AtomicUsize,
+    rep_stosb_max: AtomicUsize,
     probe_hit_max: AtomicU32,
     copy_temporal: AtomicU8,
     copy_cold_src: AtomicU8,
+    copy_cold_dst: AtomicU8,
+    set_cold_dst: AtomicU8,
     copy_stream: AtomicU8,
     set_temporal: AtomicU8,
     set_stream: AtomicU8,
@@ -76,6 +83,7 @@ static P: Published = Published {
     move_fast_fn: AtomicPtr::new(core::ptr::null_mut()),
     set_fast_fn: AtomicPtr::new(core::ptr::null_mut()),
     copy_fast: AtomicU8::new(0),
+    hinted_fast_below: AtomicUsize::new(0),
     set_fast: AtomicU8::new(0),
     state: AtomicU8::new(0),
     forced: AtomicU8::new(0),
@@ -87,9 +95,13 @@ static P: Published = Published {
     probe_min: AtomicUsize::new(0),
     rep_movsb_min: AtomicUsize::new(0),
     rep_movsb_max: AtomicUsize::new(0),
+    rep_stosb_min: AtomicUsize::new(0),
+    rep_stosb_max: AtomicUsize::new(0),
     probe_hit_max: AtomicU32::new(0),
     copy_temporal: AtomicU8::new(0),
     copy_cold_src: AtomicU8::new(0),
+    copy_cold_dst: AtomicU8::new(0),
+    set_cold_dst: AtomicU8::new(0),
     copy_stream: AtomicU8::new(0),
     set_temporal: AtomicU8::new(0),
     set_stream: AtomicU8::new(0),
@@ -121,6 +133,7 @@ pub fn fast_path() -> (usize, KernelId, usize, KernelId) {
 pub(crate) fn refresh_fast_path() {
     P.copy_fast_below.store(0, Ordering::Relaxed);
     P.set_fast_below.store(0, Ordering::Relaxed);
+    P.hinted_fast_below.store(0, Ordering::Relaxed);
     let f = cpu::features();
     P.features.store(f.bits(), Ordering::Relaxed);
     if P.state.load(Ordering::Acquire) != 2 || forced().is_some() {
@@ -138,6 +151,11 @@ pub(crate) fn refresh_fast_path() {
     if p.rep_movsb_min < p.rep_movsb_max {
         copy_below = copy_below.min(p.rep_movsb_min);
     }
+    if p.rep_stosb_min < p.rep_stosb_max {
+        set_below = set_below.min(p.rep_stosb_min);
+    }
+    P.hinted_fast_below
+        .store(p.stream_no_reuse.min(p.stream_reuse), Ordering::Relaxed);
     let n = INLINE_MAX + 1;
     let copy = policy::decide(Op::Copy, n, Hint::Auto, false, Probes::NONE, &p, f);
     let mov = policy::decide(Op::Move, n, Hint::Auto, true, Probes::NONE, &p, f);
@@ -185,6 +203,12 @@ fn publish(p: &Profile, source: Source) {
     P.probe_min.store(p.probe_min, Ordering::Relaxed);
     P.rep_movsb_min.store(p.rep_movsb_min, Ordering::Relaxed);
     P.rep_movsb_max.store(p.rep_movsb_max, Ordering::Relaxed);
+    P.rep_stosb_min.store(p.rep_stosb_min, Ordering::Relaxed);
+    P.rep_stosb_max.store(p.rep_stosb_max, Ordering::Relaxed);
+    P.copy_cold_dst
+        .store(p.copy_cold_dst as u8, Ordering::Relaxed);
+    P.set_cold_dst
+        .store(p.set_cold_dst as u8, Ordering::Relaxed);
     P.probe_hit_max.store(p.probe_hit_max, Ordering::Relaxed);
     P.copy_temporal
         .store(p.copy_temporal as u8, Ordering::Relaxed);
@@ -213,12 +237,16 @@ fn read_published() -> Profile {
         probe_hit_max: P.probe_hit_max.load(Ordering::Relaxed),
         copy_temporal: k(&P.copy_temporal),
         copy_cold_src: k(&P.copy_cold_src),
+        copy_cold_dst: k(&P.copy_cold_dst),
+        set_cold_dst: k(&P.set_cold_dst),
         copy_stream: k(&P.copy_stream),
         set_temporal: k(&P.set_temporal),
         set_stream: k(&P.set_stream),
         zero_stream: k(&P.zero_stream),
         rep_movsb_min: u(&P.rep_movsb_min),
         rep_movsb_max: u(&P.rep_movsb_max),
+        rep_stosb_min: u(&P.rep_stosb_min),
+        rep_stosb_max: u(&P.rep_stosb_max),
         llc_effective: u(&P.llc_effective),
     }
 }
@@ -438,8 +466,8 @@ pub fn choose_probed(op: Op, n: usize, hint: Hint, overlap: bool, probes: Probes
 }
 
 /// Chooses for a real call: probes the middle line of `src` (if any) and `dst` when the
-/// hint leaves the state open (`Auto`, `NoReuse`) and the profile says probing pays
-/// at this size.
+/// profile says probing pays at this size (for every hint: a cached destination is
+/// never streamed and a cold one gets the cold-destination kernel, whatever the hint).
 ///
 /// # Safety
 /// `dst` valid for a one-byte read; `src` null or valid for a one-byte read.
@@ -459,23 +487,46 @@ unsafe fn choose_for_call(
     }
     let p = profile();
     let mut probes = Probes::NONE;
-    if hint != Hint::Reuse && p.probe_min != 0 && n >= p.probe_min && !overlap {
-        // The middle line, not the first: a block touched front to back and then
-        // partly evicted loses its *first* lines first (LRU), so near the cache's
-        // capacity the first line reads cold while most of the block is cached. The
-        // middle line is cached only if at least the back half is, and cold only if
-        // at least the front half is: it votes with the majority.
-        let mid = n / 2;
-        // SAFETY: mid < n, so both probed bytes are inside their ranges, readable per
-        // the contract.
+    if p.probe_min != 0 && n >= p.probe_min && !overlap {
+        // SAFETY: forwarded contract (one-byte reads inside the ranges).
         unsafe {
-            probes.dst = crate::probe::probe(dst.add(mid), p.probe_hit_max);
-            if !src.is_null() {
-                probes.src = crate::probe::probe(src.add(mid), p.probe_hit_max);
+            probes.dst = probe_block(dst, n, p.probe_hit_max);
+            // The source's state matters only where it changes the kernel.
+            if !src.is_null() && p.copy_cold_src != p.copy_temporal {
+                probes.src = probe_block(src, n, p.probe_hit_max);
             }
         }
     }
     policy::decide(op, n, hint, overlap, probes, &p, published_features())
+}
+
+/// The state of a block from two timed loads, of the line at its middle and the one at
+/// three quarters; `Unknown` when they disagree.
+///
+/// The middle, not the first: a block touched front to back and then partly evicted
+/// loses its *first* lines first (LRU), so near the cache's capacity the first line
+/// reads cold while most of the block is cached; the middle line is cached only if at
+/// least the back half is. Two lines, because one timed load misclassifies: in this VM
+/// an LLC hit takes 130 TSC cycles at the median but more than 190 a fifth of the time
+/// (the shared 300 MiB LLC's far slices and neighbours' traffic), and a block called
+/// cold is streamed, 2.7x slower than temporal stores when it was in fact cached.
+///
+/// # Safety
+/// `p` valid for `n` one-byte reads, `n >= 2`.
+#[inline]
+unsafe fn probe_block(p: *const u8, n: usize, hit_max: u32) -> policy::Probed {
+    // SAFETY: both offsets are below n.
+    let (a, b) = unsafe {
+        (
+            crate::probe::probe(p.add(n / 2), hit_max),
+            crate::probe::probe(p.add(n / 2 + n / 4), hit_max),
+        )
+    };
+    if a == b {
+        a
+    } else {
+        policy::Probed::Unknown
+    }
 }
 
 /// Calls kernel `k` for `op`: a direct call for every kernel, no table lookup (the
@@ -568,27 +619,57 @@ const INLINE_MAX: usize = 128;
 #[cfg(not(target_arch = "x86_64"))]
 const INLINE_MAX: usize = SMALL_MAX;
 
-/// True if the branch-free masked path for sizes up to 64 bytes can run (AVX-512BW and
-/// BMI2, not masked off): with sizes that vary call to call it avoids the ladder's
-/// mispredictions, which cost glibc's masked memset half the time of ours on the
-/// fleetbench memset distribution.
+/// True if the published feature mask has AVX-512BW and BMI2 (not masked off): then
+/// [`copy`], [`move_`] and [`set`] handle up to [`WIDE_MAX`] bytes inline with the
+/// masked and 64-byte paths of `arch::x86_64::masked`. With sizes that vary call to
+/// call they avoid the ladder's mispredictions (which cost twice glibc's masked
+/// memset's time on the fleetbench memset distribution) and the indirect call into a
+/// kernel (twice glibc's time at 200–512 bytes).
 #[inline(always)]
-fn masked_small() -> bool {
-    cpu::features().contains(Features::AVX512BW.union(Features::BMI2))
+fn wide_small(f: u32) -> bool {
+    let need = Features::AVX512BW.union(Features::BMI2).bits();
+    f & need == need
 }
 
-/// The inline rungs shared by copy and move (both are overlap-safe).
+/// Largest sizes the inline path handles with AVX-512 (copy and move; set and zero).
+#[cfg(target_arch = "x86_64")]
+const WIDE_MAX: usize = crate::arch::x86_64::masked::WIDE_MAX;
+#[cfg(target_arch = "x86_64")]
+const SET_WIDE_MAX: usize = crate::arch::x86_64::masked::SET_WIDE_MAX;
+#[cfg(not(target_arch = "x86_64"))]
+const WIDE_MAX: usize = INLINE_MAX;
+#[cfg(not(target_arch = "x86_64"))]
+const SET_WIDE_MAX: usize = INLINE_MAX;
+
+/// Largest size [`copy`], [`move_`] and [`set`] handle for `op` inline, without a
+/// kernel: where AVX-512BW and BMI2 are in force 512 bytes for copy and move and
+/// 2048 for set and zero, else 128 (64 on targets other than x86-64).
+pub fn inline_max(op: Op) -> usize {
+    if P.features.load(Ordering::Relaxed) == 0 {
+        profile();
+    }
+    match (wide_small(P.features.load(Ordering::Relaxed)), op) {
+        (false, _) => INLINE_MAX,
+        (true, Op::Copy | Op::Move) => WIDE_MAX,
+        (true, Op::Set | Op::Zero) => SET_WIDE_MAX,
+    }
+}
+
+/// The inline rungs shared by copy and move (both are overlap-safe). `f` is the
+/// published feature mask (0 before the first initialisation: the SSE2 ladder, which
+/// every x86-64 CPU runs).
 ///
 /// # Safety
-/// `src` valid for `n` reads, `dst` for `n` writes, `n <= INLINE_MAX`.
+/// `src` valid for `n` reads, `dst` for `n` writes, `n <= INLINE_MAX`, or
+/// `n <= WIDE_MAX` when `wide_small(f)`.
 #[inline(always)]
-unsafe fn copy_inline(dst: *mut u8, src: *const u8, n: usize) {
+unsafe fn copy_inline(f: u32, dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: each rung's size precondition holds; SSE2 is architectural on x86-64;
-    // the masked path runs only where `masked_small` found its features.
+    // the wide path runs only where the published mask has its features.
     unsafe {
         #[cfg(target_arch = "x86_64")]
-        if n <= crate::arch::x86_64::masked::MAX && masked_small() {
-            return crate::arch::x86_64::masked::copy_le64(dst, src, n);
+        if wide_small(f) {
+            return crate::arch::x86_64::masked::copy_le512(dst, src, n);
         }
         if n <= SMALL_MAX {
             copy_le32(dst, src, n)
@@ -599,28 +680,93 @@ unsafe fn copy_inline(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
+/// The largest size the inline path takes for feature mask `f`.
+#[inline(always)]
+fn inline_limit(f: u32) -> usize {
+    if wide_small(f) {
+        WIDE_MAX
+    } else {
+        INLINE_MAX
+    }
+}
+
+/// Below the fast-path bound, true for `Auto` and for a hinted call below both hinted
+/// streaming thresholds.
+#[inline(always)]
+fn hinted_fast(hint: Hint, n: usize) -> bool {
+    hint == Hint::Auto || n < P.hinted_fast_below.load(Ordering::Relaxed)
+}
+
+/// The first call of the process (nothing published yet): initialise, then run the
+/// call with whatever got published (0 again if initialisation is under way on this
+/// thread, which the inline ladder and the policy both handle). Out of line so that
+/// the callers' fast paths stay leaf code (no registers saved around the init call).
+#[cold]
+#[inline(never)]
+unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, hint: Hint) {
+    profile();
+    let f = P.features.load(Ordering::Relaxed);
+    // SAFETY: forwarded contract.
+    unsafe {
+        match op {
+            Op::Copy => copy_with(f, dst, src, n, hint),
+            Op::Move => move_with(f, dst, src, n, hint),
+            Op::Set | Op::Zero => set_with(f, dst, byte, n, hint),
+        }
+    }
+}
+
 /// `memcpy` with a hint.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, ranges disjoint.
 #[inline]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
+    let f = P.features.load(Ordering::Relaxed);
     // SAFETY: forwarded contract.
     unsafe {
-        if n <= INLINE_MAX {
-            copy_inline(dst, src, n)
-        } else if hint == Hint::Auto && n < P.copy_fast_below.load(Ordering::Acquire) {
+        if f == 0 {
+            return first_call(Op::Copy, dst, src, 0, n, hint);
+        }
+        copy_with(f, dst, src, n, hint)
+    }
+}
+
+#[inline(always)]
+unsafe fn copy_with(f: u32, dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if n <= inline_limit(f) {
+            copy_inline(f, dst, src, n)
+        } else if n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
             fast_copy(&P.copy_fast_fn)(dst, src, n)
         } else {
-            run(
-                choose_for_call(Op::Copy, dst, src, n, hint, false),
-                Op::Copy,
-                dst,
-                src,
-                0,
-                n,
-            )
+            by_policy(Op::Copy, dst, src, 0, n, hint)
         }
+    }
+}
+
+/// The policy's path: choose (probing when the profile says so) and run. Out of line:
+/// it is taken only above the fast path, where a call is a small share of the time.
+#[inline(never)]
+unsafe fn by_policy(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, hint: Hint) {
+    // SAFETY: forwarded contract; an overlapping move is flagged so the policy never
+    // picks streaming stores for it.
+    unsafe {
+        let overlap = op == Op::Move && !disjoint(dst, src, n);
+        let s = if matches!(op, Op::Copy | Op::Move) {
+            src
+        } else {
+            core::ptr::null()
+        };
+        run(
+            choose_for_call(op, dst, s, n, hint, overlap),
+            op,
+            dst,
+            src,
+            byte,
+            n,
+        )
     }
 }
 
@@ -630,23 +776,26 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
 /// `src` valid for `n` reads, `dst` for `n` writes; overlap allowed.
 #[inline]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
-    // SAFETY: forwarded contract; inline rungs are overlap-safe, and an overlapping
-    // move is flagged so the policy never picks streaming stores for it.
+    let f = P.features.load(Ordering::Relaxed);
+    // SAFETY: forwarded contract.
     unsafe {
-        if n <= INLINE_MAX {
-            copy_inline(dst, src, n)
-        } else if hint == Hint::Auto && n < P.copy_fast_below.load(Ordering::Acquire) {
+        if f == 0 {
+            return first_call(Op::Move, dst, src, 0, n, hint);
+        }
+        move_with(f, dst, src, n, hint)
+    }
+}
+
+#[inline(always)]
+unsafe fn move_with(f: u32, dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
+    // SAFETY: forwarded contract; inline rungs are overlap-safe.
+    unsafe {
+        if n <= inline_limit(f) {
+            copy_inline(f, dst, src, n)
+        } else if n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
             fast_copy(&P.move_fast_fn)(dst, src, n)
         } else if !core::ptr::eq(dst, src) {
-            let overlap = !disjoint(dst, src, n);
-            run(
-                choose_for_call(Op::Move, dst, src, n, hint, overlap),
-                Op::Move,
-                dst,
-                src,
-                0,
-                n,
-            )
+            by_policy(Op::Move, dst, src, 0, n, hint)
         }
     }
 }
@@ -657,39 +806,43 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
 /// `dst` valid for `n` writes.
 #[inline]
 pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) {
-    // SAFETY: forwarded contract; the masked path runs only where `masked_small` found
+    let f = P.features.load(Ordering::Relaxed);
+    // SAFETY: forwarded contract.
+    unsafe {
+        if f == 0 {
+            return first_call(Op::Set, dst, core::ptr::null(), byte, n, hint);
+        }
+        set_with(f, dst, byte, n, hint)
+    }
+}
+
+#[inline(always)]
+unsafe fn set_with(f: u32, dst: *mut u8, byte: u8, n: usize, hint: Hint) {
+    // SAFETY: forwarded contract; the wide path runs only where the published mask has
     // its features.
     unsafe {
         #[cfg(target_arch = "x86_64")]
-        if n <= crate::arch::x86_64::masked::MAX && masked_small() {
-            return crate::arch::x86_64::masked::set_le64(dst, byte, n);
+        if n <= SET_WIDE_MAX && wide_small(f) {
+            return crate::arch::x86_64::masked::set_le2k(dst, byte, n);
         }
         if n <= SMALL_MAX {
-            set_le32(dst, byte, n)
-        } else {
-            #[cfg(target_arch = "x86_64")]
-            if n <= INLINE_MAX {
-                use crate::arch::generic::{set_short, Vector};
-                use core::arch::x86_64::__m128i;
-                return set_short::<__m128i>(dst, __m128i::splat(byte), n);
-            }
-            let op = if byte == 0 { Op::Zero } else { Op::Set };
-            if hint == Hint::Auto && n < P.set_fast_below.load(Ordering::Acquire) {
-                // SAFETY: a non-zero `set_fast_below` was published (Release) after
-                // `set_fast_fn` was set to a `SetFn` of an available kernel.
-                let f: SetFn =
-                    core::mem::transmute::<*mut (), SetFn>(P.set_fast_fn.load(Ordering::Relaxed));
-                return f(dst, byte, n);
-            }
-            run(
-                choose_for_call(op, dst, core::ptr::null(), n, hint, false),
-                op,
-                dst,
-                core::ptr::null(),
-                byte,
-                n,
-            )
+            return set_le32(dst, byte, n);
         }
+        #[cfg(target_arch = "x86_64")]
+        if n <= INLINE_MAX {
+            use crate::arch::generic::{set_short, Vector};
+            use core::arch::x86_64::__m128i;
+            return set_short::<__m128i>(dst, __m128i::splat(byte), n);
+        }
+        if n < P.set_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
+            // SAFETY: a non-zero `set_fast_below` was published (Release) after
+            // `set_fast_fn` was set to a `SetFn` of an available kernel.
+            let f: SetFn =
+                core::mem::transmute::<*mut (), SetFn>(P.set_fast_fn.load(Ordering::Relaxed));
+            return f(dst, byte, n);
+        }
+        let op = if byte == 0 { Op::Zero } else { Op::Set };
+        by_policy(op, dst, core::ptr::null(), byte, n, hint)
     }
 }
 
@@ -698,7 +851,7 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) {
 /// them, policy), for callers that must know what ran: the preload shim's tracer calls
 /// this and then [`run_kernel`] with the answer, so that the kernel it records is the
 /// one the call used, probes included. `None`: no kernel runs, because the inline
-/// ladder handles the size (`n` up to 128 bytes on x86-64) or, above it, the call is a
+/// ladder handles the size (`n` up to [`inline_max`] for the op) or, above it, the call is a
 /// move onto itself (which [`move_`] skips).
 ///
 /// `op` is the op the kernel runs: `Zero` for a fill with byte 0 (what [`set`] does);
@@ -716,13 +869,13 @@ pub unsafe fn decide_for_call(
     hint: Hint,
 ) -> Option<KernelId> {
     let copies = matches!(op, Op::Copy | Op::Move);
-    if n <= INLINE_MAX || (op == Op::Move && core::ptr::eq(dst, src)) {
+    if n <= inline_max(op) || (op == Op::Move && core::ptr::eq(dst, src)) {
         return None;
     }
-    if copies && n < P.copy_fast_below.load(Ordering::Acquire) {
+    if copies && n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
         return Some(kernel_at(P.copy_fast.load(Ordering::Relaxed)));
     }
-    if !copies && n < P.set_fast_below.load(Ordering::Acquire) {
+    if !copies && n < P.set_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
         return Some(kernel_at(P.set_fast.load(Ordering::Relaxed)));
     }
     let overlap = op == Op::Move && !disjoint(dst, src, n);

@@ -42,10 +42,15 @@ pub struct Profile {
     pub copy_temporal: KernelId,
     /// Temporal copy kernel when the source probes cold (`avx2_pf` if prefetching pays).
     pub copy_cold_src: KernelId,
+    /// Temporal copy kernel when the destination probes cold (`rep_movsb` where its
+    /// fast-string stores skip the read-for-ownership).
+    pub copy_cold_dst: KernelId,
     /// Streaming copy kernel (`avx2_nt`, `avx2_pf_nt`).
     pub copy_stream: KernelId,
     /// Temporal set/zero kernel.
     pub set_temporal: KernelId,
+    /// Temporal set/zero kernel when the destination probes cold.
+    pub set_cold_dst: KernelId,
     /// Streaming set kernel.
     pub set_stream: KernelId,
     /// Streaming zero kernel (`avx2_nt`, `clzero`, `rep_stosb`).
@@ -54,6 +59,11 @@ pub struct Profile {
     pub rep_movsb_min: usize,
     /// See [`Profile::rep_movsb_min`].
     pub rep_movsb_max: usize,
+    /// Window `[min, max)` where `rep stosb` beats the temporal set kernel on cached
+    /// destinations (0, 0: none).
+    pub rep_stosb_min: usize,
+    /// See [`Profile::rep_stosb_min`].
+    pub rep_stosb_max: usize,
     /// Largest size that still fits in the LLC as measured (informational; defaults
     /// derive from it).
     pub llc_effective: usize,
@@ -98,12 +108,16 @@ impl Profile {
             probe_hit_max: DEFAULT_PROBE_HIT_MAX,
             copy_temporal: KernelId::Avx2,
             copy_cold_src: KernelId::Avx2,
+            copy_cold_dst: KernelId::Avx2,
             copy_stream: KernelId::Avx2Nt,
             set_temporal: KernelId::Avx2,
+            set_cold_dst: KernelId::Avx2,
             set_stream: KernelId::Avx2Nt,
             zero_stream: KernelId::Avx2Nt,
             rep_movsb_min: 0,
             rep_movsb_max: 0,
+            rep_stosb_min: 0,
+            rep_stosb_max: 0,
             llc_effective: llc,
         }
     }
@@ -123,7 +137,7 @@ enum Kind {
     Kernel(fn(&mut Profile) -> &mut KernelId),
 }
 
-const KEYS: [Key; 15] = [
+const KEYS: [Key; 19] = [
     Key {
         name: "stream_auto",
         doc: "Auto, nothing known: non-temporal stores from this size",
@@ -165,6 +179,11 @@ const KEYS: [Key; 15] = [
         kind: Kind::Kernel(|p| &mut p.copy_cold_src),
     },
     Key {
+        name: "copy_cold_dst",
+        doc: "temporal copy kernel when the destination probes cold",
+        kind: Kind::Kernel(|p| &mut p.copy_cold_dst),
+    },
+    Key {
         name: "copy_stream",
         doc: "copy kernel with non-temporal stores",
         kind: Kind::Kernel(|p| &mut p.copy_stream),
@@ -173,6 +192,11 @@ const KEYS: [Key; 15] = [
         name: "set_temporal",
         doc: "set/zero kernel with temporal stores",
         kind: Kind::Kernel(|p| &mut p.set_temporal),
+    },
+    Key {
+        name: "set_cold_dst",
+        doc: "temporal set/zero kernel when the destination probes cold",
+        kind: Kind::Kernel(|p| &mut p.set_cold_dst),
     },
     Key {
         name: "set_stream",
@@ -193,6 +217,16 @@ const KEYS: [Key; 15] = [
         name: "rep_movsb_max",
         doc: "rep movsb window end (exclusive)",
         kind: Kind::Size(|p| &mut p.rep_movsb_max),
+    },
+    Key {
+        name: "rep_stosb_min",
+        doc: "rep stosb window start (0 with rep_stosb_max 0: never)",
+        kind: Kind::Size(|p| &mut p.rep_stosb_min),
+    },
+    Key {
+        name: "rep_stosb_max",
+        doc: "rep stosb window end (exclusive)",
+        kind: Kind::Size(|p| &mut p.rep_stosb_max),
     },
     Key {
         name: "llc_effective",
@@ -222,7 +256,7 @@ pub enum ErrorKind {
     UnknownKernel,
     /// A kernel cannot do what the key asks (e.g. `copy_stream = clzero`).
     WrongKernelForKey,
-    /// `rep_movsb_min` is above `rep_movsb_max`, or a stream threshold is inconsistent.
+    /// `rep_movsb_min` is above `rep_movsb_max` (or the same for `rep_stosb`).
     Inconsistent,
     /// The file is larger than the loader's buffer.
     TooLarge,
@@ -246,7 +280,9 @@ impl ErrorKind {
             ErrorKind::Overflow => "number too large",
             ErrorKind::UnknownKernel => "unknown kernel name (see `blockmem info`)",
             ErrorKind::WrongKernelForKey => "this kernel cannot do what the key asks",
-            ErrorKind::Inconsistent => "rep_movsb_min is larger than rep_movsb_max",
+            ErrorKind::Inconsistent => {
+                "a window's start is above its end (rep_movsb_min > rep_movsb_max, or rep_stosb_min > rep_stosb_max)"
+            }
             ErrorKind::TooLarge => "file too large for a profile (over 16 KiB)",
             ErrorKind::NotUtf8 => "file is not UTF-8 text",
             ErrorKind::Unreadable => "cannot open or read the file named by BLOCKMEM_PROFILE",
@@ -322,9 +358,11 @@ fn kernel_fits(key: &str, k: KernelId) -> bool {
         return false;
     };
     match key {
-        "copy_temporal" | "copy_cold_src" => entry.supports(Op::Copy) && !k.streams(),
+        "copy_temporal" | "copy_cold_src" | "copy_cold_dst" => {
+            entry.supports(Op::Copy) && !k.streams()
+        }
         "copy_stream" => entry.supports(Op::Copy),
-        "set_temporal" => entry.supports(Op::Set) && !k.streams(),
+        "set_temporal" | "set_cold_dst" => entry.supports(Op::Set) && !k.streams(),
         "set_stream" => entry.supports(Op::Set),
         "zero_stream" => entry.supports(Op::Zero),
         _ => false,
@@ -387,11 +425,23 @@ pub fn parse(text: &[u8], defaults: Profile) -> Result<(Profile, Provenance), Pr
                 *field(&mut p) = k;
             }
         }
-        if p.rep_movsb_min > p.rep_movsb_max
-            && seen.from_file("rep_movsb_min")
-            && seen.from_file("rep_movsb_max")
-        {
-            return Err(err(ErrorKind::Inconsistent));
+        for (min, max, a, b) in [
+            (
+                p.rep_movsb_min,
+                p.rep_movsb_max,
+                "rep_movsb_min",
+                "rep_movsb_max",
+            ),
+            (
+                p.rep_stosb_min,
+                p.rep_stosb_max,
+                "rep_stosb_min",
+                "rep_stosb_max",
+            ),
+        ] {
+            if min > max && seen.from_file(a) && seen.from_file(b) {
+                return Err(err(ErrorKind::Inconsistent));
+            }
         }
     }
     if !version_seen {
@@ -475,6 +525,10 @@ mod tests {
         p.zero_stream = KernelId::RepStosb;
         p.rep_movsb_min = 2048;
         p.rep_movsb_max = 12345;
+        p.rep_stosb_min = 4096;
+        p.rep_stosb_max = usize::MAX;
+        p.copy_cold_dst = KernelId::RepMovsb;
+        p.set_cold_dst = KernelId::RepStosb;
         p
     }
 
@@ -507,7 +561,7 @@ mod tests {
 
     #[test]
     fn every_error_names_its_line_and_reason() {
-        let cases: [(&[u8], usize, ErrorKind); 13] = [
+        let cases: [(&[u8], usize, ErrorKind); 16] = [
             (b"stream_auto = 1\n", 1, ErrorKind::MissingVersion),
             (b"# only a comment\n", 0, ErrorKind::MissingVersion),
             (b"version = 2\n", 1, ErrorKind::UnsupportedVersion(2)),
@@ -544,6 +598,21 @@ mod tests {
                 b"version = 1\nrep_movsb_min = 9\nrep_movsb_max = 8\n",
                 3,
                 ErrorKind::Inconsistent,
+            ),
+            (
+                b"version = 1\nrep_stosb_max = 1KiB\nrep_stosb_min = 2KiB\n",
+                3,
+                ErrorKind::Inconsistent,
+            ),
+            (
+                b"version = 1\ncopy_cold_dst = avx2_nt\n",
+                2,
+                ErrorKind::WrongKernelForKey,
+            ),
+            (
+                b"version = 1\nset_cold_dst = rep_movsb\n",
+                2,
+                ErrorKind::WrongKernelForKey,
             ),
         ];
         for (text, line, kind) in cases {

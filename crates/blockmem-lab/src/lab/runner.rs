@@ -294,14 +294,22 @@ pub struct Runner {
     rng: fastrand::Rng,
 }
 
-/// How many timed calls one sample covers: hot small cells are timed in batches so
-/// the timer's own cost (~10 ns) does not dominate; cold cells are always single calls
-/// (the second call would find the data hot).
+/// Bytes one sample of a hot cell covers at least (see [`batch_for`]).
+pub const BATCH_BYTES: usize = 64 << 10;
+/// Most calls one sample covers.
+pub const BATCH_MAX: usize = 1024;
+
+/// How many timed calls one sample covers. Hot cells are timed in batches of at least
+/// [`BATCH_BYTES`] (a microsecond or more): a single hot call of a few hundred bytes
+/// takes 2–40 ns, close to the timer's own cost (~10 ns, subtracted as a median that
+/// itself moves by a few ns), and two runs disagreed by up to 4× on such cells. A batch
+/// is the same call repeated, as a program's copy loop repeats it; the data stays hot.
+/// Cold cells are always single calls (the second call would find the data hot).
 pub fn batch_for(op: Op, n: usize, src: CacheState, dst: CacheState) -> usize {
     let hot =
         dst == CacheState::Hot && (matches!(op, Op::Set | Op::Zero) || src == CacheState::Hot);
-    if hot && n < 4096 {
-        (4096 / n.max(1)).clamp(1, 64)
+    if hot {
+        BATCH_BYTES.div_ceil(n.max(1)).clamp(1, BATCH_MAX)
     } else {
         1
     }
@@ -966,10 +974,14 @@ pub(crate) mod tests {
     #[test]
     fn batches_only_hot_small_cells() {
         use CacheState::*;
-        assert_eq!(batch_for(Op::Copy, 32, Hot, Hot), 64);
-        assert_eq!(batch_for(Op::Copy, 1024, Hot, Hot), 4);
+        assert_eq!(batch_for(Op::Copy, 32, Hot, Hot), BATCH_MAX);
+        assert_eq!(batch_for(Op::Copy, 1024, Hot, Hot), 64);
+        assert_eq!(batch_for(Op::Copy, 4096, Hot, Hot), 16);
+        assert_eq!(batch_for(Op::Copy, 5000, Hot, Hot), 14);
         assert_eq!(batch_for(Op::Copy, 32, Clean, Hot), 1);
-        assert_eq!(batch_for(Op::Zero, 32, Clean, Hot), 64);
+        assert_eq!(batch_for(Op::Copy, 32, Hot, Dirty), 1);
+        assert_eq!(batch_for(Op::Zero, 32, Clean, Hot), BATCH_MAX);
         assert_eq!(batch_for(Op::Copy, 1 << 20, Hot, Hot), 1);
+        assert_eq!(batch_for(Op::Copy, 0, Hot, Hot), BATCH_MAX);
     }
 }

@@ -290,125 +290,183 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             }
             let mut dst = Buffer::new(buf_len);
             let bytes: usize = calls.iter().map(|c| c.n).sum();
-            for m in methods.iter().filter(|m| m.supports(d.op)) {
-                pb.set_message(format!("{} {ws} {}", d.name, m.name()));
-                if let Some(r) = measure(
-                    ctx, m, d, ws, &calls, &src, &init, &expect, &mut dst, reps, bytes,
-                ) {
-                    out.push(r);
-                }
-                pb.inc(1);
-            }
+            let ms: Vec<&Method> = methods.iter().filter(|m| m.supports(d.op)).collect();
+            pb.set_message(format!("{} {ws}", d.name));
+            let w = Workload {
+                d,
+                ws,
+                calls: &calls,
+                src: &src,
+                init: &init,
+                expect: &expect,
+                bytes,
+            };
+            out.extend(measure(ctx, &ms, &w, &mut dst, reps));
+            pb.inc(ms.len() as u64);
         }
     }
     pb.finish_and_clear();
     Ok(out)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One drawn call sequence and the buffers it runs over.
+struct Workload<'a> {
+    d: &'a Distribution,
+    ws: &'a str,
+    calls: &'a [Call],
+    src: &'a Buffer,
+    init: &'a Buffer,
+    expect: &'a Buffer,
+    bytes: usize,
+}
+
+/// Hot samples replay the sequence this many times: one replay of 2000 small calls is
+/// ~10 µs, short enough for one interrupt or a neighbour's burst to move it by 20%.
+const HOT_REPLAYS: usize = 4;
+
+impl Workload<'_> {
+    /// Replays every call with `entry` on `dst`.
+    ///
+    /// # Safety
+    /// `dst` is the workload's destination buffer (as long as `init`).
+    #[inline(always)]
+    unsafe fn replay(&self, entry: crate::lab::method::Entry, dst: *mut u8) {
+        let sp = self.src.as_ptr();
+        for c in self.calls {
+            let from: *const u8 = if c.overlap {
+                dst.wrapping_add(c.src)
+            } else {
+                sp.wrapping_add(c.src)
+            };
+            // SAFETY: `draw` keeps every call inside `span + max <= buf_len`; overlap
+            // only for move, which allows it.
+            unsafe { entry.call(dst.wrapping_add(c.dst), from, SET_BYTE, c.n) };
+        }
+    }
+
+    /// One untimed pass checking every call on its own (copy/move against a snapshot
+    /// of the source, set against the byte), then the whole buffer against `expect`.
+    fn verify(&self, entry: crate::lab::method::Entry, dst: &mut Buffer) -> bool {
+        let op = self.d.op;
+        dst.as_mut_slice().copy_from_slice(self.init.as_slice());
+        let mut ok = true;
+        let mut scratch = Vec::new();
+        for c in self.calls {
+            let dp = dst.as_mut_ptr();
+            let from: *const u8 = if c.overlap {
+                dp.wrapping_add(c.src)
+            } else {
+                self.src.as_ptr().wrapping_add(c.src)
+            };
+            if op != Op::Set {
+                scratch.clear();
+                // SAFETY: `from..from+n` lies inside its buffer (see `replay`).
+                scratch.extend_from_slice(unsafe { std::slice::from_raw_parts(from, c.n) });
+            }
+            // SAFETY: as in `replay`.
+            unsafe { entry.call(dp.wrapping_add(c.dst), from, SET_BYTE, c.n) };
+            let got = &dst.as_slice()[c.dst..c.dst + c.n];
+            ok &= if op == Op::Set {
+                got.iter().all(|&b| b == SET_BYTE)
+            } else {
+                got == &scratch[..]
+            };
+        }
+        ok && dst.as_slice() == self.expect.as_slice()
+    }
+}
+
+/// Every method on one workload, interleaved per repetition in a rotating order (as
+/// the runner's groups are), so a change in the machine's speed during the workload
+/// affects every method alike.
 fn measure(
     ctx: &mut Ctx<'_>,
-    m: &Method,
-    d: &Distribution,
-    ws: &str,
-    calls: &[Call],
-    src: &Buffer,
-    init: &Buffer,
-    expect: &Buffer,
+    methods: &[&Method],
+    w: &Workload<'_>,
     dst: &mut Buffer,
     reps: usize,
-    bytes: usize,
-) -> Option<Record> {
-    let entry = m.entry(d.op)?;
-    let byte = SET_BYTE;
-    let sp = src.as_ptr();
-    // Per-call verification pass (untimed).
-    dst.as_mut_slice().copy_from_slice(init.as_slice());
-    let mut verified = true;
-    let mut scratch = Vec::new();
-    for c in calls {
-        let dp = dst.as_mut_ptr();
-        let from: *const u8 = if c.overlap {
-            dp.wrapping_add(c.src)
-        } else {
-            sp.wrapping_add(c.src)
-        };
-        if d.op != Op::Set {
-            scratch.clear();
-            // SAFETY: `from..from+n` lies inside its buffer (draw keeps every call
-            // within `span + max <= buf_len`).
-            scratch.extend_from_slice(unsafe { std::slice::from_raw_parts(from, c.n) });
-        }
-        // SAFETY: ranges inside `dst`/`src`; overlap only for move, which allows it.
-        unsafe { entry.call(dp.wrapping_add(c.dst), from, byte, c.n) };
-        let got = &dst.as_slice()[c.dst..c.dst + c.n];
-        let ok = if d.op == Op::Set {
-            got.iter().all(|&b| b == byte)
-        } else {
-            got == &scratch[..]
-        };
-        verified &= ok;
+) -> Vec<Record> {
+    let entries: Vec<_> = methods.iter().filter_map(|m| m.entry(w.d.op)).collect();
+    if entries.len() != methods.len() {
+        return Vec::new();
     }
-    verified &= dst.as_slice() == expect.as_slice();
-    let cold = ws == "cold";
+    let mut verified: Vec<bool> = entries.iter().map(|&e| w.verify(e, dst)).collect();
+    let cold = w.ws == "cold";
+    let replays = if cold { 1 } else { HOT_REPLAYS };
+    let state = if cold {
+        CacheState::Clean
+    } else {
+        CacheState::Hot
+    };
+    let overlapping = w.calls.iter().any(|c| c.overlap);
     let timer = ctx.runner.timer;
-    let mut samples = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        dst.as_mut_slice().copy_from_slice(init.as_slice());
-        let state = if cold {
-            CacheState::Clean
-        } else {
-            CacheState::Hot
-        };
-        let regions = [
-            Region {
-                ptr: sp as *mut u8,
-                len: src.len(),
-                state,
-                access: Access::Read,
-            },
-            Region {
-                ptr: dst.as_mut_ptr(),
-                len: dst.len(),
-                state,
-                access: Access::Write,
-            },
-        ];
-        // SAFETY: both buffers are ours and distinct from the eviction buffer.
-        unsafe {
-            ctx.runner
-                .states
-                .prepare(if cold { &regions } else { &regions[..0] })
-        };
-        if !cold {
-            // Hot: one untimed replay warms exactly the lines the calls use.
-            for c in calls {
-                let dp = dst.as_mut_ptr();
-                let from: *const u8 = if c.overlap {
-                    dp.wrapping_add(c.src)
+    let m = entries.len();
+    let mut samples = vec![Vec::with_capacity(reps); m];
+    for rep in 0..reps {
+        for k in 0..m {
+            let j = (k + rep) % m;
+            let entry = entries[j];
+            dst.as_mut_slice().copy_from_slice(w.init.as_slice());
+            let regions = [
+                Region {
+                    ptr: w.src.as_ptr() as *mut u8,
+                    len: w.src.len(),
+                    state,
+                    access: Access::Read,
+                },
+                Region {
+                    ptr: dst.as_mut_ptr(),
+                    len: dst.len(),
+                    state,
+                    access: Access::Write,
+                },
+            ];
+            let dp = dst.as_mut_ptr();
+            // SAFETY: both buffers are ours and distinct from the eviction buffer;
+            // `dp` is the workload's destination.
+            unsafe {
+                if cold {
+                    ctx.runner.states.prepare(&regions);
                 } else {
-                    sp.wrapping_add(c.src)
-                };
-                // SAFETY: as in the verification pass.
-                unsafe { entry.call(dp.wrapping_add(c.dst), from, byte, c.n) };
+                    // Hot: one untimed replay warms exactly the lines (and the code
+                    // paths) the calls use.
+                    w.replay(entry, dp);
+                }
             }
-            dst.as_mut_slice().copy_from_slice(init.as_slice());
+            let t = timer.time(|| {
+                for _ in 0..replays {
+                    // SAFETY: as above.
+                    unsafe { w.replay(entry, dp) };
+                }
+            });
+            samples[j].push(t / replays as f64);
+            // Replaying copies and sets from separate sources is idempotent; a move
+            // sequence with overlapping calls reads what earlier calls wrote, so there
+            // only a single replay from `init` must equal `expect` (every call was
+            // also checked on its own by `verify`).
+            if replays == 1 || !overlapping {
+                verified[j] &= dst.as_slice() == w.expect.as_slice();
+            }
         }
-        let dp = dst.as_mut_ptr();
-        let t = timer.time(|| {
-            for c in calls {
-                let from: *const u8 = if c.overlap {
-                    dp.wrapping_add(c.src)
-                } else {
-                    sp.wrapping_add(c.src)
-                };
-                // SAFETY: as in the verification pass.
-                unsafe { entry.call(dp.wrapping_add(c.dst), from, byte, c.n) };
-            }
-        });
-        samples.push(t);
-        verified &= dst.as_slice() == expect.as_slice();
     }
+    methods
+        .iter()
+        .zip(samples)
+        .zip(verified)
+        .map(|((m, samples), verified)| record(ctx, m, w, cold, samples, verified))
+        .collect()
+}
+
+fn record(
+    ctx: &mut Ctx<'_>,
+    m: &Method,
+    w: &Workload<'_>,
+    cold: bool,
+    samples: Vec<f64>,
+    verified: bool,
+) -> Record {
+    let (d, ws, calls, bytes) = (w.d, w.ws, w.calls, w.bytes);
+    let timer = ctx.runner.timer;
     if !verified {
         ctx.runner
             .warnings
@@ -421,6 +479,10 @@ fn measure(
     extras.insert("workload".into(), json!(d.name));
     extras.insert("working_set".into(), json!(ws));
     extras.insert("calls".into(), json!(calls.len()));
+    extras.insert(
+        "replays_per_sample".into(),
+        json!(if cold { 1 } else { HOT_REPLAYS }),
+    );
     extras.insert("mean_size".into(), json!(bytes as f64 / calls.len() as f64));
     extras.insert("ns_per_call".into(), json!(s.median / calls.len() as f64));
     extras.insert(
@@ -429,7 +491,7 @@ fn measure(
     );
     extras.insert("median_cycles".into(), json!(s.median * timer.ticks_per_ns));
     let st = if cold { "clean" } else { "hot" };
-    Some(Record {
+    Record {
         experiment: NAME.into(),
         method: m.name().into(),
         op: d.op.name().into(),
@@ -446,7 +508,7 @@ fn measure(
         verified,
         samples_ns: samples,
         extras,
-    })
+    }
 }
 
 /// Per working set: ns per call for each workload and method.
