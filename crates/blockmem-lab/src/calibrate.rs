@@ -303,42 +303,6 @@ pub fn derive(
         "stream_no_reuse: as stream_auto_cold_dst (at least {})",
         Size(profile::MIN_STREAM_NO_REUSE)
     ));
-    // Reuse: seed 003 Fig. 3 has streaming pay again once the block exceeds the cache,
-    // even when it is read right after. Test it: copy + read, past the LLC.
-    let reuse_sizes: Vec<usize> = {
-        let mut v: Vec<usize> = m_read.keys().map(|k| k.2).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let stream_pays_with_read = |n: usize| {
-        let r = geomean(COPY_STATES.iter().filter_map(|&(s, d)| {
-            Some(
-                m_read.get(&(p.copy_temporal, Op::Copy, n, s, d))?
-                    / m_read.get(&(p.copy_stream, Op::Copy, n, s, d))?,
-            )
-        }));
-        r.map(|r| (r > MARGIN, r))
-    };
-    p.stream_reuse = usize::MAX;
-    let mut reuse_note =
-        "stream_reuse: never (no copy-then-read measurement past the LLC)".to_string();
-    for &n in &reuse_sizes {
-        if let Some((pays, r)) = stream_pays_with_read(n) {
-            if pays && p.stream_reuse == usize::MAX {
-                p.stream_reuse = n;
-            }
-            if !pays {
-                p.stream_reuse = usize::MAX;
-            }
-            reuse_note = if p.stream_reuse == usize::MAX {
-                format!("stream_reuse: never; copy + read of {} is {r:.2}x as fast with temporal stores as with {} (seed 003 Fig. 3's reversal past the cache did not hold here)", Size(n), p.copy_stream.name())
-            } else {
-                format!("stream_reuse: from {}; streaming + read is {r:.2}x as fast past the LLC (seed 003 Fig. 3)", Size(p.stream_reuse))
-            };
-        }
-    }
-    why.push(reuse_note);
 
     // Cold source: the kernel (block prefetch, rep movsb, …) that beats the temporal
     // choice when the source probes cold and the copy does not stream.
@@ -413,6 +377,63 @@ pub fn derive(
         p.copy_cold_dst.name(),
         best_dst.0 * 100.0
     ));
+    // Reuse: seed 003 Fig. 3 has streaming pay again once the block exceeds the cache,
+    // even when it is read right after. Test it: copy + read, past the LLC.
+    let reuse_sizes: Vec<usize> = {
+        let mut v: Vec<usize> = m_read.keys().map(|k| k.2).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    // With probing on, a destination that probes cached never streams, so only cold
+    // destinations decide; without it, every state does.
+    let will_probe = facts.probe_cold_cycles.1 > facts.probe_hot_cycles.1
+        && p.stream_auto_cold_dst < p.stream_auto;
+    let reuse_states: &[(CacheState, CacheState)] = if will_probe {
+        &[
+            (CacheState::Hot, CacheState::Clean),
+            (CacheState::Clean, CacheState::Clean),
+        ]
+    } else {
+        &COPY_STATES
+    };
+    let stream_pays_with_read = |n: usize| {
+        let r = geomean(reuse_states.iter().filter_map(|&(s, d)| {
+            Some(
+                m_read.get(&(
+                    if d == CacheState::Hot {
+                        p.copy_temporal
+                    } else {
+                        p.copy_cold_dst
+                    },
+                    Op::Copy,
+                    n,
+                    s,
+                    d,
+                ))? / m_read.get(&(p.copy_stream, Op::Copy, n, s, d))?,
+            )
+        }));
+        r.map(|r| (r > MARGIN, r))
+    };
+    p.stream_reuse = usize::MAX;
+    let mut reuse_note =
+        "stream_reuse: never (no copy-then-read measurement past the LLC)".to_string();
+    for &n in &reuse_sizes {
+        if let Some((pays, r)) = stream_pays_with_read(n) {
+            if pays && p.stream_reuse == usize::MAX {
+                p.stream_reuse = n;
+            }
+            if !pays {
+                p.stream_reuse = usize::MAX;
+            }
+            reuse_note = if p.stream_reuse == usize::MAX {
+                format!("stream_reuse: never; copy + read of {} is {r:.2}x as fast with temporal stores as with {} (seed 003 Fig. 3's reversal past the cache did not hold here)", Size(n), p.copy_stream.name())
+            } else {
+                format!("stream_reuse: from {}; streaming + read is {r:.2}x as fast past the LLC (seed 003 Fig. 3)", Size(p.stream_reuse))
+            };
+        }
+    }
+    why.push(reuse_note);
 
     // Set and zero: the temporal kernel on cached destinations, for the same reason as
     // copies (rep stosb's start-up cost dominates the common small memset).
@@ -437,25 +458,22 @@ pub fn derive(
         && measured(&SET_TEMPORAL, Op::Set).contains(&KernelId::RepStosb)
     {
         let (h, c) = (CacheState::Hot, CacheState::Hot);
-        let wins = |n: usize| match (
-            t(p.set_temporal, Op::Set, n, h, c),
-            t(KernelId::RepStosb, Op::Set, n, h, c),
-        ) {
-            (Some(a), Some(r)) => a > r * MARGIN,
-            _ => false,
+        let vs = |n: usize, d: CacheState| {
+            t(p.set_temporal, Op::Set, n, h, d).zip(t(KernelId::RepStosb, Op::Set, n, h, d))
         };
-        let loses = |n: usize| match (
-            t(p.set_temporal, Op::Set, n, h, c),
-            t(KernelId::RepStosb, Op::Set, n, h, c),
-        ) {
-            (Some(a), Some(r)) => r > a * MARGIN,
-            _ => true,
+        let loses = |n: usize| vs(n, c).is_none_or(|(a, r)| r > a * MARGIN);
+        // Below the probe size the destination's state is unknown: rep stosb also
+        // starts where it ties on cached destinations and wins on cold ones (it writes
+        // whole lines without reading them; glibc uses it from 2 KiB).
+        let wins = |n: usize| {
+            vs(n, c).is_some_and(|(a, r)| a > r * MARGIN)
+                || (!loses(n) && vs(n, CacheState::Clean).is_some_and(|(a, r)| a > r * MARGIN))
         };
         if let Some((min, max)) = window(&sizes, wins, loses) {
             p.rep_stosb_min = min;
             p.rep_stosb_max = max;
             why.push(format!(
-                "rep_stosb window: beats {} by >5% on cached destinations from {}, and is not >5% slower, to below {}",
+                "rep_stosb window: beats {} by >5% (on cached destinations, or on cold ones while not >5% slower on cached ones) from {}, and is not >5% slower on cached ones, to below {}",
                 p.set_temporal.name(),
                 Size(p.rep_stosb_min),
                 Size(p.rep_stosb_max)
@@ -508,10 +526,9 @@ pub fn derive(
 
     // Probe: the threshold between the two latency populations, and the smallest size
     // where a correct choice gains several times the probe's cost.
-    // The dispatcher reads two lines and calls a block cached or cold only when both
-    // agree, so each single read may be wrong up to a fifth of the time (two wrong
-    // reads: 4%): the threshold must separate the LLC hits' 80th percentile from the
-    // flushed lines' 20th.
+    // The threshold must separate the LLC hits' 80th percentile from the flushed
+    // lines' 20th (measured with the dispatcher's probe, TLB cold as for a block
+    // touched long ago: see `measure_probe`).
     let (hot_med, hot_p80) = facts.probe_hot_cycles;
     let (cold_med, cold_p20) = facts.probe_cold_cycles;
     if cold_p20 > hot_p80 && p.stream_auto_cold_dst < p.stream_auto {
@@ -554,23 +571,32 @@ pub fn derive(
 /// ((median, p80) cached, (median, p20) flushed).
 ///
 /// "Cached" means in the last-level cache only, the slowest hit the policy must still
-/// call cached: a region of `l2` + 1 MiB .. 8 MiB (under 3/4 of the effective LLC) is
-/// read twice and lines of its first part, which the L2 has since dropped, are probed.
+/// call cached: a region of the L2 plus 2 MiB is read twice and lines of its first
+/// 2 MiB, which the L2 has since dropped, are probed. (Measured here with an 8 MiB
+/// region instead, 15% of its lines were no longer in the LLC: in this VM the share of
+/// the shared LLC that stays ours is smaller than the pointer chase suggests.)
 /// A probe right after touching the line measures an L1 hit (~50 cycles here), and a
 /// threshold set between that and DRAM called LLC hits (~150 cycles in this VM)
 /// "cold": a hot 8 MiB block was then streamed, 2.7x slower than `rep stosb`.
 fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f64)) {
-    let len = (llc * 3 / 4).min(8 << 20).max(l2 + (1 << 20));
+    let len = (l2 + (2 << 20)).min((llc * 3 / 4).max(l2 + (512 << 10)));
     let mut buf = crate::lab::mem::Buffer::new(len);
     let p = buf.as_mut_ptr();
     let lines = (len - l2) / 64;
     let mut rng = fastrand::Rng::with_seed(0x9b0be);
     let (mut hot, mut cold) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    // One line in each page of a 64 MiB region: reading them evicts the probed pages'
+    // translations from the TLB (a real probe of a large block misses the TLB: its
+    // pages were last touched long ago) while adding only 1 MiB of lines to the cache.
+    // Without it the probe threshold sat below the latency of an LLC hit plus a page
+    // walk, and hot 64 MiB blocks were streamed.
+    let tlb_len = 64 << 20;
+    let tlb = crate::lab::mem::Buffer::new(tlb_len);
     let per_round = 64;
     while hot.len() < samples {
         let pick: Vec<usize> = (0..per_round).map(|_| rng.usize(..lines) * 64).collect();
-        // SAFETY: every address is inside `buf`; the reads, probes and flushes only
-        // read it.
+        // SAFETY: every address is inside `buf` or `tlb`; the reads, probes and
+        // flushes only read them.
         unsafe {
             for _ in 0..2 {
                 let mut acc = 0u8;
@@ -579,15 +605,25 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
                 }
                 std::hint::black_box(acc);
             }
+            let mut acc = 0u8;
+            for off in (0..tlb_len).step_by(4096) {
+                acc = acc.wrapping_add(std::ptr::read_volatile(tlb.as_ptr().add(off)));
+            }
+            std::hint::black_box(acc);
             for &off in &pick {
-                hot.push(blockmem::probe::load_cycles(p.add(off)) as f64);
+                hot.push(blockmem::probe::load_cycles_tlb_warm(p.add(off)) as f64);
             }
             for &off in &pick {
                 std::arch::x86_64::_mm_clflush(p.add(off));
             }
             std::arch::x86_64::_mm_mfence();
+            let mut acc = 0u8;
+            for off in (0..tlb_len).step_by(4096) {
+                acc = acc.wrapping_add(std::ptr::read_volatile(tlb.as_ptr().add(off)));
+            }
+            std::hint::black_box(acc);
             for &off in &pick {
-                cold.push(blockmem::probe::load_cycles(p.add(off)) as f64);
+                cold.push(blockmem::probe::load_cycles_tlb_warm(p.add(off)) as f64);
             }
         }
     }
@@ -736,7 +772,10 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         available(&COPY_STREAM, Op::Copy),
     ]
     .concat();
-    for &n in sizes.iter().filter(|&&n| n >= llc_eff) {
+    // From 1 MiB: with probing, a cold destination below the LLC can already be worth
+    // streaming when it is read right after (measured here: zeroing 8 MiB and reading
+    // it back was 1.3x faster streamed).
+    for &n in sizes.iter().filter(|&&n| n >= (1 << 20).min(llc_eff)) {
         for &(s, d) in &COPY_STATES {
             for k in &copy_kernels {
                 let Some(method) = Method::kernel(k.name()) else {

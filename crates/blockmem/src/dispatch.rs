@@ -487,7 +487,7 @@ unsafe fn choose_for_call(
     }
     let p = profile();
     let mut probes = Probes::NONE;
-    if p.probe_min != 0 && n >= p.probe_min && !overlap {
+    if p.probe_min != 0 && n >= p.probe_min.max(4096) && !overlap {
         // SAFETY: forwarded contract (one-byte reads inside the ranges).
         unsafe {
             probes.dst = probe_block(dst, n, p.probe_hit_max);
@@ -500,33 +500,22 @@ unsafe fn choose_for_call(
     policy::decide(op, n, hint, overlap, probes, &p, published_features())
 }
 
-/// The state of a block from two timed loads, of the line at its middle and the one at
-/// three quarters; `Unknown` when they disagree.
+/// The state of a block from one timed load of its middle line (after an untimed load
+/// 2 KiB away in the same page fills the TLB: see `probe::load_cycles_tlb_warm`).
 ///
 /// The middle, not the first: a block touched front to back and then partly evicted
 /// loses its *first* lines first (LRU), so near the cache's capacity the first line
 /// reads cold while most of the block is cached; the middle line is cached only if at
-/// least the back half is. Two lines, because one timed load misclassifies: in this VM
-/// an LLC hit takes 130 TSC cycles at the median but more than 190 a fifth of the time
-/// (the shared 300 MiB LLC's far slices and neighbours' traffic), and a block called
-/// cold is streamed, 2.7x slower than temporal stores when it was in fact cached.
+/// least the back half is, and cold only if at least the front half is.
 ///
 /// # Safety
-/// `p` valid for `n` one-byte reads, `n >= 2`.
+/// `p` valid for `n` one-byte reads, `n >= 4096` (so the page mate of the middle line,
+/// 2 KiB away, is inside the block too).
 #[inline]
 unsafe fn probe_block(p: *const u8, n: usize, hit_max: u32) -> policy::Probed {
-    // SAFETY: both offsets are below n.
-    let (a, b) = unsafe {
-        (
-            crate::probe::probe(p.add(n / 2), hit_max),
-            crate::probe::probe(p.add(n / 2 + n / 4), hit_max),
-        )
-    };
-    if a == b {
-        a
-    } else {
-        policy::Probed::Unknown
-    }
+    debug_assert!(n >= 4096);
+    // SAFETY: n/2 ± 2048 lies in [0, n) for n >= 4096.
+    unsafe { crate::probe::probe(p.add(n / 2), hit_max) }
 }
 
 /// Calls kernel `k` for `op`: a direct call for every kernel, no table lookup (the
