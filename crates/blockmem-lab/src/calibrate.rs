@@ -83,6 +83,8 @@ const MARGIN: f64 = 1.05;
 /// two DRAM round trips, which overstates it: a cold probe fetches a line the copy needs
 /// anyway, so what it really adds is the serialisation.
 const PROBE_PAYBACK: f64 = 4.0;
+/// The most a probe that finds its lines cached may add to a cached copy's time.
+const PROBE_HOT_SHARE: f64 = 0.05;
 
 fn available(ids: &[KernelId], op: Op) -> Vec<KernelId> {
     ids.iter()
@@ -571,20 +573,44 @@ pub fn derive(
                 .map_or(0.0, |(st, te)| (st - te).abs());
             cold.max(hot)
         };
+        // On a cached block the probe is pure cost (two loads that hit): at most
+        // PROBE_HOT_SHARE of the cached copy's time. A 16 KiB hot set takes ~300 ns
+        // here, and probing it cost 15-20%.
+        let hot_probe_ns = 2.0 * hot_med / facts.tsc_ghz.max(0.1);
+        let cheap_when_hot = |n: usize| {
+            temporal_time(n, CacheState::Hot, CacheState::Hot)
+                .is_some_and(|t| hot_probe_ns <= PROBE_HOT_SHARE * t)
+        };
         let from = sizes
             .iter()
             .copied()
             .filter(|&n| n >= p.stream_auto_cold_dst)
-            .find(|&n| gain(n) >= PROBE_PAYBACK * probe_ns);
+            .find(|&n| gain(n) >= PROBE_PAYBACK * probe_ns && cheap_when_hot(n));
         p.probe_min = from.unwrap_or(0);
         why.push(format!(
-            "probe: lines in the LLC {hot_med:.0} cycles (p80 {hot_p80:.0}), flushed {cold_med:.0} (p20 {cold_p20:.0}): hit at <= {} cycles; a probe pair costs ~{probe_ns:.0} ns, paid back {PROBE_PAYBACK}x from {}",
+            "probe: lines in the LLC {hot_med:.0} cycles (p80 {hot_p80:.0}), flushed {cold_med:.0} (p20 {cold_p20:.0}): hit at <= {} cycles; a probe costs ~{probe_ns:.0} ns when the lines are cold, paid back {PROBE_PAYBACK}x, and ~{hot_probe_ns:.0} ns when cached, under {:.0}% of a cached copy, from {}",
             p.probe_hit_max,
+            PROBE_HOT_SHARE * 100.0,
             from.map_or("never".to_string(), |n| Size(n).to_string())
         ));
     } else {
         p.probe_min = 0;
         why.push(format!("probe: off (lines in the LLC: median {hot_med:.0}, p80 {hot_p80:.0} cycles; flushed: median {cold_med:.0}, p20 {cold_p20:.0}: they do not separate, or there is no state-dependent decision to make)"));
+    }
+    // Auto does not know whether the destination will be read soon. Where streaming a
+    // cold destination wins alone but loses once it is read back (seed 003 Fig. 3:
+    // here 0.67-0.82x libc at 64 KiB with the read, 1.3-1.7x without), Auto keeps
+    // temporal stores (the cold-destination kernel, ~1x libc either way) and leaves
+    // the gain to NoReuse: Auto streams a cold destination only from where streaming
+    // pays even with the read.
+    let reads_measured = m_read.keys().any(|k| k.1 == Op::Copy);
+    if reads_measured && p.probe_min != 0 && p.stream_reuse > p.stream_auto_cold_dst {
+        p.stream_auto_cold_dst = p.stream_reuse.min(p.stream_auto);
+        why.push(format!(
+            "stream_auto_cold_dst raised to {}: below it streaming a cold destination loses once the destination is read back (NoReuse keeps streaming from {})",
+            Size(p.stream_auto_cold_dst),
+            Size(p.stream_no_reuse)
+        ));
     }
     (p, why)
 }
@@ -1124,6 +1150,9 @@ mod tests {
         let ((m, facts), mut reads) = synthetic_with_reads();
         let (p, _) = derive(&m, &reads, &facts, Profile::FALLBACK);
         assert_eq!(p.stream_reuse, usize::MAX, "temporal + read won");
+        // Then Auto streams a cold destination only where even a hot block would.
+        assert_eq!(p.stream_auto_cold_dst, p.stream_auto);
+        assert_eq!(p.stream_no_reuse, 64 << 10, "NoReuse keeps streaming early");
         for v in reads
             .iter_mut()
             .filter(|(k, _)| k.0 == KernelId::Avx2Nt)
@@ -1133,6 +1162,7 @@ mod tests {
         }
         let (p, _) = derive(&m, &reads, &facts, Profile::FALLBACK);
         assert_eq!(p.stream_reuse, 64 << 20, "streaming + read won");
+        assert_eq!(p.stream_auto_cold_dst, p.stream_auto.min(64 << 20));
     }
 
     #[test]

@@ -47,6 +47,12 @@ struct Published {
     // Calls with `Reuse` or `NoReuse` take the fast path below this too (the smaller
     // of their streaming thresholds): a hint changes nothing there either.
     hinted_fast_below: AtomicUsize,
+    // From the fast-path bound up to these, a call runs `rep movsb` / `rep stosb`
+    // directly (0 = no such segment): the calibrated windows usually start below the
+    // probe size, and the policy's path (read the profile, decide) cost more than the
+    // choice is worth there.
+    copy_rep_below: AtomicUsize,
+    set_rep_below: AtomicUsize,
     // 0 = not initialised, 1 = a caller is initialising, 2 = published.
     state: AtomicU8,
     // 0 = no forced kernel, else KernelId as u8 + 1.
@@ -84,6 +90,8 @@ static P: Published = Published {
     set_fast_fn: AtomicPtr::new(core::ptr::null_mut()),
     copy_fast: AtomicU8::new(0),
     hinted_fast_below: AtomicUsize::new(0),
+    copy_rep_below: AtomicUsize::new(0),
+    set_rep_below: AtomicUsize::new(0),
     set_fast: AtomicU8::new(0),
     state: AtomicU8::new(0),
     forced: AtomicU8::new(0),
@@ -128,12 +136,25 @@ pub fn fast_path() -> (usize, KernelId, usize, KernelId) {
     )
 }
 
+/// The `rep` segments after the fast path: `(copy_below, set_below)`; from the fast
+/// path's bound up to these, copies and moves run `rep movsb` and sets and zeroes
+/// `rep stosb` without consulting the policy (0: no segment).
+pub fn rep_segments() -> (usize, usize) {
+    profile();
+    (
+        P.copy_rep_below.load(Ordering::Relaxed),
+        P.set_rep_below.load(Ordering::Relaxed),
+    )
+}
+
 /// Recomputes the fast path and the cached feature mask from the published profile,
 /// the forced kernel and `cpu::features()` (called whenever one of them changes).
 pub(crate) fn refresh_fast_path() {
     P.copy_fast_below.store(0, Ordering::Relaxed);
     P.set_fast_below.store(0, Ordering::Relaxed);
     P.hinted_fast_below.store(0, Ordering::Relaxed);
+    P.copy_rep_below.store(0, Ordering::Relaxed);
+    P.set_rep_below.store(0, Ordering::Relaxed);
     let f = cpu::features();
     P.features.store(f.bits(), Ordering::Relaxed);
     if P.state.load(Ordering::Acquire) != 2 || forced().is_some() {
@@ -147,6 +168,7 @@ pub(crate) fn refresh_fast_path() {
     if p.probe_min != 0 {
         set_below = set_below.min(p.probe_min);
     }
+    let policy_from = set_below;
     let mut copy_below = set_below;
     if p.rep_movsb_min < p.rep_movsb_max {
         copy_below = copy_below.min(p.rep_movsb_min);
@@ -176,6 +198,32 @@ pub(crate) fn refresh_fast_path() {
         P.set_fast.store(set as u8, Ordering::Relaxed);
         P.set_fast_fn.store(f as *mut (), Ordering::Relaxed);
         P.set_fast_below.store(set_below, Ordering::Release);
+    }
+    // The rep segments: [fast bound, end of the window or the policy's start), where
+    // the policy would pick the rep kernel at both ends (it does in between: only the
+    // window, `stream_auto` and the probe size move the choice there).
+    if cfg!(target_arch = "x86_64") && P.copy_fast_below.load(Ordering::Relaxed) != 0 {
+        let (lo, hi) = (copy_below, p.rep_movsb_max.min(policy_from));
+        let rep_at = |n: usize| {
+            policy::decide(Op::Copy, n, Hint::Auto, false, Probes::NONE, &p, f)
+                == KernelId::RepMovsb
+                && policy::decide(Op::Move, n, Hint::Auto, true, Probes::NONE, &p, f)
+                    == KernelId::RepMovsb
+        };
+        if lo == p.rep_movsb_min && lo < hi && rep_at(lo) && rep_at(hi - 1) {
+            P.copy_rep_below.store(hi, Ordering::Relaxed);
+        }
+    }
+    if cfg!(target_arch = "x86_64") && P.set_fast_below.load(Ordering::Relaxed) != 0 {
+        let (lo, hi) = (set_below, p.rep_stosb_max.min(policy_from));
+        let rep_at = |n: usize| {
+            [Op::Set, Op::Zero].iter().all(|&op| {
+                policy::decide(op, n, Hint::Auto, false, Probes::NONE, &p, f) == KernelId::RepStosb
+            })
+        };
+        if lo == p.rep_stosb_min && lo < hi && rep_at(lo) && rep_at(hi - 1) {
+            P.set_rep_below.store(hi, Ordering::Relaxed);
+        }
     }
 }
 
@@ -679,6 +727,57 @@ fn inline_limit(f: u32) -> usize {
     }
 }
 
+/// `rep movsb` copy (the segment after the fast path; never published elsewhere).
+///
+/// # Safety
+/// As [`copy`].
+#[inline(always)]
+unsafe fn rep_copy(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: forwarded contract; `rep movsb` is architectural on x86-64.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        crate::arch::x86_64::rep_movsb::copy(dst, src, n)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe {
+        run(KernelId::Portable, Op::Copy, dst, src, 0, n)
+    }
+}
+
+/// `rep movsb` move (see [`rep_copy`]).
+///
+/// # Safety
+/// As [`move_`].
+#[inline(always)]
+unsafe fn rep_move(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: forwarded contract.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        crate::arch::x86_64::rep_movsb::move_(dst, src, n)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe {
+        run(KernelId::Portable, Op::Move, dst, src, 0, n)
+    }
+}
+
+/// `rep stosb` fill (see [`rep_copy`]).
+///
+/// # Safety
+/// As [`set`].
+#[inline(always)]
+unsafe fn rep_set(dst: *mut u8, byte: u8, n: usize) {
+    // SAFETY: forwarded contract.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        crate::arch::x86_64::rep_stosb::set(dst, byte, n)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe {
+        run(KernelId::Portable, Op::Set, dst, core::ptr::null(), byte, n)
+    }
+}
+
 /// Below the fast-path bound, true for `Auto` and for a hinted call below both hinted
 /// streaming thresholds.
 #[inline(always)]
@@ -729,6 +828,8 @@ unsafe fn copy_with(f: u32, dst: *mut u8, src: *const u8, n: usize, hint: Hint) 
             copy_inline(f, dst, src, n)
         } else if n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
             fast_copy(&P.copy_fast_fn)(dst, src, n)
+        } else if n < P.copy_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
+            rep_copy(dst, src, n)
         } else {
             by_policy(Op::Copy, dst, src, 0, n, hint)
         }
@@ -783,6 +884,8 @@ unsafe fn move_with(f: u32, dst: *mut u8, src: *const u8, n: usize, hint: Hint) 
             copy_inline(f, dst, src, n)
         } else if n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
             fast_copy(&P.move_fast_fn)(dst, src, n)
+        } else if n < P.copy_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
+            rep_move(dst, src, n)
         } else if !core::ptr::eq(dst, src) {
             by_policy(Op::Move, dst, src, 0, n, hint)
         }
@@ -830,6 +933,9 @@ unsafe fn set_with(f: u32, dst: *mut u8, byte: u8, n: usize, hint: Hint) {
                 core::mem::transmute::<*mut (), SetFn>(P.set_fast_fn.load(Ordering::Relaxed));
             return f(dst, byte, n);
         }
+        if n < P.set_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
+            return rep_set(dst, byte, n);
+        }
         let op = if byte == 0 { Op::Zero } else { Op::Set };
         by_policy(op, dst, core::ptr::null(), byte, n, hint)
     }
@@ -864,8 +970,14 @@ pub unsafe fn decide_for_call(
     if copies && n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
         return Some(kernel_at(P.copy_fast.load(Ordering::Relaxed)));
     }
+    if copies && n < P.copy_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
+        return Some(KernelId::RepMovsb);
+    }
     if !copies && n < P.set_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
         return Some(kernel_at(P.set_fast.load(Ordering::Relaxed)));
+    }
+    if !copies && n < P.set_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
+        return Some(KernelId::RepStosb);
     }
     let overlap = op == Op::Move && !disjoint(dst, src, n);
     let src = if copies { src } else { core::ptr::null() };

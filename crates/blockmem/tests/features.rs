@@ -91,10 +91,43 @@ fn fast_path_agrees_with_the_policy() {
     p.stream_no_reuse = 100;
     p.stream_auto_cold_dst = 200;
     variants.push(p);
+    // rep windows starting below the probe size: run as segments after the fast path.
+    let mut r = base;
+    r.probe_min = 60_000;
+    r.stream_auto = 1 << 20;
+    r.rep_movsb_min = 3000;
+    r.rep_movsb_max = 5000;
+    r.rep_stosb_min = 2500;
+    r.rep_stosb_max = usize::MAX;
+    variants.push(r);
     let all = [Probed::Unknown, Probed::Cached, Probed::Cold];
+    let mut segments_seen = (false, false);
     for p in variants {
         dispatch::install(&p);
         let (copy_below, copy_k, set_below, set_k) = dispatch::fast_path();
+        let (copy_rep, set_rep) = dispatch::rep_segments();
+        if cfg!(target_arch = "x86_64") && p.rep_movsb_min == 3000 && p.probe_min == 60_000 {
+            assert_eq!((copy_below, copy_rep), (3000, 5000), "{p:?}");
+            assert_eq!((set_below, set_rep), (2500, 60_000), "{p:?}");
+        }
+        for n in [copy_below, copy_rep.saturating_sub(1)] {
+            if n >= copy_below && n < copy_rep {
+                segments_seen.0 = true;
+                for (op, overlap) in [(Op::Copy, false), (Op::Move, false), (Op::Move, true)] {
+                    let k = dispatch::choose_probed(op, n, Hint::Auto, overlap, Probes::NONE);
+                    assert_eq!(k, blockmem::KernelId::RepMovsb, "{op:?} {n} {p:?}");
+                }
+            }
+        }
+        for n in [set_below, set_rep.saturating_sub(1)] {
+            if n >= set_below && n < set_rep {
+                segments_seen.1 = true;
+                for op in [Op::Set, Op::Zero] {
+                    let k = dispatch::choose_probed(op, n, Hint::Auto, false, Probes::NONE);
+                    assert_eq!(k, blockmem::KernelId::RepStosb, "{op:?} {n} {p:?}");
+                }
+            }
+        }
         for n in [
             129,
             130,
@@ -133,6 +166,10 @@ fn fast_path_agrees_with_the_policy() {
         blockmem::copy(&mut dst, &src);
         assert_eq!(dst, src);
     }
+    assert!(
+        !cfg!(target_arch = "x86_64") || segments_seen == (true, true),
+        "the rep segments were published and checked"
+    );
     dispatch::force(Some(blockmem::KernelId::Naive));
     assert_eq!(
         dispatch::fast_path().0,

@@ -329,25 +329,38 @@ fn auto_policy_thresholds_plus_minus_one() {
     p.rep_movsb_max = 9_000;
     p.copy_cold_src = KernelId::Avx2Pf;
     p.copy_stream = KernelId::Avx2PfNt;
-    blockmem::dispatch::install(&p);
+    p.copy_cold_dst = KernelId::RepMovsb;
+    p.set_cold_dst = KernelId::RepStosb;
+    p.rep_stosb_min = 3_000;
+    p.rep_stosb_max = 5_000;
+    // The second profile probes only from 64 KiB, so both rep windows start below the
+    // policy's path: the dispatcher runs them as direct segments after the fast path.
+    let mut q = p;
+    q.probe_min = 65_536;
+    q.rep_stosb_max = 50_000;
     let mut pair = Pair::new(p.stream_reuse + 2, 5);
     let ms: Vec<Method> = blockmem::Hint::ALL.into_iter().map(Method::Auto).collect();
     let mut cases = 0;
-    for m in &ms {
-        for at in [
-            p.probe_min,
-            p.rep_movsb_min,
-            p.rep_movsb_max,
-            p.stream_no_reuse,
-            p.stream_auto_cold_dst,
-            p.stream_auto,
-            p.stream_reuse,
-        ] {
-            for n in [at - 1, at, at + 1] {
-                for op in [Op::Copy, Op::Move, Op::Set, Op::Zero] {
-                    for (so, d_off) in [(0, 0), (3, 61)] {
-                        assert!(pair.check(m, op, n, so, d_off));
-                        cases += 1;
+    for p in [p, q] {
+        blockmem::dispatch::install(&p);
+        for m in &ms {
+            for at in [
+                p.probe_min,
+                p.rep_movsb_min,
+                p.rep_movsb_max,
+                p.rep_stosb_min,
+                p.rep_stosb_max,
+                p.stream_no_reuse,
+                p.stream_auto_cold_dst,
+                p.stream_auto,
+                p.stream_reuse,
+            ] {
+                for n in [at - 1, at, at + 1] {
+                    for op in [Op::Copy, Op::Move, Op::Set, Op::Zero] {
+                        for (so, d_off) in [(0, 0), (3, 61)] {
+                            assert!(pair.check(m, op, n, so, d_off));
+                            cases += 1;
+                        }
                     }
                 }
             }
