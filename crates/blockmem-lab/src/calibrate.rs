@@ -360,9 +360,15 @@ pub fn derive(
     };
     // The incumbent is the better of the two kernels the policy would otherwise run;
     // another kernel must beat it by the margin.
-    let mut best_dst = [p.copy_temporal, p.copy_cold_src]
-        .into_iter()
-        .filter_map(|k| Some((rel(k)?, k)))
+    let movsb_window = p.rep_movsb_min < p.rep_movsb_max;
+    let mut best_dst = [
+        Some(p.copy_temporal),
+        Some(p.copy_cold_src),
+        movsb_window.then_some(KernelId::RepMovsb),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|k| Some((rel(k)?, k)))
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .unwrap_or((1.0, p.copy_temporal));
     for k in measured(
@@ -512,9 +518,8 @@ pub fn derive(
         };
         set_read_time(k, n)
     };
-    let mut best = (1.0, p.set_temporal);
-    for k in measured(&SET_TEMPORAL, Op::Set) {
-        let g = geomean(sizes.iter().filter(|&&n| probed(n)).flat_map(|&n| {
+    let rel = |k: KernelId| {
+        geomean(sizes.iter().filter(|&&n| probed(n)).flat_map(|&n| {
             [
                 t(k, Op::Set, n, CacheState::Hot, CacheState::Clean)
                     .zip(set_time(n, CacheState::Clean))
@@ -525,8 +530,20 @@ pub fn derive(
             ]
             .into_iter()
             .flatten()
-        }));
-        if let Some(g) = g.filter(|&g| g * MARGIN < best.0) {
+        }))
+    };
+    // The incumbent is the better of the kernels the policy would otherwise run (the
+    // temporal kernel, `rep stosb` inside its window); another must beat it by the
+    // margin.
+    let stosb_window = p.rep_stosb_min < p.rep_stosb_max;
+    let mut best = [Some(p.set_temporal), stosb_window.then_some(KernelId::RepStosb)]
+        .into_iter()
+        .flatten()
+        .filter_map(|k| Some((rel(k)?, k)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap_or((1.0, p.set_temporal));
+    for k in measured(&SET_TEMPORAL, Op::Set) {
+        if let Some(g) = rel(k).filter(|&g| g * MARGIN < best.0) {
             best = (g, k);
         }
     }
