@@ -369,8 +369,8 @@ pub fn derive(
     .into_iter()
     .flatten()
     .filter_map(|k| Some((rel(k)?, k)))
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .unwrap_or((1.0, p.copy_temporal));
+    .min_by(|a, b| a.0.total_cmp(&b.0))
+    .unwrap_or((1.0, p.copy_temporal));
     for k in measured(
         &[COPY_TEMPORAL.as_slice(), &COPY_COLD_SRC].concat(),
         Op::Copy,
@@ -536,12 +536,15 @@ pub fn derive(
     // temporal kernel, `rep stosb` inside its window); another must beat it by the
     // margin.
     let stosb_window = p.rep_stosb_min < p.rep_stosb_max;
-    let mut best = [Some(p.set_temporal), stosb_window.then_some(KernelId::RepStosb)]
-        .into_iter()
-        .flatten()
-        .filter_map(|k| Some((rel(k)?, k)))
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .unwrap_or((1.0, p.set_temporal));
+    let mut best = [
+        Some(p.set_temporal),
+        stosb_window.then_some(KernelId::RepStosb),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|k| Some((rel(k)?, k)))
+    .min_by(|a, b| a.0.total_cmp(&b.0))
+    .unwrap_or((1.0, p.set_temporal));
     for k in measured(&SET_TEMPORAL, Op::Set) {
         if let Some(g) = rel(k).filter(|&g| g * MARGIN < best.0) {
             best = (g, k);
@@ -590,10 +593,11 @@ pub fn derive(
                 .map_or(0.0, |(st, te)| (st - te).abs());
             cold.max(hot)
         };
-        // On a cached block the probe is pure cost (two loads that hit): at most
-        // PROBE_HOT_SHARE of the cached copy's time. A 16 KiB hot set takes ~300 ns
-        // here, and probing it cost 15-20%.
-        let hot_probe_ns = 2.0 * hot_med / facts.tsc_ghz.max(0.1);
+        // On a cached block the probe is pure cost (a page-mate load that hits and a
+        // fenced timed load, about one LLC latency in all): at most PROBE_HOT_SHARE of
+        // the cached copy's time. A 16 KiB hot set takes ~300 ns here, and probing it
+        // cost 15-20%.
+        let hot_probe_ns = hot_med / facts.tsc_ghz.max(0.1);
         let cheap_when_hot = |n: usize| {
             temporal_time(n, CacheState::Hot, CacheState::Hot)
                 .is_some_and(|t| hot_probe_ns <= PROBE_HOT_SHARE * t)
