@@ -2,9 +2,13 @@
 //! direct call to the chosen kernel.
 //!
 //! ```text
-//!   n <= 32            small ladder, inline (portable scalar head/tail)
-//!   n <= 128 (x86-64)  SSE2 head/tail vectors, inline
-//!   otherwise          probe middle lines if n >= profile.probe_min (NoReuse: from
+//!   AVX-512BW + BMI2:  n <= 64 one masked access; copy/move n <= 512 and set/zero
+//!                      n <= 2048 64-byte blocks (arch::x86_64::masked), inline
+//!   otherwise          n <= 32 scalar head/tail, n <= 128 SSE2 head/tail, inline
+//!   below the fast-path bound (Auto, or a hint below its streaming size): the
+//!                      calibrated temporal kernel through one published pointer,
+//!                      then rep movsb / rep stosb inside their windows
+//!   otherwise          probe the middle line if n >= profile.probe_min (NoReuse: from
 //!                      its streaming size), unless the ranges overlap,
 //!                      policy::decide(op, n, hint, overlap, probes, profile) -> kernel
 //! ```

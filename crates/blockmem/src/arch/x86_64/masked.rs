@@ -91,8 +91,22 @@ pub unsafe fn copy_le512(dst: *mut u8, src: *const u8, n: usize) {
         // 65..=512: eight 64-byte blocks at min(64 i, n - 64), no size branch (see
         // `set_le2k`: a two-level ladder mispredicts on sizes that vary call to call).
         let e = n - 64;
-        let o = [0, e.min(64), e.min(128), e.min(192), e.min(256), e.min(320), e.min(384), e];
-        let (a, b, c, d) = (ld(src), ld(src.add(o[1])), ld(src.add(o[2])), ld(src.add(o[3])));
+        let o = [
+            0,
+            e.min(64),
+            e.min(128),
+            e.min(192),
+            e.min(256),
+            e.min(320),
+            e.min(384),
+            e,
+        ];
+        let (a, b, c, d) = (
+            ld(src),
+            ld(src.add(o[1])),
+            ld(src.add(o[2])),
+            ld(src.add(o[3])),
+        );
         let (w, x, y, z) = (
             ld(src.add(o[4])),
             ld(src.add(o[5])),
