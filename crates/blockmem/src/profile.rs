@@ -33,8 +33,9 @@ pub struct Profile {
     pub stream_no_reuse: usize,
     /// `Reuse`: stream only at and above this (the block cannot stay cached anyway).
     pub stream_reuse: usize,
-    /// `Auto` and `NoReuse` probe the middle line of source and destination from this size up
-    /// (0 disables probing).
+    /// Every hint probes the middle line of the destination (and of the source where its
+    /// state changes the kernel) from this size up, `NoReuse` also from its streaming
+    /// size (0 disables probing).
     pub probe_min: usize,
     /// A probe load taking at most this many TSC cycles found its line in cache.
     pub probe_hit_max: u32,
@@ -160,7 +161,7 @@ const KEYS: [Key; 19] = [
     },
     Key {
         name: "probe_min",
-        doc: "Auto and NoReuse probe the middle line of src and dst from this size (0 = never)",
+        doc: "probe the middle line of dst (and of src where it changes the kernel) from this size, NoReuse from its streaming size (0 = never)",
         kind: Kind::Size(|p| &mut p.probe_min),
     },
     Key {
