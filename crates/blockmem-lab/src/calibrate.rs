@@ -689,16 +689,13 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
             for &off in &pick {
                 hot.push(blockmem::probe::load_cycles_tlb_warm(p.add(off)) as f64);
             }
+            // Each line flushed right before its probe: flushing the 64 lines first
+            // and probing them afterwards left most of them reading at ~80 cycles
+            // here (the same in C), not as cold lines. The page mate's load warms
+            // the TLB either way.
             for &off in &pick {
                 std::arch::x86_64::_mm_clflush(p.add(off));
-            }
-            std::arch::x86_64::_mm_mfence();
-            let mut acc = 0u8;
-            for off in (0..tlb_len).step_by(4096) {
-                acc = acc.wrapping_add(std::ptr::read_volatile(tlb.as_ptr().add(off)));
-            }
-            std::hint::black_box(acc);
-            for &off in &pick {
+                std::arch::x86_64::_mm_mfence();
                 cold.push(blockmem::probe::load_cycles_tlb_warm(p.add(off)) as f64);
             }
         }
