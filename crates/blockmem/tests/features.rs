@@ -100,15 +100,46 @@ fn fast_path_agrees_with_the_policy() {
     r.rep_stosb_min = 2500;
     r.rep_stosb_max = usize::MAX;
     variants.push(r);
+    // A set window that ends below the probe size: the fast kernel again after it.
+    let mut t = r;
+    t.rep_stosb_max = 7000;
+    variants.push(t);
     let all = [Probed::Unknown, Probed::Cached, Probed::Cold];
     let mut segments_seen = (false, false);
     for p in variants {
         dispatch::install(&p);
         let (copy_below, copy_k, set_below, set_k) = dispatch::fast_path();
         let (copy_rep, set_rep) = dispatch::rep_segments();
+        let (copy_tail, set_tail) = dispatch::fast_tails();
+        if cfg!(target_arch = "x86_64") && p.probe_min == 60_000 {
+            assert_eq!(copy_tail, 60_000, "after the 3000..5000 window: {p:?}");
+            let want = if p.rep_stosb_max == 7000 { 60_000 } else { 0 };
+            assert_eq!(set_tail, want, "{p:?}");
+        }
+        for (lo, hi, copies) in [(copy_rep, copy_tail, true), (set_rep, set_tail, false)] {
+            for n in [lo, lo + 1, hi.saturating_sub(1)] {
+                if n >= lo && n < hi {
+                    let ops: &[(Op, bool)] = if copies {
+                        &[(Op::Copy, false), (Op::Move, false), (Op::Move, true)]
+                    } else {
+                        &[(Op::Set, false), (Op::Zero, false)]
+                    };
+                    for &(op, overlap) in ops {
+                        let k = dispatch::choose_probed(op, n, Hint::Auto, overlap, Probes::NONE);
+                        let want = if copies { copy_k } else { set_k };
+                        assert_eq!(k, want, "tail {op:?} {n} {p:?}");
+                    }
+                }
+            }
+        }
         if cfg!(target_arch = "x86_64") && p.rep_movsb_min == 3000 && p.probe_min == 60_000 {
             assert_eq!((copy_below, copy_rep), (3000, 5000), "{p:?}");
-            assert_eq!((set_below, set_rep), (2500, 60_000), "{p:?}");
+            let set_end = if p.rep_stosb_max == 7000 {
+                7000
+            } else {
+                60_000
+            };
+            assert_eq!((set_below, set_rep), (2500, set_end), "{p:?}");
         }
         for n in [copy_below, copy_rep.saturating_sub(1)] {
             if n >= copy_below && n < copy_rep {

@@ -338,10 +338,14 @@ fn auto_policy_thresholds_plus_minus_one() {
     let mut q = p;
     q.probe_min = 65_536;
     q.rep_stosb_max = 50_000;
+    // ... and a copy window that ends below it, so the fast kernel runs again after.
+    let mut r = q;
+    r.rep_movsb_max = 7_000;
+    r.rep_movsb_min = 5_000;
     let mut pair = Pair::new(p.stream_reuse + 2, 5);
     let ms: Vec<Method> = blockmem::Hint::ALL.into_iter().map(Method::Auto).collect();
     let mut cases = 0;
-    for p in [p, q] {
+    for p in [p, q, r] {
         blockmem::dispatch::install(&p);
         for m in &ms {
             for at in [
