@@ -307,6 +307,36 @@ pub fn derive(
         }
     }
     p.stream_auto_cold_dst = p.stream_auto_cold_dst.min(p.stream_auto);
+    // Temporal copies of blocks past the cache (from stream_auto up, when they are not
+    // streamed): judged on hot→hot cells at those sizes, the temporal choice as the
+    // incumbent. Here avx512 wins in cache and runs 10-40% behind avx2 at 64 MiB.
+    p.copy_temporal_large = p.copy_temporal;
+    let large: Vec<_> = sizes
+        .iter()
+        .filter(|&&n| n >= p.stream_auto.min(facts.llc_effective))
+        .map(|&n| (n, CacheState::Hot, CacheState::Hot))
+        .collect();
+    if let Some((k, g)) = pick(&temporal, Op::Copy, &large) {
+        let incumbent = geomean(large.iter().filter_map(|&(n, s, d)| {
+            let best = temporal
+                .iter()
+                .filter_map(|&c| t(c, Op::Copy, n, s, d))
+                .fold(f64::MAX, f64::min);
+            Some(t(p.copy_temporal, Op::Copy, n, s, d)? / best)
+        }));
+        if incumbent.is_some_and(|i| g * MARGIN < i) {
+            p.copy_temporal_large = k;
+        }
+        why.push(format!(
+            "copy_temporal_large: {} (on hot→hot copies from {}: {} is within {:.0}% of the best, {} within {:.0}%)",
+            p.copy_temporal_large.name(),
+            Size(p.stream_auto.min(facts.llc_effective)),
+            k.name(),
+            (g - 1.0) * 100.0,
+            p.copy_temporal.name(),
+            (incumbent.unwrap_or(f64::NAN) - 1.0) * 100.0
+        ));
+    }
     p.stream_no_reuse = p.stream_auto_cold_dst.max(profile::MIN_STREAM_NO_REUSE);
     why.push(format!(
         "stream_no_reuse: as stream_auto_cold_dst (at least {})",
@@ -1091,6 +1121,7 @@ mod tests {
             "no read-after measurement: never stream for Reuse"
         );
         assert_eq!(p.copy_cold_src, KernelId::Avx2Pf);
+        assert_eq!(p.copy_temporal_large, KernelId::Avx2, "{why:#?}");
         assert_eq!(p.set_temporal, KernelId::RepStosb);
         assert_eq!(
             (p.rep_stosb_min, p.rep_stosb_max),
@@ -1109,6 +1140,23 @@ mod tests {
             "{why:#?}"
         );
         assert_eq!(p.llc_effective, 32 << 20);
+    }
+
+    #[test]
+    fn large_copies_get_their_own_temporal_kernel() {
+        let (mut m, facts) = synthetic();
+        // avx512 wins in cache by 20% and loses past 8 MiB by 30%.
+        let mut extra = Vec::new();
+        for (&(k, op, n, s, d), &v) in m.iter() {
+            if (k, op) == (KernelId::Avx2, Op::Copy) {
+                let f = if n >= 8 << 20 { 1.3 } else { 0.8 };
+                extra.push(((KernelId::Avx512, op, n, s, d), v * f));
+            }
+        }
+        m.extend(extra);
+        let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
+        assert_eq!(p.copy_temporal, KernelId::Avx512, "{why:#?}");
+        assert_eq!(p.copy_temporal_large, KernelId::Avx2, "{why:#?}");
     }
 
     #[test]

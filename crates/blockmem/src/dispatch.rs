@@ -84,6 +84,7 @@ struct Published {
     copy_cold_src: AtomicU8,
     copy_cold_dst: AtomicU8,
     set_cold_dst: AtomicU8,
+    copy_temporal_large: AtomicU8,
     copy_stream: AtomicU8,
     set_temporal: AtomicU8,
     set_stream: AtomicU8,
@@ -122,6 +123,7 @@ static P: Published = Published {
     copy_cold_src: AtomicU8::new(0),
     copy_cold_dst: AtomicU8::new(0),
     set_cold_dst: AtomicU8::new(0),
+    copy_temporal_large: AtomicU8::new(0),
     copy_stream: AtomicU8::new(0),
     set_temporal: AtomicU8::new(0),
     set_stream: AtomicU8::new(0),
@@ -299,6 +301,8 @@ fn publish(p: &Profile, source: Source) {
         .store(p.copy_cold_dst as u8, Ordering::Relaxed);
     P.set_cold_dst
         .store(p.set_cold_dst as u8, Ordering::Relaxed);
+    P.copy_temporal_large
+        .store(p.copy_temporal_large as u8, Ordering::Relaxed);
     P.probe_hit_max.store(p.probe_hit_max, Ordering::Relaxed);
     P.copy_temporal
         .store(p.copy_temporal as u8, Ordering::Relaxed);
@@ -329,6 +333,7 @@ fn read_published() -> Profile {
         copy_cold_src: k(&P.copy_cold_src),
         copy_cold_dst: k(&P.copy_cold_dst),
         set_cold_dst: k(&P.set_cold_dst),
+        copy_temporal_large: k(&P.copy_temporal_large),
         copy_stream: k(&P.copy_stream),
         set_temporal: k(&P.set_temporal),
         set_stream: k(&P.set_stream),

@@ -22,7 +22,8 @@
 //!    cold-destination kernel when the destination probed cold (`rep movsb` here: its
 //!    fast-string stores skip the read-for-ownership of whole lines), else the
 //!    cold-source kernel (block prefetch) when the source probed cold, else `rep movsb`
-//!    inside its calibrated window, else the temporal kernel; sets and zeroes likewise
+//!    inside its calibrated window, else the temporal kernel (its large-block variant
+//!    from [`Profile::stream_auto`] up); sets and zeroes likewise
 //!    with the cold-destination set kernel, the `rep stosb` window and the temporal set
 //!    kernel.
 //! 4. A kernel the CPU cannot run (or that lacks the op) is replaced by the best one it
@@ -113,6 +114,7 @@ pub fn decide(
         Op::Copy | Op::Move if probes.dst == Probed::Cold => p.copy_cold_dst,
         Op::Copy | Op::Move if probes.src == Probed::Cold => p.copy_cold_src,
         Op::Copy | Op::Move if n >= p.rep_movsb_min && n < p.rep_movsb_max => KernelId::RepMovsb,
+        Op::Copy | Op::Move if n >= p.stream_auto => p.copy_temporal_large,
         Op::Copy | Op::Move => p.copy_temporal,
         Op::Set | Op::Zero if probes.dst == Probed::Cold => p.set_cold_dst,
         Op::Set | Op::Zero if n >= p.rep_stosb_min && n < p.rep_stosb_max => KernelId::RepStosb,
@@ -254,6 +256,51 @@ mod tests {
         assert_eq!(
             decide(Op::Copy, 1 << 20, Hint::Auto, false, COLD_DST, &p, AVX2),
             KernelId::Avx2PfNt
+        );
+    }
+
+    #[test]
+    fn large_blocks_use_the_large_temporal_kernel() {
+        let mut p = profile();
+        p.copy_temporal_large = KernelId::Sse2;
+        let hot = Probes {
+            src: Probed::Cached,
+            dst: Probed::Cached,
+        };
+        for (n, want) in [
+            (p.stream_auto - 1, KernelId::Avx2),
+            (p.stream_auto, KernelId::Sse2),
+            (1 << 30, KernelId::Sse2),
+        ] {
+            assert_eq!(decide(Op::Copy, n, Hint::Auto, false, hot, &p, AVX2), want);
+            assert_eq!(decide(Op::Move, n, Hint::Auto, true, hot, &p, AVX2), want);
+        }
+        // Reuse below its streaming size, not probed.
+        assert_eq!(
+            decide(
+                Op::Copy,
+                p.stream_auto,
+                Hint::Reuse,
+                false,
+                Probes::NONE,
+                &p,
+                AVX2
+            ),
+            KernelId::Sse2
+        );
+        // Cold destinations keep their own kernel (Reuse, below its streaming size).
+        p.copy_cold_dst = KernelId::RepMovsb;
+        assert_eq!(
+            decide(
+                Op::Copy,
+                p.stream_reuse - 1,
+                Hint::Reuse,
+                false,
+                COLD_DST,
+                &p,
+                AVX2
+            ),
+            KernelId::RepMovsb
         );
     }
 
