@@ -21,7 +21,7 @@ use blockmem::profile::{self, Profile, Size};
 use crate::info::profile_path;
 use crate::lab::method::Method;
 use crate::lab::runner::{After, Cell, Runner};
-use crate::lab::state::{CacheState, Hierarchy, StateBuilder};
+use crate::lab::state::{read_lines, read_pages, CacheState, Hierarchy, StateBuilder};
 use crate::lab::timer::Timer;
 
 /// Flags of `blockmem calibrate`.
@@ -197,28 +197,15 @@ pub fn derive(
     p.rep_movsb_min = 0;
     p.rep_movsb_max = 0;
     if p.copy_temporal != KernelId::RepMovsb && temporal.contains(&KernelId::RepMovsb) {
-        let (h, c) = (CacheState::Hot, CacheState::Hot);
-        let ratio = |n: usize, s: CacheState, d: CacheState| {
-            Some(t(p.copy_temporal, Op::Copy, n, s, d)? / t(KernelId::RepMovsb, Op::Copy, n, s, d)?)
-        };
-        let loses = |n: usize| ratio(n, h, c).is_none_or(|r| r * MARGIN < 1.0);
-        // As for rep stosb: below the probe size the state is unknown, so the window
-        // also starts where rep movsb ties on cached copies and wins on cold
-        // destinations (glibc uses it from 2 KiB on FSRM CPUs; a cold 4 KiB copy ran
-        // at 0.85x glibc's speed with avx512).
-        let wins = |n: usize| {
-            ratio(n, h, c).is_some_and(|r| r > MARGIN)
-                || (!loses(n)
-                    && geomean(
-                        [
-                            ratio(n, CacheState::Hot, CacheState::Clean),
-                            ratio(n, CacheState::Clean, CacheState::Clean),
-                        ]
-                        .into_iter()
-                        .flatten(),
-                    )
-                    .is_some_and(|r| r > MARGIN))
-        };
+        // Below the probe size the state is unknown, so the window also starts where
+        // rep movsb ties on cached copies and wins to cold destinations (glibc uses it
+        // from 2 KiB on FSRM CPUs; a cold 4 KiB copy ran at 0.85x glibc's speed with
+        // avx512).
+        let cold = [
+            (CacheState::Hot, CacheState::Clean),
+            (CacheState::Clean, CacheState::Clean),
+        ];
+        let (wins, loses) = rep_wins_loses(m, Op::Copy, p.copy_temporal, KernelId::RepMovsb, &cold);
         if let Some((min, max)) = window(&sizes, wins, loses) {
             p.rep_movsb_min = min;
             p.rep_movsb_max = max;
@@ -502,18 +489,11 @@ pub fn derive(
     if p.set_temporal != KernelId::RepStosb
         && measured(&SET_TEMPORAL, Op::Set).contains(&KernelId::RepStosb)
     {
-        let (h, c) = (CacheState::Hot, CacheState::Hot);
-        let vs = |n: usize, d: CacheState| {
-            t(p.set_temporal, Op::Set, n, h, d).zip(t(KernelId::RepStosb, Op::Set, n, h, d))
-        };
-        let loses = |n: usize| vs(n, c).is_none_or(|(a, r)| r > a * MARGIN);
         // Below the probe size the destination's state is unknown: rep stosb also
         // starts where it ties on cached destinations and wins on cold ones (it writes
         // whole lines without reading them; glibc uses it from 2 KiB).
-        let wins = |n: usize| {
-            vs(n, c).is_some_and(|(a, r)| a > r * MARGIN)
-                || (!loses(n) && vs(n, CacheState::Clean).is_some_and(|(a, r)| a > r * MARGIN))
-        };
+        let cold = [(CacheState::Hot, CacheState::Clean)];
+        let (wins, loses) = rep_wins_loses(m, Op::Set, p.set_temporal, KernelId::RepStosb, &cold);
         if let Some((min, max)) = window(&sizes, wins, loses) {
             p.rep_stosb_min = min;
             p.rep_stosb_max = max;
@@ -704,18 +684,9 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
         // SAFETY: every address is inside `buf` or `tlb`; the reads, probes and
         // flushes only read them.
         unsafe {
-            for _ in 0..2 {
-                let mut acc = 0u8;
-                for off in (0..len).step_by(64) {
-                    acc = acc.wrapping_add(std::ptr::read_volatile(p.add(off)));
-                }
-                std::hint::black_box(acc);
-            }
-            let mut acc = 0u8;
-            for off in (0..tlb_len).step_by(4096) {
-                acc = acc.wrapping_add(std::ptr::read_volatile(tlb.as_ptr().add(off)));
-            }
-            std::hint::black_box(acc);
+            read_lines(p, len);
+            read_lines(p, len);
+            read_pages(tlb.as_ptr(), tlb_len);
             for &off in &pick {
                 hot.push(blockmem::probe::load_cycles_tlb_warm(p.add(off)) as f64);
             }
@@ -738,6 +709,32 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
         (q(&mut hot, 0.5), q(&mut hot, 0.8)),
         (q(&mut cold, 0.5), q(&mut cold, 0.2)),
     )
+}
+
+/// The two tests a `rep` window is drawn with ([`window`]), for `rep` kernel `rep`
+/// against the temporal kernel `temporal`: it *loses* at a size where it is slower than
+/// the margin on cached data (or was not measured), and *wins* where it is faster than
+/// the margin on cached data, or, without losing there, on the `cold` states (geometric
+/// mean).
+fn rep_wins_loses<'a>(
+    m: &'a Measurements,
+    op: Op,
+    temporal: KernelId,
+    rep: KernelId,
+    cold: &'a [(CacheState, CacheState)],
+) -> (impl Fn(usize) -> bool + 'a, impl Fn(usize) -> bool + 'a) {
+    let ratio = move |n: usize, s: CacheState, d: CacheState| {
+        Some(m.get(&(temporal, op, n, s, d))? / m.get(&(rep, op, n, s, d))?)
+    };
+    let (h, c) = (CacheState::Hot, CacheState::Hot);
+    let loses = move |n: usize| ratio(n, h, c).is_none_or(|r| r * MARGIN < 1.0);
+    let wins = move |n: usize| {
+        ratio(n, h, c).is_some_and(|r| r > MARGIN)
+            || (!loses(n)
+                && geomean(cold.iter().filter_map(|&(s, d)| ratio(n, s, d)))
+                    .is_some_and(|r| r > MARGIN))
+    };
+    (wins, loses)
 }
 
 /// A `rep` window over the ascending measured `sizes`: from the first size where the

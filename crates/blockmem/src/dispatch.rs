@@ -833,11 +833,56 @@ unsafe fn rep_set(dst: *mut u8, byte: u8, n: usize) {
     }
 }
 
-/// Below the fast-path bound, true for `Auto` and for a hinted call below both hinted
-/// streaming thresholds.
+/// Where a call above the inline ladder goes without consulting the policy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Segment {
+    /// The fast-path kernel, through its published pointer.
+    Fast,
+    /// `rep movsb` / `rep stosb`, inside their window.
+    Rep,
+    /// The policy's path.
+    Policy,
+}
+
+/// The segment of an `n`-byte call (`copies`: copy or move, else set or zero): the
+/// fast path, the rep window after it and the fast path again after the window, for
+/// `Auto` and for a hinted call below both hinted streaming thresholds; the policy's
+/// path otherwise. The one place the dispatcher's entry points and
+/// [`decide_for_call`] read these bounds.
 #[inline(always)]
-fn hinted_fast(hint: Hint, n: usize) -> bool {
-    hint == Hint::Auto || n < P.hinted_fast_below.load(Ordering::Relaxed)
+fn segment(copies: bool, n: usize, hint: Hint) -> Segment {
+    let (fast, rep, tail) = if copies {
+        (&P.copy_fast_below, &P.copy_rep_below, &P.copy_tail_below)
+    } else {
+        (&P.set_fast_below, &P.set_rep_below, &P.set_tail_below)
+    };
+    // Acquire on the fast bound: the kernel pointers were published before it.
+    let seg = if n < fast.load(Ordering::Acquire) {
+        Segment::Fast
+    } else if n < rep.load(Ordering::Relaxed) {
+        Segment::Rep
+    } else if n < tail.load(Ordering::Relaxed) {
+        Segment::Fast
+    } else {
+        return Segment::Policy;
+    };
+    if hint == Hint::Auto || n < P.hinted_fast_below.load(Ordering::Relaxed) {
+        seg
+    } else {
+        Segment::Policy
+    }
+}
+
+/// The fast-path set kernel.
+///
+/// # Safety
+/// Only after [`segment`] returned [`Segment::Fast`] for a set: a non-zero
+/// `set_fast_below` was published (Release) after `set_fast_fn` was set to a `SetFn`
+/// of an available kernel.
+#[inline(always)]
+unsafe fn fast_set() -> SetFn {
+    // SAFETY: per the contract the pointer came from a `SetFn`.
+    unsafe { core::mem::transmute::<*mut (), SetFn>(P.set_fast_fn.load(Ordering::Relaxed)) }
 }
 
 /// The first call of the process (nothing published yet): initialise, then run the
@@ -880,15 +925,12 @@ unsafe fn copy_with(f: u32, dst: *mut u8, src: *const u8, n: usize, hint: Hint) 
     // SAFETY: forwarded contract.
     unsafe {
         if n <= inline_limit(f) {
-            copy_inline(f, dst, src, n)
-        } else if n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
-            fast_copy(&P.copy_fast_fn)(dst, src, n)
-        } else if n < P.copy_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-            rep_copy(dst, src, n)
-        } else if n < P.copy_tail_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-            fast_copy(&P.copy_fast_fn)(dst, src, n)
-        } else {
-            by_policy(Op::Copy, dst, src, 0, n, hint)
+            return copy_inline(f, dst, src, n);
+        }
+        match segment(true, n, hint) {
+            Segment::Fast => fast_copy(&P.copy_fast_fn)(dst, src, n),
+            Segment::Rep => rep_copy(dst, src, n),
+            Segment::Policy => by_policy(Op::Copy, dst, src, 0, n, hint),
         }
     }
 }
@@ -938,15 +980,15 @@ unsafe fn move_with(f: u32, dst: *mut u8, src: *const u8, n: usize, hint: Hint) 
     // SAFETY: forwarded contract; inline rungs are overlap-safe.
     unsafe {
         if n <= inline_limit(f) {
-            copy_inline(f, dst, src, n)
-        } else if n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
-            fast_copy(&P.move_fast_fn)(dst, src, n)
-        } else if n < P.copy_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-            rep_move(dst, src, n)
-        } else if n < P.copy_tail_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-            fast_copy(&P.move_fast_fn)(dst, src, n)
-        } else if !core::ptr::eq(dst, src) {
-            by_policy(Op::Move, dst, src, 0, n, hint)
+            return copy_inline(f, dst, src, n);
+        }
+        match segment(true, n, hint) {
+            Segment::Fast => fast_copy(&P.move_fast_fn)(dst, src, n),
+            Segment::Rep => rep_move(dst, src, n),
+            Segment::Policy if !core::ptr::eq(dst, src) => {
+                by_policy(Op::Move, dst, src, 0, n, hint)
+            }
+            Segment::Policy => {}
         }
     }
 }
@@ -985,24 +1027,14 @@ unsafe fn set_with(f: u32, dst: *mut u8, byte: u8, n: usize, hint: Hint) {
             use core::arch::x86_64::__m128i;
             return set_short::<__m128i>(dst, __m128i::splat(byte), n);
         }
-        if n < P.set_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
-            // SAFETY: a non-zero `set_fast_below` was published (Release) after
-            // `set_fast_fn` was set to a `SetFn` of an available kernel.
-            let f: SetFn =
-                core::mem::transmute::<*mut (), SetFn>(P.set_fast_fn.load(Ordering::Relaxed));
-            return f(dst, byte, n);
+        match segment(false, n, hint) {
+            Segment::Fast => fast_set()(dst, byte, n),
+            Segment::Rep => rep_set(dst, byte, n),
+            Segment::Policy => {
+                let op = if byte == 0 { Op::Zero } else { Op::Set };
+                by_policy(op, dst, core::ptr::null(), byte, n, hint)
+            }
         }
-        if n < P.set_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-            return rep_set(dst, byte, n);
-        }
-        if n < P.set_tail_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-            // SAFETY: as for the fast path above (the tail is published only with it).
-            let f: SetFn =
-                core::mem::transmute::<*mut (), SetFn>(P.set_fast_fn.load(Ordering::Relaxed));
-            return f(dst, byte, n);
-        }
-        let op = if byte == 0 { Op::Zero } else { Op::Set };
-        by_policy(op, dst, core::ptr::null(), byte, n, hint)
     }
 }
 
@@ -1032,23 +1064,15 @@ pub unsafe fn decide_for_call(
     if n <= inline_max(op) || (op == Op::Move && core::ptr::eq(dst, src)) {
         return None;
     }
-    if copies && n < P.copy_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
-        return Some(kernel_at(P.copy_fast.load(Ordering::Relaxed)));
-    }
-    if copies && n < P.copy_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-        return Some(KernelId::RepMovsb);
-    }
-    if copies && n < P.copy_tail_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-        return Some(kernel_at(P.copy_fast.load(Ordering::Relaxed)));
-    }
-    if !copies && n < P.set_fast_below.load(Ordering::Acquire) && hinted_fast(hint, n) {
-        return Some(kernel_at(P.set_fast.load(Ordering::Relaxed)));
-    }
-    if !copies && n < P.set_rep_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-        return Some(KernelId::RepStosb);
-    }
-    if !copies && n < P.set_tail_below.load(Ordering::Relaxed) && hinted_fast(hint, n) {
-        return Some(kernel_at(P.set_fast.load(Ordering::Relaxed)));
+    let (fast, rep) = if copies {
+        (&P.copy_fast, KernelId::RepMovsb)
+    } else {
+        (&P.set_fast, KernelId::RepStosb)
+    };
+    match segment(copies, n, hint) {
+        Segment::Fast => return Some(kernel_at(fast.load(Ordering::Relaxed))),
+        Segment::Rep => return Some(rep),
+        Segment::Policy => {}
     }
     let overlap = op == Op::Move && !disjoint(dst, src, n);
     let src = if copies { src } else { core::ptr::null() };

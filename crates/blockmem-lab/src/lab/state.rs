@@ -108,12 +108,32 @@ pub struct Region {
 /// # Safety
 /// The range must be valid for reads.
 pub unsafe fn read_lines(p: *const u8, len: usize) {
+    // SAFETY: caller's contract.
+    unsafe { read_every(p, len, LINE) }
+}
+
+/// Loads one byte of every 4 KiB page of `[p, p+len)`: over a region much larger than
+/// the TLB's reach it evicts other pages' translations while adding only one line
+/// per page to the cache.
+///
+/// # Safety
+/// The range must be valid for reads.
+pub unsafe fn read_pages(p: *const u8, len: usize) {
+    // SAFETY: caller's contract.
+    unsafe { read_every(p, len, 4096) }
+}
+
+/// Loads one byte every `stride` bytes of `[p, p+len)`.
+///
+/// # Safety
+/// The range must be valid for reads.
+unsafe fn read_every(p: *const u8, len: usize, stride: usize) {
     let mut acc = 0u64;
     let mut off = 0;
     while off < len {
         // SAFETY: `off < len`, the range is readable; a volatile read keeps the load.
         acc = acc.wrapping_add(unsafe { p.add(off).read_volatile() } as u64);
-        off += LINE;
+        off += stride;
     }
     std::hint::black_box(acc);
 }

@@ -26,6 +26,7 @@ use super::{fmt_size, Ctx};
 use crate::lab::mem::Buffer;
 use crate::lab::report::Table;
 use crate::lab::runner::Record;
+use crate::lab::state::{read_lines, read_pages};
 use crate::lab::stats::Summary;
 
 /// Name in JSON and on the command line.
@@ -89,14 +90,6 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let llc_region = l2 + (2 << 20);
     let tlb_len = 64 << 20;
     let tlb = Buffer::new(tlb_len);
-    let evict_tlb = || {
-        let mut acc = 0u8;
-        for off in (0..tlb_len).step_by(4096) {
-            // SAFETY: inside `tlb`.
-            acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(tlb.as_ptr().add(off)) });
-        }
-        std::hint::black_box(acc);
-    };
     for state in ["cached (L1)", "LLC only", "flushed"] {
         let (mut ns, mut cycles, mut hits) = (
             Vec::with_capacity(samples),
@@ -131,21 +124,15 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         // size of other lines, twice: the probed lines leave the L2
                         // (whose insertion policy can keep old lines through a
                         // single sweep of its own size) but not the LLC.
-                        let mut acc = 0u8;
-                        for off in (0..llc_region - l2).step_by(LINE) {
-                            acc = acc.wrapping_add(std::ptr::read_volatile(base.add(off)));
-                        }
+                        read_lines(base, llc_region - l2);
                         for _ in 0..2 {
-                            for off in (llc_region - l2..llc_region + l2).step_by(LINE) {
-                                acc = acc.wrapping_add(std::ptr::read_volatile(base.add(off)));
-                            }
+                            read_lines(base.add(llc_region - l2), 2 * l2);
                         }
-                        std::hint::black_box(acc);
                     }
                     _ => {}
                 }
                 if state != "cached (L1)" {
-                    evict_tlb();
+                    read_pages(tlb.as_ptr(), tlb_len);
                 }
                 for &p in &batch {
                     match state {
