@@ -315,6 +315,47 @@ pub fn batch_for(op: Op, n: usize, src: CacheState, dst: CacheState) -> usize {
     }
 }
 
+/// Whether two cells differ at most in their method (one interleaved group).
+fn same_shape(a: &Cell<'_>, b: &Cell<'_>) -> bool {
+    (
+        a.experiment,
+        a.op,
+        a.size,
+        a.src,
+        a.dst,
+        a.src_off,
+        a.dst_off,
+        a.after,
+        a.reps,
+    ) == (
+        b.experiment,
+        b.op,
+        b.size,
+        b.src,
+        b.dst,
+        b.src_off,
+        b.dst_off,
+        b.after,
+        b.reps,
+    )
+}
+
+/// A group's accumulated state between passes (see [`Runner::measure_rounds`]).
+#[derive(Default)]
+struct GroupRun {
+    entries: Vec<Option<Entry>>,
+    batch: usize,
+    checks_n: usize,
+    /// Timed repetitions plus state-check preparations.
+    total: usize,
+    samples: Vec<Vec<f64>>,
+    after_samples: Vec<Vec<f64>>,
+    base_samples: Vec<Vec<f64>>,
+    verified: Vec<bool>,
+    checks: Vec<StateCheck>,
+    background: Vec<BackgroundCheck>,
+}
+
 fn cell_name(c: &Cell<'_>) -> String {
     let states = if matches!(c.op, Op::Set | Op::Zero) {
         format!("dst {}", c.dst)
@@ -437,30 +478,7 @@ impl Runner {
     /// that differ in anything else are measured one after the other. Returns one
     /// entry per cell, `None` where the method lacks the op.
     pub fn measure_group(&mut self, cells: &[Cell<'_>]) -> Vec<Option<Record>> {
-        let same = |a: &Cell<'_>, b: &Cell<'_>| {
-            (
-                a.experiment,
-                a.op,
-                a.size,
-                a.src,
-                a.dst,
-                a.src_off,
-                a.dst_off,
-                a.after,
-                a.reps,
-            ) == (
-                b.experiment,
-                b.op,
-                b.size,
-                b.src,
-                b.dst,
-                b.src_off,
-                b.dst_off,
-                b.after,
-                b.reps,
-            )
-        };
-        if cells.windows(2).all(|w| same(&w[0], &w[1])) {
+        if cells.windows(2).all(|w| same_shape(&w[0], &w[1])) {
             self.measure_interleaved(cells)
         } else {
             cells
@@ -471,9 +489,65 @@ impl Runner {
     }
 
     fn measure_interleaved(&mut self, cells: &[Cell<'_>]) -> Vec<Option<Record>> {
-        let Some(c) = cells.first() else {
-            return Vec::new();
-        };
+        let mut g = self.group_begin(cells);
+        let total = g.total;
+        self.group_reps(cells, &mut g, 0..total);
+        self.group_finish(cells, g)
+    }
+
+    /// Measures many groups (each: cells that differ only in their method) in
+    /// `rounds` passes over the whole list. Each pass runs a share of every group's
+    /// repetitions, on freshly mapped buffers.
+    ///
+    /// Why: measured one group after another, a group's repetitions span a few
+    /// milliseconds, so a burst of a neighbour's load (seconds long on this kind of
+    /// shared host) lands entirely on a few groups and moves their medians by up to 2×,
+    /// while a later run sees it elsewhere. Spread over passes, every group samples the
+    /// whole experiment's duration, and a burst touches a share of each group's
+    /// samples, which the median absorbs. Fresh buffers each pass put the data on new
+    /// physical pages: a hot copy's speed can depend on where its pages landed (two runs
+    /// differed by 1.9× on a hot 128 B cell, each run self-consistent), and a median
+    /// over several placements is what repeats.
+    ///
+    /// `tick(k)` reports `k` cells done in a pass. Groups whose cells differ in more
+    /// than the method are measured cell by cell in each pass.
+    pub fn measure_rounds(
+        &mut self,
+        groups: &[Vec<Cell<'_>>],
+        rounds: usize,
+        mut tick: impl FnMut(usize),
+    ) -> Vec<Vec<Option<Record>>> {
+        // Split mixed groups into single cells, remembering where each came from.
+        let mut units: Vec<(usize, Vec<Cell<'_>>)> = Vec::new();
+        for (i, g) in groups.iter().enumerate() {
+            if g.windows(2).all(|w| same_shape(&w[0], &w[1])) {
+                units.push((i, g.clone()));
+            } else {
+                units.extend(g.iter().map(|c| (i, vec![c.clone()])));
+            }
+        }
+        let mut runs: Vec<GroupRun> = units.iter().map(|(_, u)| self.group_begin(u)).collect();
+        let rounds = rounds.max(1);
+        for r in 0..rounds {
+            if r > 0 {
+                self.pool = Pool::default();
+            }
+            for ((_, u), g) in units.iter().zip(runs.iter_mut()) {
+                let lo = g.total * r / rounds;
+                let hi = g.total * (r + 1) / rounds;
+                self.group_reps(u, g, lo..hi);
+                tick(u.len());
+            }
+        }
+        let mut out: Vec<Vec<Option<Record>>> = groups.iter().map(|_| Vec::new()).collect();
+        for ((i, u), g) in units.iter().zip(runs) {
+            out[*i].extend(self.group_finish(u, g));
+        }
+        out
+    }
+
+    /// Everything a group needs before its first repetition.
+    fn group_begin(&mut self, cells: &[Cell<'_>]) -> GroupRun {
         let entries: Vec<Option<Entry>> = cells
             .iter()
             .map(|c| {
@@ -487,6 +561,49 @@ impl Runner {
                 e
             })
             .collect();
+        let Some(c) = cells.first() else {
+            return GroupRun::default();
+        };
+        let n = c.size;
+        let copy_like = matches!(c.op, Op::Copy | Op::Move);
+        // Cells with nothing to evict are cheap to prepare: more repetitions for the
+        // same cost make their (short, noise-prone) times repeatable.
+        let all_hot = c.dst == CacheState::Hot && (!copy_like || c.src == CacheState::Hot);
+        let reps = if self.boost_cheap_cells && all_hot && n <= SLOT_SPAN_MAX {
+            c.reps * 3
+        } else {
+            c.reps
+        };
+        // Untimed state checks: enough preparations to sample ~16 lines per region
+        // (small regions yield only a few lines per probe), all but one before the
+        // timed repetitions and one after them.
+        let checks_n = (PROBE_LINES / probe_lines(n)).clamp(2, 8);
+        let m = cells.len();
+        GroupRun {
+            entries,
+            batch: match c.after {
+                After::Nothing => batch_for(c.op, n, c.src, c.dst),
+                _ => 1,
+            },
+            checks_n,
+            total: reps + checks_n,
+            samples: vec![Vec::with_capacity(reps); m],
+            after_samples: vec![Vec::new(); m],
+            base_samples: vec![Vec::new(); m],
+            verified: vec![true; m],
+            checks: Vec::new(),
+            background: Vec::new(),
+        }
+    }
+
+    /// Runs repetitions `reps` (indices into the group's `total`) of a group.
+    fn group_reps(&mut self, cells: &[Cell<'_>], g: &mut GroupRun, reps: std::ops::Range<usize>) {
+        let Some(c) = cells.first() else {
+            return;
+        };
+        if reps.is_empty() {
+            return;
+        }
         let n = c.size;
         let copy_like = matches!(c.op, Op::Copy | Op::Move);
         let byte = match c.op {
@@ -549,33 +666,11 @@ impl Runner {
             }
             (src, dst, regions)
         };
-        // Cells with nothing to evict are cheap to prepare: more repetitions for the
-        // same cost make their (short, noise-prone) times repeatable.
-        let all_hot = c.dst == CacheState::Hot && (!copy_like || c.src == CacheState::Hot);
-        let reps = if self.boost_cheap_cells && all_hot && n <= SLOT_SPAN_MAX {
-            c.reps * 3
-        } else {
-            c.reps
-        };
-        let batch = match c.after {
-            After::Nothing => batch_for(c.op, n, c.src, c.dst),
-            _ => 1,
-        };
+        let batch = g.batch;
         let timer = self.timer;
         let m = cells.len();
-        let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(reps); m];
-        let mut after_samples: Vec<Vec<f64>> = vec![Vec::new(); m];
-        let mut base_samples: Vec<Vec<f64>> = vec![Vec::new(); m];
-        let mut verified = vec![true; m];
-        // The state checks do not depend on the method: shared by the group.
-        let mut checks: Vec<StateCheck> = Vec::new();
-        let mut background: Vec<BackgroundCheck> = Vec::new();
-        // Untimed state checks: enough preparations to sample ~16 lines per region
-        // (small regions yield only a few lines per probe), all but one before the
-        // timed repetitions and one after them.
-        let checks_n = (PROBE_LINES / probe_lines(n)).clamp(2, 8);
-        let total = reps + checks_n;
-        for rep in 0..total {
+        let (checks_n, total) = (g.checks_n, g.total);
+        for rep in reps {
             let probe_rep = rep < checks_n - 1 || rep == total - 1;
             let (src, dst, regions) = place(rep % slots);
             // SAFETY: `src` (n bytes), `dst` (n + CANARY bytes) and `app` lie inside
@@ -587,22 +682,22 @@ impl Runner {
                     self.states.prepare(&regions);
                     // The background first: probing the regions would disturb it.
                     if let Some(b) = self.states.verify_background() {
-                        background.push(b);
+                        g.background.push(b);
                     }
                     for r in &regions[..if copy_like { 2 } else { 1 }] {
-                        checks.push(self.states.verify(r));
+                        g.checks.push(self.states.verify(r));
                     }
                     continue;
                 }
                 for k in 0..m {
                     let j = (k + rep) % m;
-                    let Some(entry) = entries[j] else { continue };
+                    let Some(entry) = g.entries[j] else { continue };
                     if let After::ReadApp { .. } = c.after {
                         // Paired baseline: same preparation, no call.
                         poison(dst, src, n, c.op, byte);
                         self.states.prepare(&regions);
                         let (_, _, head, links) = app.expect("app buffer");
-                        base_samples[j].push(timer.time(|| {
+                        g.base_samples[j].push(timer.time(|| {
                             chase(head, links);
                         }));
                     }
@@ -618,39 +713,47 @@ impl Runner {
                             entry_call(entry, dst, src, byte, n);
                         }
                     });
-                    samples[j].push(t / batch as f64);
+                    g.samples[j].push(t / batch as f64);
                     match c.after {
                         After::Nothing => {}
-                        After::ReadDst => after_samples[j].push(timer.time(|| {
+                        After::ReadDst => g.after_samples[j].push(timer.time(|| {
                             read_all(dst, n);
                         })),
                         After::ReadApp { .. } => {
                             let (_, _, head, links) = app.expect("app buffer");
-                            after_samples[j].push(timer.time(|| {
+                            g.after_samples[j].push(timer.time(|| {
                                 chase(head, links);
                             }));
                         }
                     }
                     if !check_bytes(dst, src, n, c.op, byte) {
-                        verified[j] = false;
+                        g.verified[j] = false;
                     }
                 }
             }
         }
-        let links = app.map_or(0, |a| a.3);
-        (0..m)
+    }
+
+    /// The group's records, one per cell (`None` where the method lacks the op).
+    fn group_finish(&mut self, cells: &[Cell<'_>], mut g: GroupRun) -> Vec<Option<Record>> {
+        let links = match cells.first().map(|c| c.after) {
+            // As many links as `app_chain` builds for this working set.
+            Some(After::ReadApp { ws }) => APP_LINES.min(ws / super::state::LINE),
+            _ => 0,
+        };
+        (0..cells.len())
             .map(|j| {
-                entries[j]?;
+                g.entries[j]?;
                 Some(self.finish(
                     &cells[j],
-                    batch,
+                    g.batch,
                     links,
-                    verified[j],
-                    std::mem::take(&mut samples[j]),
-                    std::mem::take(&mut after_samples[j]),
-                    std::mem::take(&mut base_samples[j]),
-                    &checks,
-                    &background,
+                    g.verified[j],
+                    std::mem::take(&mut g.samples[j]),
+                    std::mem::take(&mut g.after_samples[j]),
+                    std::mem::take(&mut g.base_samples[j]),
+                    &g.checks,
+                    &g.background,
                 ))
             })
             .collect()
@@ -969,6 +1072,48 @@ pub(crate) mod tests {
         let rec = r.measure(&c).unwrap();
         assert!(rec.extra_f64("app_extra_ns").is_some());
         assert!(rec.verified);
+    }
+
+    #[test]
+    fn rounds_keep_every_group_its_samples_order_and_verdict() {
+        let mut r = small_runner();
+        let (good, bad, libc) = (Method::auto(), Method::broken(), Method::libc().unwrap());
+        let mut reuse = cell(&good, Op::Copy, 4096);
+        reuse.after = After::ReadDst;
+        let mut app = cell(&libc, Op::Copy, 2048);
+        app.after = After::ReadApp { ws: 64 << 10 };
+        let groups = vec![
+            vec![cell(&good, Op::Copy, 3000), cell(&bad, Op::Copy, 3000)],
+            // A mixed group is split, but its records come back in place.
+            vec![cell(&libc, Op::Set, 100), cell(&good, Op::Zero, 70_000)],
+            vec![reuse],
+            vec![app],
+            vec![cell(&bad, Op::Set, 100)],
+        ];
+        let mut ticks = 0;
+        let out = r.measure_rounds(&groups, 4, |k| ticks += k);
+        // Every cell once per pass (a split group's cells each count).
+        assert_eq!(ticks, 4 * 7);
+        assert_eq!(out.len(), groups.len());
+        let rec = |g: usize, j: usize| out[g][j].as_ref().unwrap();
+        assert_eq!(out[0].len(), 2);
+        assert!(rec(0, 0).verified && !rec(0, 1).verified);
+        assert_eq!(
+            (rec(1, 0).op.as_str(), rec(1, 1).op.as_str()),
+            ("set", "zero")
+        );
+        assert!(rec(1, 0).verified && rec(1, 1).verified);
+        assert_eq!(rec(2, 0).reuse, "read");
+        assert!(rec(3, 0).extra_f64("app_extra_ns").is_some());
+        assert!(out[4][0].is_none());
+        // The repetitions split over passes add up to what the cell asked for.
+        for (g, j) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (3, 0)] {
+            assert_eq!(rec(g, j).summary.n, 3, "group {g} cell {j}");
+        }
+        // More passes than repetitions is fine too.
+        let out = r.measure_rounds(&groups[..1], 50, |_| {});
+        assert_eq!(out[0][0].as_ref().unwrap().summary.n, 3);
+        assert!(r.warnings.has_errors());
     }
 
     #[test]

@@ -49,73 +49,63 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         .sizes
         .and_then(|s| s.get(1).copied())
         .unwrap_or(64 << 10);
-    let pb = ctx.bar(
-        methods.len() * (2 * offsets.len() + ALIAS_DISTANCES.len()),
-        NAME,
-    );
-    let mut out = Vec::new();
+    // Each group is tagged with its sweep and offset.
+    let mut groups: Vec<Vec<Cell>> = Vec::new();
+    let mut tags: Vec<(&str, usize)> = Vec::new();
     for state in [Hot, Clean] {
         for &off in &offsets {
-            let cells: Vec<Cell> = methods
+            groups.push(
+                methods
+                    .iter()
+                    .map(|m| Cell {
+                        experiment: NAME,
+                        method: m,
+                        op: Op::Copy,
+                        size: n,
+                        src: state,
+                        dst: state,
+                        src_off: 0,
+                        dst_off: off,
+                        after: After::Nothing,
+                        reps: ctx.reps_for(n, 21, 9),
+                    })
+                    .collect(),
+            );
+            tags.push(("dst_offset", off));
+        }
+    }
+    for &dist in &ALIAS_DISTANCES {
+        groups.push(
+            methods
                 .iter()
                 .map(|m| Cell {
                     experiment: NAME,
                     method: m,
                     op: Op::Copy,
-                    size: n,
-                    src: state,
-                    dst: state,
+                    size: alias_n,
+                    src: Hot,
+                    dst: Hot,
                     src_off: 0,
-                    dst_off: off,
+                    dst_off: dist,
                     after: After::Nothing,
-                    reps: ctx.reps_for(n, 21, 9),
+                    reps: ctx.reps_for(alias_n, 21, 9),
                 })
-                .collect();
-            out.extend(
-                ctx.runner
-                    .measure_group(&cells)
-                    .into_iter()
-                    .flatten()
-                    .map(|mut r| {
-                        r.extras.insert("sweep".into(), "dst_offset".into());
-                        r.extras.insert("dst_offset".into(), off.into());
-                        r
-                    }),
-            );
-            pb.inc(cells.len() as u64);
-        }
-    }
-    for &dist in &ALIAS_DISTANCES {
-        let cells: Vec<Cell> = methods
-            .iter()
-            .map(|m| Cell {
-                experiment: NAME,
-                method: m,
-                op: Op::Copy,
-                size: alias_n,
-                src: Hot,
-                dst: Hot,
-                src_off: 0,
-                dst_off: dist,
-                after: After::Nothing,
-                reps: ctx.reps_for(alias_n, 21, 9),
-            })
-            .collect();
-        out.extend(
-            ctx.runner
-                .measure_group(&cells)
-                .into_iter()
-                .flatten()
-                .map(|mut r| {
-                    r.extras.insert("sweep".into(), "distance_mod_4k".into());
-                    r.extras.insert("dst_offset".into(), dist.into());
-                    r
-                }),
+                .collect(),
         );
-        pb.inc(cells.len() as u64);
+        tags.push(("distance_mod_4k", dist));
     }
-    pb.finish_and_clear();
-    out
+    let results = ctx.measure_plan(&groups, NAME);
+    results
+        .into_iter()
+        .zip(tags)
+        .flat_map(|(recs, (sweep, off))| {
+            recs.into_iter().flatten().map(move |mut r| {
+                r.extras.insert("sweep".into(), sweep.into());
+                r.extras.insert("dst_offset".into(), off.into());
+                r
+            })
+        })
+        .collect()
 }
 
 fn sweep_of(r: &Record) -> &str {

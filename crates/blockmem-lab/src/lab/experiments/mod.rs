@@ -18,7 +18,7 @@ use blockmem::kernel::Op;
 
 use super::method::Method;
 use super::report::Table;
-use super::runner::{Record, Runner, Shape};
+use super::runner::{Cell, Record, Runner, Shape};
 
 /// The experiments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -211,11 +211,52 @@ impl Ctx<'_> {
             .collect()
     }
 
+    /// Measures every group of a plan (each: one shape, one cell per method) in
+    /// [`ROUNDS`] passes over the plan ([`Runner::measure_rounds`]), with a progress
+    /// bar titled `title`. One entry per group, one per cell, `None` where a method
+    /// lacks the op (the runner records a warning).
+    pub fn measure_plan(
+        &mut self,
+        groups: &[Vec<Cell<'_>>],
+        title: &str,
+    ) -> Vec<Vec<Option<Record>>> {
+        let cells: usize = groups.iter().map(Vec::len).sum();
+        let pb = self.bar(cells * ROUNDS, title);
+        let out = self
+            .runner
+            .measure_rounds(groups, ROUNDS, |k| pb.inc(k as u64));
+        pb.finish_and_clear();
+        out
+    }
+
+    /// [`Ctx::measure_plan`] over shapes, every method of `methods` on each; the
+    /// records in plan order, methods lacking the op left out.
+    pub fn measure_shapes(
+        &mut self,
+        methods: &[Method],
+        shapes: &[Shape],
+        title: &str,
+    ) -> Vec<Record> {
+        let groups: Vec<Vec<Cell<'_>>> = shapes
+            .iter()
+            .map(|s| methods.iter().map(|m| s.cell(m)).collect())
+            .collect();
+        self.measure_plan(&groups, title)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect()
+    }
+
     /// A progress bar.
     pub fn bar(&self, len: usize, title: &str) -> indicatif::ProgressBar {
         super::progress::bar(len as u64, title, self.quiet)
     }
 }
+
+/// Passes an experiment makes over its cells, each running a share of every cell's
+/// repetitions on freshly mapped buffers ([`Runner::measure_rounds`]).
+pub const ROUNDS: usize = 4;
 
 /// Powers of two from `lo` to `hi` inclusive, stepping by `×step`.
 pub fn geometric(lo: usize, hi: usize, step: usize) -> Vec<usize> {

@@ -19,7 +19,7 @@ use serde_json::json;
 use super::{fmt_size, Ctx};
 use crate::lab::method::{Kind, Method};
 use crate::lab::report::Table;
-use crate::lab::runner::{After, Record, Shape};
+use crate::lab::runner::{After, Cell, Record, Shape};
 use crate::lab::state::CacheState;
 
 /// Name in JSON and on the command line.
@@ -65,26 +65,23 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         } else {
             &[CacheState::Hot]
         };
-        let cells = sizes.len() * srcs.len() * 3 * 2;
-        let per_cell = kernels.len() + 2 + usize::from(libc.is_some());
-        let pb = ctx.bar(cells * per_cell, &format!("{NAME} {}", op.name()));
+        let methods: Vec<Vec<&Method>> = [&hinted_noreuse, &hinted_reuse]
+            .into_iter()
+            .map(|hinted| {
+                // All methods of a cell are measured together, interleaved per
+                // repetition, so slow drifts of the machine hit them alike.
+                libc.iter()
+                    .chain([&auto, hinted])
+                    .chain(kernels.iter())
+                    .collect()
+            })
+            .collect();
+        let mut groups: Vec<Vec<Cell>> = Vec::new();
+        let mut afters: Vec<After> = Vec::new();
         for &n in &sizes {
             for &s in srcs {
                 for d in CacheState::ALL {
                     for after in [After::Nothing, After::ReadDst] {
-                        let hinted = if after == After::ReadDst {
-                            &hinted_reuse
-                        } else {
-                            &hinted_noreuse
-                        };
-                        // All methods of a cell are measured together, interleaved per
-                        // repetition, so slow drifts of the machine hit them alike.
-                        let methods: Vec<&Method> = libc
-                            .iter()
-                            .chain([&auto, hinted])
-                            .chain(kernels.iter())
-                            .collect();
-                        pb.set_message(format!("{} {s}→{d}", fmt_size(n)));
                         // Small cold cells are a few DRAM misses: with 10 samples the
                         // median of a 4 KiB cell moved by 20-30% between methods running
                         // the same kernel; the worst-cell figures need more.
@@ -102,26 +99,27 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                             after,
                             reps,
                         };
-                        let results = ctx.runner.measure_methods(methods.iter().copied(), shape);
-                        for (m, r) in methods.iter().zip(results) {
-                            if let Some(mut r) = r {
-                                if m.name() == "auto_hinted" {
-                                    let h = if after == After::ReadDst {
-                                        Hint::Reuse
-                                    } else {
-                                        Hint::NoReuse
-                                    };
-                                    r.extras.insert("hint".into(), json!(h.name()));
-                                }
-                                out.push(r);
-                            }
-                            pb.inc(1);
-                        }
+                        let ms = &methods[usize::from(after == After::ReadDst)];
+                        groups.push(ms.iter().map(|m| shape.cell(m)).collect());
+                        afters.push(after);
                     }
                 }
             }
         }
-        pb.finish_and_clear();
+        let results = ctx.measure_plan(&groups, &format!("{NAME} {}", op.name()));
+        for (recs, after) in results.into_iter().zip(afters) {
+            for mut r in recs.into_iter().flatten() {
+                if r.method == "auto_hinted" {
+                    let h = if after == After::ReadDst {
+                        Hint::Reuse
+                    } else {
+                        Hint::NoReuse
+                    };
+                    r.extras.insert("hint".into(), json!(h.name()));
+                }
+                out.push(r);
+            }
+        }
     }
     out
 }

@@ -51,40 +51,41 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         &[64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20],
         &[256 << 10, 1 << 20, 4 << 20],
     );
-    let pb = ctx.bar(sizes.len() * wss.len() * methods.len(), NAME);
-    let mut out = Vec::new();
+    let mut groups: Vec<Vec<Cell>> = Vec::new();
+    let mut labels: Vec<&str> = Vec::new();
     for (label, ws) in wss {
         for &n in &sizes {
-            let cells: Vec<Cell> = methods
-                .iter()
-                .map(|m| Cell {
-                    experiment: NAME,
-                    method: m,
-                    op: Op::Copy,
-                    size: n,
-                    src: Clean,
-                    dst: Clean,
-                    src_off: 0,
-                    dst_off: 0,
-                    after: After::ReadApp { ws },
-                    reps: ctx.reps_for(n.max(ws), 21, 11),
-                })
-                .collect();
-            out.extend(
-                ctx.runner
-                    .measure_group(&cells)
-                    .into_iter()
-                    .flatten()
-                    .map(|mut r| {
-                        r.extras.insert("app_ws_level".into(), label.into());
-                        r
-                    }),
+            groups.push(
+                methods
+                    .iter()
+                    .map(|m| Cell {
+                        experiment: NAME,
+                        method: m,
+                        op: Op::Copy,
+                        size: n,
+                        src: Clean,
+                        dst: Clean,
+                        src_off: 0,
+                        dst_off: 0,
+                        after: After::ReadApp { ws },
+                        reps: ctx.reps_for(n.max(ws), 21, 11),
+                    })
+                    .collect(),
             );
-            pb.inc(cells.len() as u64);
+            labels.push(label);
         }
     }
-    pb.finish_and_clear();
-    out
+    let results = ctx.measure_plan(&groups, NAME);
+    results
+        .into_iter()
+        .zip(labels)
+        .flat_map(|(recs, label)| {
+            recs.into_iter().flatten().map(move |mut r| {
+                r.extras.insert("app_ws_level".into(), label.into());
+                r
+            })
+        })
+        .collect()
 }
 
 /// Per working set: extra re-read time (µs) per copy size and method, and the copy's

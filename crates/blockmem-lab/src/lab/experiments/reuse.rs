@@ -34,8 +34,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         &geometric(4 << 10, 32 << 20, 2),
         &geometric(4 << 10, 16 << 20, 4),
     );
-    let pb = ctx.bar(sizes.len() * SRC_STATES.len() * methods.len(), NAME);
-    let mut out = Vec::new();
+    let mut shapes = Vec::new();
     for &n in &sizes {
         for s in SRC_STATES {
             let reps = ctx.reps_for(n, 21, 11);
@@ -48,12 +47,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 after: After::ReadDst,
                 reps,
             };
-            out.extend(ctx.measure(&methods, shape));
-            pb.inc(methods.len() as u64);
+            shapes.push(shape);
         }
     }
-    pb.finish_and_clear();
-    out
+    ctx.measure_shapes(&methods, &shapes, NAME)
 }
 
 /// Per source state: for each size, each method's copy + read = total (ns/KiB).

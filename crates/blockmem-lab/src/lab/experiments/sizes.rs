@@ -30,11 +30,9 @@ pub const DEFAULT_METHODS: [&str; 7] = [
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let methods = ctx.pick(Op::Copy, Some(&DEFAULT_METHODS));
     let sizes = ctx.sizes_or(&geometric(32, 64 << 20, 2), &geometric(32, 64 << 20, 4));
-    let pb = ctx.bar(sizes.len() * PAIRS.len() * methods.len(), NAME);
-    let mut out = Vec::new();
+    let mut shapes = Vec::new();
     for &n in &sizes {
         for (s, d) in PAIRS {
-            pb.set_message(format!("{} {s}→{d}", fmt_size(n)));
             let reps = ctx.reps_for(n, 21, 11);
             let shape = Shape {
                 experiment: NAME,
@@ -45,12 +43,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 after: After::Nothing,
                 reps,
             };
-            out.extend(ctx.measure(&methods, shape));
-            pb.inc(methods.len() as u64);
+            shapes.push(shape);
         }
     }
-    pb.finish_and_clear();
-    out
+    ctx.measure_shapes(&methods, &shapes, NAME)
 }
 
 /// One table per state pair: cycles/byte per size and method.

@@ -18,14 +18,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         &[4 << 10, 64 << 10, 1 << 20, 16 << 20],
         &[4 << 10, 64 << 10, 1 << 20, 16 << 20],
     );
-    let pb = ctx.bar(sizes.len() * 9 * methods.len(), NAME);
-    let mut out = Vec::new();
+    let mut shapes = Vec::new();
     for &n in &sizes {
         for s in CacheState::ALL {
             for d in CacheState::ALL {
-                // Interleave methods within a state pair so slow drifts of the machine
-                // hit all methods alike.
-                pb.set_message(format!("{} {s}→{d}", fmt_size(n)));
                 let reps = ctx.reps_for(n, 31, 15);
                 let shape = Shape {
                     experiment: NAME,
@@ -36,13 +32,11 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     after: After::Nothing,
                     reps,
                 };
-                out.extend(ctx.measure(&methods, shape));
-                pb.inc(methods.len() as u64);
+                shapes.push(shape);
             }
         }
     }
-    pb.finish_and_clear();
-    out
+    ctx.measure_shapes(&methods, &shapes, NAME)
 }
 
 /// One table per size: GB/s per method and state pair, with libc's time / this time.

@@ -33,8 +33,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     } else {
         &[Op::Zero, Op::Set]
     };
-    let pb = ctx.bar(sizes.len() * STATES.len() * methods.len() * ops.len(), NAME);
-    let mut out = Vec::new();
+    let mut shapes = Vec::new();
     for &op in ops {
         for &n in &sizes {
             for d in STATES {
@@ -48,13 +47,12 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     after: After::Nothing,
                     reps,
                 };
-                out.extend(ctx.measure(&methods, shape));
-                pb.inc(methods.len() as u64);
+                shapes.push(shape);
             }
         }
     }
+    let out = ctx.measure_shapes(&methods, &shapes, NAME);
     ctx.runner.release();
-    pb.finish_and_clear();
     out
 }
 
