@@ -82,14 +82,14 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
             for &s in srcs {
                 for d in CacheState::ALL {
                     for after in [After::Nothing, After::ReadDst] {
-                        // Small cold cells are a few DRAM misses: with 10 samples the
-                        // median of a 4 KiB cell moved by 20-30% between methods running
-                        // the same kernel; the worst-cell figures need more.
-                        let reps = if n <= 64 << 10 {
-                            ctx.reps_for(n, 21, 15)
-                        } else {
-                            ctx.reps_for(n, 11, 5)
-                        };
+                        // The worst-cell figures are a minimum over ~120 ratios, so
+                        // every cell needs a steady median. Small cold cells are a few
+                        // DRAM misses: with 10 samples the median of a 4 KiB cell moved
+                        // by 20-30% between methods running the same kernel. A 64 MiB
+                        // "hot" cell depends on how much of the host's shared LLC the
+                        // neighbours leave: its samples spread 6-12 ms, and with 3 of
+                        // them two methods running the same kernel differed by 10%.
+                        let reps = ctx.reps_for(n, 21, 15);
                         let shape = Shape {
                             experiment: NAME,
                             op,
