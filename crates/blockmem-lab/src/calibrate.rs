@@ -803,7 +803,6 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         (false, n) if n >= 16 << 20 => 5,
         (false, _) => 15,
     };
-    let mut m = Measurements::new();
     let plan: Vec<Pass> = vec![
         (
             Op::Copy,
@@ -826,111 +825,107 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         ),
         (Op::Zero, available(&SET_STREAM, Op::Zero), &SET_STATES[1..]),
     ];
-    let total: usize = plan
-        .iter()
-        .map(|(_, ks, st)| ks.len() * st.len() * sizes.len())
-        .sum();
-    let mut done = 0;
-    let mut unverified = Vec::new();
-    for (op, kernels, states) in &plan {
-        let methods: Vec<Method> = kernels
-            .iter()
-            .filter_map(|k| Method::kernel(k.name()))
-            .collect();
+    // Every kernel of one (op, size, states) is a group, measured interleaved per
+    // repetition, and the whole calibration runs in passes over all groups: the
+    // thresholds come from comparing kernels, so each comparison must see the same
+    // machine (a neighbour's burst of load, seconds long, otherwise lands on one
+    // kernel's samples and moves a threshold).
+    let mut groups: Vec<Vec<Cell<'_>>> = Vec::new();
+    // Per group: its kernels, and which measurement table its medians go to.
+    let mut keys: Vec<(Vec<KernelId>, bool)> = Vec::new();
+    let pairs = |ks: &[KernelId]| -> Vec<(KernelId, Method)> {
+        ks.iter()
+            .filter_map(|k| Method::kernel(k.name()).map(|m| (*k, m)))
+            .collect()
+    };
+    let plan_methods: Vec<Vec<(KernelId, Method)>> =
+        plan.iter().map(|(_, ks, _)| pairs(ks)).collect();
+    let copy_pairs = pairs(
+        &[
+            available(&COPY_TEMPORAL, Op::Copy),
+            available(&COPY_STREAM, Op::Copy),
+        ]
+        .concat(),
+    );
+    let set_pairs = pairs(&available(&SET_TEMPORAL, Op::Set));
+    let cell = |method, op, n, s, d, after| Cell {
+        experiment: "calibrate",
+        method,
+        op,
+        size: n,
+        src: s,
+        dst: d,
+        src_off: 0,
+        dst_off: 0,
+        after,
+        reps: reps(n),
+    };
+    for ((op, _, states), kms) in plan.iter().zip(&plan_methods) {
         for &n in &sizes {
             for &(s, d) in *states {
-                for (k, method) in kernels.iter().zip(&methods) {
-                    let cell = Cell {
-                        experiment: "calibrate",
-                        method,
-                        op: *op,
-                        size: n,
-                        src: s,
-                        dst: d,
-                        src_off: 0,
-                        dst_off: 0,
-                        after: After::Nothing,
-                        reps: reps(n),
-                    };
-                    if let Some(r) = runner.measure(&cell) {
-                        if !r.verified {
-                            unverified.push(format!("{} {} {n}", k.name(), op.name()));
-                        }
-                        m.insert((*k, *op, n, s, d), r.summary.median);
-                    }
-                    done += 1;
-                }
+                groups.push(
+                    kms.iter()
+                        .map(|(_, m)| cell(m, *op, n, s, d, After::Nothing))
+                        .collect(),
+                );
+                keys.push((kms.iter().map(|(k, _)| *k).collect(), false));
             }
-            eprint!("\rcalibrate: {done}/{total} cells");
         }
     }
-    eprintln!();
-    // Copy then read the destination, past the LLC (for the Reuse threshold).
-    let mut m_read = Measurements::new();
-    let copy_kernels = [
-        available(&COPY_TEMPORAL, Op::Copy),
-        available(&COPY_STREAM, Op::Copy),
-    ]
-    .concat();
-    // From 1 MiB: with probing, a cold destination below the LLC can already be worth
+    // Copy then read the destination, past the LLC (for the Reuse threshold). From
+    // 1 MiB: with probing, a cold destination below the LLC can already be worth
     // streaming when it is read right after (measured here: zeroing 8 MiB and reading
     // it back was 1.3x faster streamed).
     for &n in sizes.iter().filter(|&&n| n >= (1 << 20).min(llc_eff)) {
         for &(s, d) in &COPY_STATES {
-            for k in &copy_kernels {
-                let Some(method) = Method::kernel(k.name()) else {
-                    continue;
-                };
-                let cell = Cell {
-                    experiment: "calibrate",
-                    method: &method,
-                    op: Op::Copy,
-                    size: n,
-                    src: s,
-                    dst: d,
-                    src_off: 0,
-                    dst_off: 0,
-                    after: After::ReadDst,
-                    reps: reps(n),
-                };
-                if let Some(r) = runner.measure(&cell) {
-                    if !r.verified {
-                        unverified.push(format!("{} copy {n} (then read)", k.name()));
-                    }
-                    m_read.insert((*k, Op::Copy, n, s, d), r.summary.median);
-                }
-            }
+            groups.push(
+                copy_pairs
+                    .iter()
+                    .map(|(_, m)| cell(m, Op::Copy, n, s, d, After::ReadDst))
+                    .collect(),
+            );
+            keys.push((copy_pairs.iter().map(|(k, _)| *k).collect(), true));
         }
     }
     // Set then read, to a cold destination, at the sizes the probe sees (for the
     // cold-destination set kernel).
-    let set_kernels = available(&SET_TEMPORAL, Op::Set);
     for &n in sizes.iter().filter(|&&n| n >= 16 << 10 && n <= llc_eff / 2) {
-        for k in &set_kernels {
-            let Some(method) = Method::kernel(k.name()) else {
-                continue;
-            };
-            let cell = Cell {
-                experiment: "calibrate",
-                method: &method,
-                op: Op::Set,
-                size: n,
-                src: CacheState::Hot,
-                dst: CacheState::Clean,
-                src_off: 0,
-                dst_off: 0,
-                after: After::ReadDst,
-                reps: reps(n),
-            };
-            if let Some(r) = runner.measure(&cell) {
-                if !r.verified {
-                    unverified.push(format!("{} set {n} (then read)", k.name()));
-                }
-                m_read.insert(
-                    (*k, Op::Set, n, CacheState::Hot, CacheState::Clean),
-                    r.summary.median,
-                );
+        groups.push(
+            set_pairs
+                .iter()
+                .map(|(_, m)| {
+                    cell(
+                        m,
+                        Op::Set,
+                        n,
+                        CacheState::Hot,
+                        CacheState::Clean,
+                        After::ReadDst,
+                    )
+                })
+                .collect(),
+        );
+        keys.push((set_pairs.iter().map(|(k, _)| *k).collect(), true));
+    }
+    let total: usize = groups.iter().map(Vec::len).sum::<usize>() * crate::lab::experiments::ROUNDS;
+    let mut done = 0;
+    let results = runner.measure_rounds(&groups, crate::lab::experiments::ROUNDS, |k| {
+        done += k;
+        eprint!("\rcalibrate: {done}/{total} cells");
+    });
+    eprintln!();
+    let mut m = Measurements::new();
+    let mut m_read = Measurements::new();
+    let mut unverified = Vec::new();
+    for ((recs, (kernels, read)), g) in results.into_iter().zip(&keys).zip(&groups) {
+        for ((r, k), c) in recs.into_iter().zip(kernels).zip(g) {
+            let Some(r) = r else { continue };
+            if !r.verified {
+                let then = if *read { " (then read)" } else { "" };
+                unverified.push(format!("{} {} {}{then}", k.name(), c.op.name(), c.size));
             }
+            let table = if *read { &mut m_read } else { &mut m };
+            table.insert((*k, c.op, c.size, c.src, c.dst), r.summary.median);
         }
     }
     anyhow::ensure!(
