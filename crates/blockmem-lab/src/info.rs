@@ -31,8 +31,9 @@ const STATES: [(&str, Probed, Probed); 4] = [
 ];
 
 /// The kernel the library picks for a call of `n` bytes whose first source and
-/// destination lines are in the given states (probes only count where the profile
-/// probes: `Auto` or `NoReuse`, and `n >= probe_min`).
+/// destination lines are in the given states (probes only count where the library
+/// probes: from [`blockmem::policy::probe_from`] for the hint, where a result can
+/// change the kernel).
 pub fn decision(
     op: Op,
     n: usize,
@@ -41,9 +42,14 @@ pub fn decision(
     dst: Probed,
     p: &Profile,
 ) -> &'static str {
-    let probes = if hint != Hint::Reuse && p.probe_min != 0 && n >= p.probe_min {
+    let probes = if n >= blockmem::policy::probe_from(p, hint, blockmem::cpu::features()) {
         Probes {
-            src: if op == Op::Copy { src } else { Probed::Unknown },
+            // As the dispatcher: the source is probed only where its kernel differs.
+            src: if op == Op::Copy && p.copy_cold_src != p.copy_temporal {
+                src
+            } else {
+                Probed::Unknown
+            },
             dst,
         }
     } else {
@@ -154,6 +160,10 @@ pub fn report(info: &CpuInfo) -> Value {
             "path": profile_path().map(|p| p.display().to_string()),
             "error": error.map(|e| e.to_string()),
             "keys": keys,
+            "probe_from": Hint::ALL.iter().map(|&h| {
+                let n = dispatch::probe_from(h);
+                (h.name().to_string(), if n == usize::MAX { Value::Null } else { json!(n) })
+            }).collect::<serde_json::Map<String, Value>>(),
         },
         "decisions": decisions,
     })
@@ -278,6 +288,20 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     for (k, v) in pr["keys"].as_object().into_iter().flatten() {
         println!("  {k:<22} {}", v.as_str().unwrap_or(""));
     }
+    let from: Vec<String> = Hint::ALL
+        .iter()
+        .map(|h| {
+            let v = &pr["probe_from"][h.name()];
+            let at = v
+                .as_u64()
+                .map_or("never".to_string(), |n| fmt_bytes(n as usize));
+            format!("{} {at}", h.name())
+        })
+        .collect();
+    println!(
+        "  probes from: {} (the first size where a probe result can change the kernel)",
+        from.join(", ")
+    );
     println!();
     println!("decisions (first source/destination line hot or cold; no overlap):");
     print!("  {:<5} {:>8}  {:<10}", "op", "size", "src/dst");

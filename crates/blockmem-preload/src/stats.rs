@@ -16,7 +16,8 @@
 //!
 //! followed, when they apply, by `; disabled (libc)`, `; forced <kernel>` and the
 //! profile's rejection reason. When a calibrated profile enables cache probing, `Auto`
-//! calls above its `probe_min` are attributed as if nothing were probed (probing
+//! calls from the size where the library probes are attributed as if nothing were
+//! probed (probing
 //! twice would change what the real call's probe sees); the kernel counts are then an
 //! estimate for those calls.
 //!

@@ -8,8 +8,10 @@
 //!   below the fast-path bound (Auto, or a hint below its streaming size): the
 //!                      calibrated temporal kernel through one published pointer,
 //!                      then rep movsb / rep stosb inside their windows
-//!   otherwise          probe the middle line if n >= profile.probe_min (NoReuse: from
-//!                      its streaming size), unless the ranges overlap,
+//!   otherwise          probe the middle line if n >= probe_from(hint): from the
+//!                      profile's probe size (NoReuse: its streaming size), the first
+//!                      size where a probe result can change the kernel; never when
+//!                      the ranges overlap,
 //!                      policy::decide(op, n, hint, overlap, probes, profile) -> kernel
 //! ```
 //!
@@ -74,6 +76,9 @@ struct Published {
     stream_no_reuse: AtomicUsize,
     stream_reuse: AtomicUsize,
     probe_min: AtomicUsize,
+    // Per hint (`hint_index`), the size from which a call probes: where a probe
+    // result can change the kernel (`policy::probe_from`); usize::MAX = never.
+    probe_from: [AtomicUsize; 3],
     // Line 2: the rest of the profile.
     rep_movsb_min: AtomicUsize,
     rep_movsb_max: AtomicUsize,
@@ -114,6 +119,11 @@ static P: Published = Published {
     stream_no_reuse: AtomicUsize::new(0),
     stream_reuse: AtomicUsize::new(0),
     probe_min: AtomicUsize::new(0),
+    probe_from: [
+        AtomicUsize::new(usize::MAX),
+        AtomicUsize::new(usize::MAX),
+        AtomicUsize::new(usize::MAX),
+    ],
     rep_movsb_min: AtomicUsize::new(0),
     rep_movsb_max: AtomicUsize::new(0),
     rep_stosb_min: AtomicUsize::new(0),
@@ -184,17 +194,22 @@ pub(crate) fn refresh_fast_path() {
     P.set_tail_below.store(0, Ordering::Relaxed);
     let f = cpu::features();
     P.features.store(f.bits(), Ordering::Relaxed);
-    if P.state.load(Ordering::Acquire) != 2 || forced().is_some() {
+    if P.state.load(Ordering::Acquire) != 2 {
         return;
     }
     let p = read_published();
+    for hint in Hint::ALL {
+        P.probe_from[hint_index(hint)].store(policy::probe_from(&p, hint, f), Ordering::Relaxed);
+    }
+    if forced().is_some() {
+        return;
+    }
     // For `Hint::Auto` (what the C ABI and the shim pass), nothing but the temporal
     // kernel (or the rep-movsb window) can be chosen below both `stream_auto` and the
-    // probe size: `stream_auto_cold_dst` and the cold-source kernel need a probe.
-    let mut set_below = p.stream_auto;
-    if p.probe_min != 0 {
-        set_below = set_below.min(p.probe_min);
-    }
+    // size from which a probe can change the kernel.
+    let mut set_below = p
+        .stream_auto
+        .min(P.probe_from[hint_index(Hint::Auto)].load(Ordering::Relaxed));
     let policy_from = set_below;
     let mut copy_below = set_below;
     if p.rep_movsb_min < p.rep_movsb_max {
@@ -269,6 +284,23 @@ pub(crate) fn refresh_fast_path() {
             }
         }
     }
+}
+
+/// Index of a hint in [`Published::probe_from`].
+#[inline]
+const fn hint_index(hint: Hint) -> usize {
+    match hint {
+        Hint::Auto => 0,
+        Hint::Reuse => 1,
+        Hint::NoReuse => 2,
+    }
+}
+
+/// The size from which a call with `hint` probes (`usize::MAX`: never): where some
+/// probe result would change the kernel ([`policy::probe_from`]).
+pub fn probe_from(hint: Hint) -> usize {
+    profile();
+    P.probe_from[hint_index(hint)].load(Ordering::Relaxed)
 }
 
 /// The feature mask the dispatcher works with (kept in its own cache line).
@@ -561,9 +593,10 @@ pub fn choose_probed(op: Op, n: usize, hint: Hint, overlap: bool, probes: Probes
 }
 
 /// Chooses for a real call: probes the middle line of `dst` (and of `src` where its
-/// state changes the kernel) when the profile says probing pays at this size, and for
-/// `NoReuse` wherever it would stream (for every hint: a cached destination is never
-/// streamed and a cold one gets the cold-destination kernel).
+/// state changes the kernel) when the profile says probing pays at this size and the
+/// result can change the kernel, and for `NoReuse` wherever it would stream (for every
+/// hint: a cached destination is never streamed and a cold one gets the
+/// cold-destination kernel).
 ///
 /// # Safety
 /// `dst` valid for a one-byte read; `src` null or valid for a one-byte read.
@@ -583,14 +616,10 @@ unsafe fn choose_for_call(
     }
     let p = profile();
     let mut probes = Probes::NONE;
-    // NoReuse is about to stream from its own, lower threshold: check first that the
-    // destination is not cached (streaming a hot 64 KiB destination ran 4.8x slower
-    // than updating it in place).
-    let probe_from = match hint {
-        Hint::NoReuse => p.probe_min.min(p.stream_no_reuse),
-        _ => p.probe_min,
-    };
-    if p.probe_min != 0 && n >= probe_from.max(4096) && !overlap {
+    // Only where a result can change the kernel (NoReuse, about to stream from its own
+    // lower threshold, checks from there that the destination is not cached:
+    // streaming a hot 64 KiB destination ran 4.8x slower than updating it in place).
+    if n >= P.probe_from[hint_index(hint)].load(Ordering::Relaxed) && !overlap {
         // SAFETY: forwarded contract (one-byte reads inside the ranges).
         unsafe {
             probes.dst = probe_block(dst, n, p.probe_hit_max);

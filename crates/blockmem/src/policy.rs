@@ -126,6 +126,66 @@ pub fn decide(
     best_temporal(f)
 }
 
+/// The smallest size at which a call with `hint` probes: the first size from the
+/// profile's probe size (for `NoReuse`, from its streaming size if that is lower) at
+/// which some probe result would make [`decide`] pick another kernel than it picks
+/// with nothing probed. `usize::MAX` when probing is off or never changes the choice.
+///
+/// A probe costs a timed load: ~50 ns on a cached line, 250 ns on a cold one here
+/// (a DRAM access plus a page walk). Where every outcome leads to the same kernel it
+/// is pure cost: with a calibrated `rep movsb` window that also serves cold
+/// destinations, an `Auto` copy from 64 KiB to 4 MiB ran `rep movsb` whatever the probe
+/// said, 4-10% slower than the C library's identical `rep movsb` on cold 64 KiB blocks.
+///
+/// [`decide`] depends on the size only through the profile's thresholds, so checking
+/// each threshold at or above the start is exact. Overlapping moves never probe.
+pub fn probe_from(p: &Profile, hint: Hint, f: Features) -> usize {
+    if p.probe_min == 0 {
+        return usize::MAX;
+    }
+    let start = match hint {
+        Hint::NoReuse => p.probe_min.min(p.stream_no_reuse),
+        _ => p.probe_min,
+    }
+    .max(PROBE_MIN_BYTES);
+    let mut at = [
+        start,
+        p.stream_auto,
+        p.stream_auto_cold_dst,
+        p.stream_no_reuse,
+        p.stream_reuse,
+        p.rep_movsb_min,
+        p.rep_movsb_max,
+        p.rep_stosb_min,
+        p.rep_stosb_max,
+    ];
+    at.sort_unstable();
+    let src_matters = p.copy_cold_src != p.copy_temporal;
+    let outcomes = [Probed::Cached, Probed::Cold];
+    let changes = |n: usize| {
+        Op::ALL.iter().any(|&op| {
+            let base = decide(op, n, hint, false, Probes::NONE, p, f);
+            let srcs: &[Probed] = if matches!(op, Op::Copy | Op::Move) && src_matters {
+                &outcomes
+            } else {
+                &[Probed::Unknown]
+            };
+            outcomes.iter().any(|&dst| {
+                srcs.iter()
+                    .any(|&src| decide(op, n, hint, false, Probes { src, dst }, p, f) != base)
+            })
+        })
+    };
+    at.into_iter()
+        .filter(|&n| n >= start && n != usize::MAX)
+        .find(|&n| changes(n))
+        .unwrap_or(usize::MAX)
+}
+
+/// No block smaller than this is probed: the probe reads the middle line after its
+/// page mate 2 KiB away, both inside the block.
+pub const PROBE_MIN_BYTES: usize = 4096;
+
 /// The widest temporal kernel the CPU can run.
 pub fn best_temporal(f: Features) -> KernelId {
     if cfg!(target_arch = "x86_64") && f.contains(Features::AVX2) {
@@ -438,6 +498,114 @@ mod tests {
             ),
             KernelId::Portable
         );
+    }
+
+    #[test]
+    fn probes_only_where_the_answer_can_change_the_kernel() {
+        let mut p = profile();
+        p.probe_min = 16 << 10;
+        // A cold destination gets its own kernel (Avx2 is the temporal one): probing
+        // pays from the probe size.
+        p.copy_cold_dst = KernelId::RepMovsb;
+        assert_eq!(probe_from(&p, Hint::Auto, AVX2), 16 << 10);
+        // Every outcome below the cold-destination streaming size picks the same
+        // kernel: probe from there.
+        p.copy_cold_dst = p.copy_temporal;
+        p.copy_cold_src = p.copy_temporal;
+        assert_eq!(p.set_cold_dst, p.set_temporal);
+        assert_eq!(probe_from(&p, Hint::Auto, AVX2), p.stream_auto_cold_dst);
+        // The same when the cold-destination kernel is the rep window's.
+        p.copy_cold_dst = KernelId::RepMovsb;
+        p.rep_movsb_min = 4 << 10;
+        p.rep_movsb_max = usize::MAX;
+        assert_eq!(probe_from(&p, Hint::Auto, AVX2), p.stream_auto_cold_dst);
+        // A window ending below the streaming size: past its end a cold destination
+        // gets rep movsb and a cached one the temporal kernel.
+        p.rep_movsb_max = 32 << 10;
+        assert!(p.rep_movsb_max < p.stream_auto_cold_dst);
+        assert_eq!(probe_from(&p, Hint::Auto, AVX2), 32 << 10);
+        // The cold-source kernel makes the source's state matter from the probe size.
+        p.copy_cold_src = KernelId::Avx2Pf;
+        assert_eq!(probe_from(&p, Hint::Auto, AVX2), 16 << 10);
+        // NoReuse starts at its streaming size when that is lower.
+        p.stream_no_reuse = 8 << 10;
+        assert_eq!(probe_from(&p, Hint::NoReuse, AVX2), 8 << 10);
+        // Never below 4 KiB, and never with probing off.
+        p.probe_min = 1024;
+        p.stream_no_reuse = 1024;
+        assert!(probe_from(&p, Hint::NoReuse, AVX2) >= PROBE_MIN_BYTES);
+        p.probe_min = 0;
+        for hint in Hint::ALL {
+            assert_eq!(probe_from(&p, hint, AVX2), usize::MAX);
+        }
+    }
+
+    #[test]
+    fn skipping_the_probe_below_probe_from_never_changes_the_kernel() {
+        // Over a grid of profiles and sizes: below probe_from, every probe outcome
+        // gives the kernel that nothing probed gives.
+        let kernels = [KernelId::Avx2, KernelId::RepMovsb, KernelId::Avx2Pf];
+        let sets = [KernelId::Avx2, KernelId::RepStosb];
+        let sizes = [
+            4 << 10,
+            16 << 10,
+            64 << 10,
+            1 << 20,
+            4 << 20,
+            16 << 20,
+            1 << 30,
+        ];
+        let mut checked = 0;
+        for &cold_dst in &kernels {
+            for &cold_src in &kernels {
+                for &set_cold in &sets {
+                    for &(rmin, rmax) in &[(4 << 10, usize::MAX), (4 << 10, 1 << 20), (0, 0)] {
+                        let mut p = profile();
+                        p.probe_min = 16 << 10;
+                        p.copy_cold_dst = cold_dst;
+                        p.copy_cold_src = cold_src;
+                        p.set_cold_dst = set_cold;
+                        p.rep_movsb_min = rmin;
+                        p.rep_movsb_max = rmax;
+                        p.rep_stosb_min = rmin;
+                        p.rep_stosb_max = rmax;
+                        for hint in Hint::ALL {
+                            let from = probe_from(&p, hint, AVX2);
+                            // Smaller calls are not probed whatever probe_from says.
+                            let start = match hint {
+                                Hint::NoReuse => p.probe_min.min(p.stream_no_reuse),
+                                _ => p.probe_min,
+                            };
+                            for &n in sizes.iter().filter(|&&n| n >= start && n < from) {
+                                for op in Op::ALL {
+                                    let base = decide(op, n, hint, false, Probes::NONE, &p, AVX2);
+                                    // As the dispatcher: the source is probed only
+                                    // where its own kernel differs.
+                                    let srcs: &[Probed] = if cold_src != p.copy_temporal {
+                                        &[Probed::Cached, Probed::Cold]
+                                    } else {
+                                        &[Probed::Unknown]
+                                    };
+                                    for &src in srcs {
+                                        for dst in [Probed::Cached, Probed::Cold] {
+                                            let probes = Probes { src, dst };
+                                            assert_eq!(
+                                                decide(op, n, hint, false, probes, &p, AVX2),
+                                                base,
+                                                "{op:?} {n} {hint:?} {probes:?} from {from}"
+                                            );
+                                            checked += 1;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Cases where the probe is skipped (some profiles probe from the start).
+        assert!(checked > 200, "{checked}");
     }
 
     #[test]

@@ -104,6 +104,21 @@ fn fast_path_agrees_with_the_policy() {
     let mut t = r;
     t.rep_stosb_max = 7000;
     variants.push(t);
+    // rep windows that also serve cold destinations: no probe can change an Auto
+    // call's kernel below the cold-destination streaming size, so the rep segments run
+    // up to it.
+    let mut c = base;
+    c.probe_min = 60_000;
+    c.stream_auto = 4 << 20;
+    c.stream_auto_cold_dst = 1 << 20;
+    c.rep_movsb_min = 3000;
+    c.rep_movsb_max = usize::MAX;
+    c.rep_stosb_min = 2500;
+    c.rep_stosb_max = usize::MAX;
+    c.copy_cold_dst = blockmem::KernelId::RepMovsb;
+    c.set_cold_dst = blockmem::KernelId::RepStosb;
+    c.copy_cold_src = c.copy_temporal;
+    variants.push(c);
     let all = [Probed::Unknown, Probed::Cached, Probed::Cold];
     let mut segments_seen = (false, false);
     for p in variants {
@@ -111,7 +126,20 @@ fn fast_path_agrees_with_the_policy() {
         let (copy_below, copy_k, set_below, set_k) = dispatch::fast_path();
         let (copy_rep, set_rep) = dispatch::rep_segments();
         let (copy_tail, set_tail) = dispatch::fast_tails();
-        if cfg!(target_arch = "x86_64") && p.probe_min == 60_000 {
+        let probe_from = dispatch::probe_from(Hint::Auto);
+        assert_eq!(
+            probe_from,
+            blockmem::policy::probe_from(&p, Hint::Auto, blockmem::cpu::features())
+        );
+        if cfg!(target_arch = "x86_64")
+            && p.stream_auto_cold_dst == 1 << 20
+            && p.probe_min == 60_000
+        {
+            assert_eq!(probe_from, 1 << 20, "{p:?}");
+            assert_eq!((copy_below, copy_rep), (3000, 1 << 20), "{p:?}");
+            assert_eq!((set_below, set_rep), (2500, 1 << 20), "{p:?}");
+        }
+        if cfg!(target_arch = "x86_64") && p.probe_min == 60_000 && p.rep_movsb_max == 5000 {
             assert_eq!(copy_tail, 60_000, "after the 3000..5000 window: {p:?}");
             let want = if p.rep_stosb_max == 7000 { 60_000 } else { 0 };
             assert_eq!(set_tail, want, "{p:?}");
@@ -132,7 +160,7 @@ fn fast_path_agrees_with_the_policy() {
                 }
             }
         }
-        if cfg!(target_arch = "x86_64") && p.rep_movsb_min == 3000 && p.probe_min == 60_000 {
+        if cfg!(target_arch = "x86_64") && p.rep_movsb_max == 5000 && p.probe_min == 60_000 {
             assert_eq!((copy_below, copy_rep), (3000, 5000), "{p:?}");
             let set_end = if p.rep_stosb_max == 7000 {
                 7000
@@ -170,8 +198,8 @@ fn fast_path_agrees_with_the_policy() {
             copy_below.saturating_sub(1),
         ] {
             for (src, dst) in all.iter().flat_map(|&s| all.iter().map(move |&d| (s, d))) {
-                // Probes only happen from probe_min, which the fast path stays below.
-                let probing = p.probe_min != 0 && n >= p.probe_min;
+                // Probes only happen from probe_from, which the fast path stays below.
+                let probing = n >= probe_from;
                 let probes = if probing {
                     Probes { src, dst }
                 } else {
