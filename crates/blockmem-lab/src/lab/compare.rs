@@ -39,12 +39,13 @@ pub struct Comparison {
     pub diffs: Vec<Diff>,
     /// Keys only in one file.
     pub unmatched: usize,
-    /// Each file's sentinel readings (memory GB/s, hot copy GB/s), first and last.
-    pub sentinels: [Vec<(String, f64, f64)>; 2],
+    /// Each file's sentinel readings (memory GB/s, hot copy GB/s, memory latency ns;
+    /// NaN where an older file lacks one), first and last.
+    pub sentinels: [Sentinels; 2],
 }
 
 type Cells = BTreeMap<String, (String, f64)>;
-type Sentinels = Vec<(String, f64, f64)>;
+type Sentinels = Vec<(String, f64, f64, f64)>;
 
 fn load(path: &Path) -> Result<(Cells, Sentinels)> {
     let text =
@@ -80,6 +81,7 @@ fn load(path: &Path) -> Result<(Cells, Sentinels)> {
                         s["at"].as_str().unwrap_or("?").to_string(),
                         s["dram_read_gbps"].as_f64().unwrap_or(f64::NAN),
                         s["hot_copy_gbps"].as_f64().unwrap_or(f64::NAN),
+                        s["dram_latency_ns"].as_f64().unwrap_or(f64::NAN),
                     )
                 })
                 .collect()
@@ -208,15 +210,15 @@ impl Comparison {
             return None;
         }
         let mut t = Table::new(
-            "machine speed during each run (sentinels: memory read GB/s / hot copy GB/s)",
-            "if these differ, so will the cells: other load, not the code",
+            "machine speed during each run (sentinels: memory read GB/s / hot copy GB/s / memory latency ns)",
+            "if these differ, so will the cells: other load, not the code (small cold cells follow the latency)",
             ["when", "A", "B"].map(String::from).to_vec(),
         );
         for (x, y) in a.iter().zip(b) {
             t.rows.push(vec![
                 x.0.clone(),
-                format!("{:.1} / {:.1}", x.1, x.2),
-                format!("{:.1} / {:.1}", y.1, y.2),
+                format!("{:.1} / {:.1} / {:.0}", x.1, x.2, x.3),
+                format!("{:.1} / {:.1} / {:.0}", y.1, y.2, y.3),
             ]);
         }
         Some(t)

@@ -87,7 +87,7 @@ pub struct LabArgs {
     /// Experiments to run (default: the default set, see below).
     #[arg(value_name = "EXPERIMENT", value_parser = clap::builder::PossibleValuesParser::new(experiment_names()))]
     pub experiments: Vec<String>,
-    /// Fewer sizes, methods and repetitions: the default set in under 3 minutes.
+    /// Fewer sizes, methods and offsets: the default set in under 3 minutes.
     #[arg(long)]
     pub quick: bool,
     /// Write results as JSON (DESIGN.md's fields, raw samples, host info).

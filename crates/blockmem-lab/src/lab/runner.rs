@@ -277,6 +277,9 @@ pub struct Sentinel {
     pub dram_read_gbps: f64,
     /// GB/s of a hot 256 KiB copy with the C library (median of 31).
     pub hot_copy_gbps: f64,
+    /// ns per dependent load of a random line, one per page, of that same buffer
+    /// (median of 5 chases of 4096 links): what a small cold copy mostly waits for.
+    pub dram_latency_ns: f64,
 }
 
 /// The engine: clock, state builder, buffers, warnings.
@@ -442,10 +445,41 @@ impl Runner {
                 None => dst.as_mut_slice().copy_from_slice(src.as_slice()),
             }));
         }
+        // A chain through one random line of each of LINKS random pages: every load
+        // misses the caches and, mostly, the TLB, as a small cold copy's do.
+        const LINKS: usize = 4096;
+        let pages = big / 4096;
+        let mut order: Vec<usize> = (0..pages).collect();
+        self.rng.shuffle(&mut order);
+        order.truncate(LINKS.min(pages));
+        let lines: Vec<*mut usize> = order
+            .iter()
+            .map(|&pg| {
+                buf.as_ptr()
+                    .wrapping_add(pg * 4096 + self.rng.usize(..64) * 64)
+                    as *mut usize
+            })
+            .collect();
+        for (i, &l) in lines.iter().enumerate() {
+            // SAFETY: every line lies inside `buf`, 8-byte aligned; the buffer is ours.
+            unsafe { l.write(lines[(i + 1) % lines.len()] as usize) };
+        }
+        let mut lat = Vec::new();
+        for _ in 0..5 {
+            // Push the chain out of the caches first (a read of the whole buffer).
+            // SAFETY: `buf` is ours, `big` bytes.
+            unsafe { read_all(buf.as_ptr(), big) };
+            lat.push(
+                t.time(|| {
+                    chase(lines[0], lines.len());
+                }) / lines.len() as f64,
+            );
+        }
         Sentinel {
             at: at.into(),
             dram_read_gbps: big as f64 / dram,
             hot_copy_gbps: n as f64 / Summary::of(&v).median,
+            dram_latency_ns: Summary::of(&lat).median,
         }
     }
 

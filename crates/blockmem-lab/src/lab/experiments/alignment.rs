@@ -67,7 +67,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         src_off: 0,
                         dst_off: off,
                         after: After::Nothing,
-                        reps: ctx.reps_for(n, 21, 9),
+                        reps: ctx.reps_for(n, 21, 21),
                     })
                     .collect(),
             );
@@ -88,7 +88,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     src_off: 0,
                     dst_off: dist,
                     after: After::Nothing,
-                    reps: ctx.reps_for(alias_n, 21, 9),
+                    reps: ctx.reps_for(alias_n, 21, 21),
                 })
                 .collect(),
         );

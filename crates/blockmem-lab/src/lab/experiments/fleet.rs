@@ -16,7 +16,7 @@ use anyhow::{bail, Context};
 use blockmem::kernel::Op;
 use serde_json::json;
 
-use super::{distinct, libc_median, records_of, with_ratio, Ctx};
+use super::{distinct, libc_median, records_of, with_ratio, Ctx, ROUNDS};
 use crate::lab::mem::Buffer;
 use crate::lab::method::Method;
 use crate::lab::report::Table;
@@ -264,17 +264,23 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             .collect(),
     };
     let count = if ctx.quick { 2000 } else { 8000 };
-    let reps = ctx.reps.unwrap_or(if ctx.quick { 15 } else { 31 });
+    let reps = ctx.reps.unwrap_or(31);
     let cold_span = (ctx.runner.states.hier.llc_effective * 2).clamp(16 << 20, 128 << 20);
-    let pb = ctx.bar(
-        dists
-            .iter()
-            .map(|d| 2 * methods.iter().filter(|m| m.supports(d.op)).count())
-            .sum(),
-        NAME,
-    );
-    let mut out = Vec::new();
-    for d in &dists {
+    // Every workload is built first, then measured in ROUNDS passes over all of them
+    // (each pass runs a share of every workload's repetitions): a neighbour's burst of
+    // load then touches a share of each workload's samples instead of all of one's.
+    struct Built {
+        d: usize,
+        ws: &'static str,
+        calls: Vec<Call>,
+        src: Buffer,
+        init: Buffer,
+        expect: Buffer,
+        dst: Buffer,
+        bytes: usize,
+    }
+    let mut built: Vec<Built> = Vec::new();
+    for (i, d) in dists.iter().enumerate() {
         let max = d.max_size() + 256;
         for (ws, span) in [("hot", max), ("cold", cold_span.max(4 * max))] {
             let calls = draw(d, count, span, 0xf1ee7);
@@ -288,24 +294,73 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             for c in &calls {
                 reference(c, d.op, src.as_slice(), expect.as_mut_slice());
             }
-            let mut dst = Buffer::new(buf_len);
             let bytes: usize = calls.iter().map(|c| c.n).sum();
-            let ms: Vec<&Method> = methods.iter().filter(|m| m.supports(d.op)).collect();
-            pb.set_message(format!("{} {ws}", d.name));
-            let w = Workload {
-                d,
+            built.push(Built {
+                d: i,
                 ws,
-                calls: &calls,
-                src: &src,
-                init: &init,
-                expect: &expect,
+                calls,
+                src,
+                init,
+                expect,
+                dst: Buffer::new(buf_len),
                 bytes,
+            });
+        }
+    }
+    let per_workload: Vec<Vec<&Method>> = built
+        .iter()
+        .map(|b| {
+            methods
+                .iter()
+                .filter(|m| m.supports(dists[b.d].op))
+                .collect()
+        })
+        .collect();
+    let pb = ctx.bar(
+        per_workload.iter().map(Vec::len).sum::<usize>() * ROUNDS,
+        NAME,
+    );
+    let mut runs: Vec<Option<Run>> = (0..built.len()).map(|_| None).collect();
+    for round in 0..ROUNDS {
+        for ((b, ms), run) in built.iter_mut().zip(&per_workload).zip(runs.iter_mut()) {
+            let w = Workload {
+                d: &dists[b.d],
+                ws: b.ws,
+                calls: &b.calls,
+                src: &b.src,
+                init: &b.init,
+                expect: &b.expect,
+                bytes: b.bytes,
             };
-            out.extend(measure(ctx, &ms, &w, &mut dst, reps));
+            pb.set_message(format!("{} {}", w.d.name, w.ws));
+            let run = run.get_or_insert_with(|| Run::new(ms, &w, &mut b.dst));
+            let (lo, hi) = (reps * round / ROUNDS, reps * (round + 1) / ROUNDS);
+            measure(ctx, run, &w, &mut b.dst, lo..hi);
             pb.inc(ms.len() as u64);
         }
     }
     pb.finish_and_clear();
+    let mut out = Vec::new();
+    for ((b, ms), run) in built.iter().zip(&per_workload).zip(runs) {
+        let w = Workload {
+            d: &dists[b.d],
+            ws: b.ws,
+            calls: &b.calls,
+            src: &b.src,
+            init: &b.init,
+            expect: &b.expect,
+            bytes: b.bytes,
+        };
+        if let Some(run) = run.filter(|r| r.entries.len() == ms.len()) {
+            let cold = w.ws == "cold";
+            out.extend(
+                ms.iter()
+                    .zip(run.samples)
+                    .zip(run.verified)
+                    .map(|((m, samples), verified)| record(ctx, m, &w, cold, samples, verified)),
+            );
+        }
+    }
     Ok(out)
 }
 
@@ -376,21 +431,36 @@ impl Workload<'_> {
     }
 }
 
-/// Every method on one workload, interleaved per repetition in a rotating order (as
-/// the runner's groups are), so a change in the machine's speed during the workload
-/// affects every method alike.
+/// A workload's samples so far, per method (see [`measure`]).
+struct Run {
+    entries: Vec<crate::lab::method::Entry>,
+    samples: Vec<Vec<f64>>,
+    verified: Vec<bool>,
+}
+
+impl Run {
+    /// Resolves the methods' entries and verifies each once, untimed, call by call.
+    fn new(methods: &[&Method], w: &Workload<'_>, dst: &mut Buffer) -> Run {
+        let entries: Vec<_> = methods.iter().filter_map(|m| m.entry(w.d.op)).collect();
+        let verified = entries.iter().map(|&e| w.verify(e, dst)).collect();
+        Run {
+            samples: vec![Vec::new(); entries.len()],
+            entries,
+            verified,
+        }
+    }
+}
+
+/// Repetitions `reps` of one workload: every method replays the whole call sequence
+/// once per repetition, interleaved in a rotating order (as the runner's groups are),
+/// so a change in the machine's speed during the workload affects every method alike.
 fn measure(
     ctx: &mut Ctx<'_>,
-    methods: &[&Method],
+    run: &mut Run,
     w: &Workload<'_>,
     dst: &mut Buffer,
-    reps: usize,
-) -> Vec<Record> {
-    let entries: Vec<_> = methods.iter().filter_map(|m| m.entry(w.d.op)).collect();
-    if entries.len() != methods.len() {
-        return Vec::new();
-    }
-    let mut verified: Vec<bool> = entries.iter().map(|&e| w.verify(e, dst)).collect();
+    reps: std::ops::Range<usize>,
+) {
     let cold = w.ws == "cold";
     let replays = if cold { 1 } else { HOT_REPLAYS };
     let state = if cold {
@@ -400,12 +470,11 @@ fn measure(
     };
     let overlapping = w.calls.iter().any(|c| c.overlap);
     let timer = ctx.runner.timer;
-    let m = entries.len();
-    let mut samples = vec![Vec::with_capacity(reps); m];
-    for rep in 0..reps {
+    let m = run.entries.len();
+    for rep in reps {
         for k in 0..m {
             let j = (k + rep) % m;
-            let entry = entries[j];
+            let entry = run.entries[j];
             dst.as_mut_slice().copy_from_slice(w.init.as_slice());
             let regions = [
                 Region {
@@ -439,22 +508,16 @@ fn measure(
                     unsafe { w.replay(entry, dp) };
                 }
             });
-            samples[j].push(t / replays as f64);
+            run.samples[j].push(t / replays as f64);
             // Replaying copies and sets from separate sources is idempotent; a move
             // sequence with overlapping calls reads what earlier calls wrote, so there
             // only a single replay from `init` must equal `expect` (every call was
             // also checked on its own by `verify`).
             if replays == 1 || !overlapping {
-                verified[j] &= dst.as_slice() == w.expect.as_slice();
+                run.verified[j] &= dst.as_slice() == w.expect.as_slice();
             }
         }
     }
-    methods
-        .iter()
-        .zip(samples)
-        .zip(verified)
-        .map(|((m, samples), verified)| record(ctx, m, w, cold, samples, verified))
-        .collect()
 }
 
 fn record(

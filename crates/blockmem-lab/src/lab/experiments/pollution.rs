@@ -68,7 +68,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         src_off: 0,
                         dst_off: 0,
                         after: After::ReadApp { ws },
-                        reps: ctx.reps_for(n.max(ws), 21, 11),
+                        reps: ctx.reps_for(n.max(ws), 21, 21),
                     })
                     .collect(),
             );

@@ -37,7 +37,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let mut shapes = Vec::new();
     for &n in &sizes {
         for s in SRC_STATES {
-            let reps = ctx.reps_for(n, 21, 11);
+            let reps = ctx.reps_for(n, 21, 21);
             let shape = Shape {
                 experiment: NAME,
                 op: Op::Copy,

@@ -33,7 +33,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let mut shapes = Vec::new();
     for &n in &sizes {
         for (s, d) in PAIRS {
-            let reps = ctx.reps_for(n, 21, 11);
+            let reps = ctx.reps_for(n, 21, 21);
             let shape = Shape {
                 experiment: NAME,
                 op: Op::Copy,

@@ -22,7 +22,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     for &n in &sizes {
         for s in CacheState::ALL {
             for d in CacheState::ALL {
-                let reps = ctx.reps_for(n, 31, 15);
+                let reps = ctx.reps_for(n, 31, 31);
                 let shape = Shape {
                     experiment: NAME,
                     op: Op::Copy,

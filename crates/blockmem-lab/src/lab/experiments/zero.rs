@@ -37,7 +37,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     for &op in ops {
         for &n in &sizes {
             for d in STATES {
-                let reps = ctx.reps_for(n, 21, 9);
+                let reps = ctx.reps_for(n, 21, 21);
                 let shape = Shape {
                     experiment: NAME,
                     op,
