@@ -16,12 +16,18 @@
 //! check). A copy does not: it has two pointers to check, and with the check the
 //! Memcpy_Fleet replay measured 0.5 ns per call slower (3.5-3.7 ns against 3.0).
 //!
+//! The masked paths (up to 64 bytes) are inline assembly on zmm16 and k1: touching
+//! only EVEX-only registers leaves the upper halves of ymm0-15 clean, so they return
+//! without `vzeroupper`, which the compiler adds after any use of zmm0-15. Measured
+//! with a C harness against glibc (random 1-64-byte calls): 1.00x with it, 0.84-0.92x
+//! without, for both memset and memcpy.
+//!
 //! Used by the dispatcher's inline path when the CPU has AVX-512BW and BMI2; not a
 //! kernel of its own (every kernel keeps the portable ladder).
 
 use core::arch::x86_64::{
     __m256i, __m512i, _bzhi_u64, _mm256_set1_epi8, _mm256_storeu_si256, _mm512_loadu_epi8,
-    _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8, _mm512_set1_epi8, _mm512_storeu_epi8,
+    _mm512_set1_epi8, _mm512_storeu_epi8,
 };
 
 use crate::arch::all::small::{set_le32, SMALL_MAX};
@@ -47,9 +53,19 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
     let mask = _bzhi_u64(u64::MAX, n as u32);
     // SAFETY: the mask selects exactly bytes [0, n) of each access, which are valid per
     // the contract; masked-out bytes are not accessed (no fault, no write).
+    // In zmm16, as in `set_le64`: no `vzeroupper` on return.
     unsafe {
-        let v = _mm512_maskz_loadu_epi8(mask, src as *const i8);
-        _mm512_mask_storeu_epi8(dst as *mut i8, mask, v);
+        core::arch::asm!(
+            "kmovq k1, {m}",
+            "vmovdqu8 zmm16 {{k1}}{{z}}, zmmword ptr [{s}]",
+            "vmovdqu8 zmmword ptr [{d}] {{k1}}, zmm16",
+            m = in(reg) mask,
+            s = in(reg) src,
+            d = in(reg) dst,
+            out("zmm16") _,
+            out("k1") _,
+            options(nostack, preserves_flags)
+        );
     }
 }
 
@@ -66,8 +82,23 @@ pub unsafe fn set_le64(dst: *mut u8, byte: u8, n: usize) {
         return unsafe { set_le64_unmasked(dst, byte, n) };
     }
     let mask = _bzhi_u64(u64::MAX, n as u32);
-    // SAFETY: as in `copy_le64`.
-    unsafe { _mm512_mask_storeu_epi8(dst as *mut i8, mask, _mm512_set1_epi8(byte as i8)) }
+    // zmm16 (EVEX-only) instead of a register the compiler picks: using only
+    // zmm16-31 leaves the upper halves of ymm0-15 clean, so no `vzeroupper` is needed
+    // on return (glibc's evex memset does the same).
+    // SAFETY: as in `copy_le64`: the mask selects exactly bytes [0, n).
+    unsafe {
+        core::arch::asm!(
+            "vpbroadcastb zmm16, {b:e}",
+            "kmovq k1, {m}",
+            "vmovdqu8 zmmword ptr [{d}] {{k1}}, zmm16",
+            b = in(reg) byte as u32,
+            m = in(reg) mask,
+            d = in(reg) dst,
+            out("zmm16") _,
+            out("k1") _,
+            options(nostack, preserves_flags)
+        );
+    }
 }
 
 /// True if a 64-byte access at `p` would straddle a page boundary.
@@ -184,12 +215,12 @@ pub unsafe fn copy_le512(dst: *mut u8, src: *const u8, n: usize) {
 #[inline]
 pub unsafe fn set_le2k(dst: *mut u8, byte: u8, n: usize) {
     debug_assert!(n <= SET_WIDE_MAX);
-    let v = _mm512_set1_epi8(byte as i8);
     // SAFETY: as in `copy_le512`.
     unsafe {
         if n <= 64 {
             return set_le64(dst, byte, n);
         }
+        let v = _mm512_set1_epi8(byte as i8);
         if n > WIDE_MAX {
             // [0, 256) and [n-256, n) unaligned; aligned blocks from the first line
             // boundary after dst+192 while they start before n-256 (so they end
