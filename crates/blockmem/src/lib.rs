@@ -58,10 +58,11 @@ pub use kernel::{KernelId, Op};
 /// When to use which, and what it is worth (`blockmem lab policy`, this project's
 /// 2-vCPU Xeon VM; ratios are libc's time over blockmem's, geometric means over 90
 /// copy cells of 4 KiB–64 MiB × source and destination hot, clean or dirty × with or
-/// without reading the destination afterwards): `Auto` 1.10×, the matching hint 1.18×,
-/// the per-cell best kernel 1.22×. The hint matters most where the destination is cold
-/// and below a few MiB: copying 64 KiB to a cold destination, `NoReuse` (streaming)
-/// runs at 1.22–1.46× libc's speed and `Auto` at 0.90–0.99×; followed by a read of the
+/// without reading the destination afterwards): `Auto` 1.10× (worst cell 0.90×), the
+/// matching hint 1.16× (0.98× of the per-cell best kernel), the per-cell best kernel
+/// 1.19×; zeroing (30 cells) 1.15×, 1.26× and 1.31×. The hint matters most where the
+/// destination is cold and below a few MiB: copying 64 KiB to a cold destination,
+/// `NoReuse` (streaming) runs at 1.2–1.6× libc's speed and `Auto` at 0.93–1.02×; followed by a read of the
 /// destination, `Reuse` and `Auto` run at 0.95–1.02×, where streaming would run at
 /// 0.67–0.82×. `Auto` therefore streams a cold destination only from the size where
 /// streaming pays even if the destination is read back (4 MiB here).
