@@ -205,6 +205,14 @@ impl Comparison {
 
     /// The machine's speed during each run (sentinels), side by side.
     pub fn sentinel_table(&self) -> Option<Table> {
+        // Files from before the latency sentinel have none.
+        let latency = |ns: f64| {
+            if ns.is_finite() {
+                format!("{ns:.0}")
+            } else {
+                "-".to_string()
+            }
+        };
         let [a, b] = &self.sentinels;
         if a.is_empty() || b.is_empty() {
             return None;
@@ -217,8 +225,8 @@ impl Comparison {
         for (x, y) in a.iter().zip(b) {
             t.rows.push(vec![
                 x.0.clone(),
-                format!("{:.1} / {:.1} / {:.0}", x.1, x.2, x.3),
-                format!("{:.1} / {:.1} / {:.0}", y.1, y.2, y.3),
+                format!("{:.1} / {:.1} / {}", x.1, x.2, latency(x.3)),
+                format!("{:.1} / {:.1} / {}", y.1, y.2, latency(y.3)),
             ]);
         }
         Some(t)
