@@ -45,7 +45,7 @@ pub fn decision(
     let probes = if n >= blockmem::policy::probe_from(p, hint, blockmem::cpu::features()) {
         Probes {
             // As the dispatcher: the source is probed only where its kernel differs.
-            src: if op == Op::Copy && p.copy_cold_src != p.copy_temporal {
+            src: if op == Op::Copy && blockmem::policy::probes_source(p) {
                 src
             } else {
                 Probed::Unknown

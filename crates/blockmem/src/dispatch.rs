@@ -624,7 +624,7 @@ unsafe fn choose_for_call(
         unsafe {
             probes.dst = probe_block(dst, n, p.probe_hit_max);
             // The source's state matters only where it changes the kernel.
-            if !src.is_null() && p.copy_cold_src != p.copy_temporal {
+            if !src.is_null() && policy::probes_source(&p) {
                 probes.src = probe_block(src, n, p.probe_hit_max);
             }
         }
@@ -645,7 +645,7 @@ unsafe fn choose_for_call(
 /// 2 KiB away, is inside the block too).
 #[inline]
 unsafe fn probe_block(p: *const u8, n: usize, hit_max: u32) -> policy::Probed {
-    debug_assert!(n >= 4096);
+    debug_assert!(n >= policy::PROBE_MIN_BYTES);
     // SAFETY: n/2 ± 2048 lies in [0, n) for n >= 4096.
     unsafe { crate::probe::probe(p.add(n / 2), hit_max) }
 }

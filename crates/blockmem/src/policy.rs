@@ -160,7 +160,7 @@ pub fn probe_from(p: &Profile, hint: Hint, f: Features) -> usize {
         p.rep_stosb_max,
     ];
     at.sort_unstable();
-    let src_matters = p.copy_cold_src != p.copy_temporal;
+    let src_matters = probes_source(p);
     let outcomes = [Probed::Cached, Probed::Cold];
     let changes = |n: usize| {
         Op::ALL.iter().any(|&op| {
@@ -180,6 +180,12 @@ pub fn probe_from(p: &Profile, hint: Hint, f: Features) -> usize {
         .filter(|&n| n >= start && n != usize::MAX)
         .find(|&n| changes(n))
         .unwrap_or(usize::MAX)
+}
+
+/// Whether a probing call also probes its source: only where a cold source gets a
+/// kernel of its own (the dispatcher, [`probe_from`] and `blockmem info` share this).
+pub fn probes_source(p: &Profile) -> bool {
+    p.copy_cold_src != p.copy_temporal
 }
 
 /// No block smaller than this is probed: the probe reads the middle line after its
@@ -581,7 +587,7 @@ mod tests {
                                     let base = decide(op, n, hint, false, Probes::NONE, &p, AVX2);
                                     // As the dispatcher: the source is probed only
                                     // where its own kernel differs.
-                                    let srcs: &[Probed] = if cold_src != p.copy_temporal {
+                                    let srcs: &[Probed] = if probes_source(&p) {
                                         &[Probed::Cached, Probed::Cold]
                                     } else {
                                         &[Probed::Unknown]

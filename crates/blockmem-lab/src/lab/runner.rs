@@ -97,6 +97,22 @@ impl Shape {
             reps: self.reps,
         }
     }
+
+    /// One group: a cell per method, the destination `dst_off` bytes past a page
+    /// boundary (the source page-aligned).
+    pub fn cells<'a>(
+        &self,
+        methods: impl IntoIterator<Item = &'a Method>,
+        dst_off: usize,
+    ) -> Vec<Cell<'a>> {
+        methods
+            .into_iter()
+            .map(|m| Cell {
+                dst_off,
+                ..self.cell(m)
+            })
+            .collect()
+    }
 }
 
 /// One result row (DESIGN.md's fixed fields plus extras and raw samples).
@@ -233,6 +249,19 @@ fn ensure<'a>(
 
 /// Lines of the application working set the pollution re-read visits.
 pub const APP_LINES: usize = 8192;
+
+/// Links `lines` into a cyclic pointer chain in their order (each holds the address of
+/// the next, the last the first's) and returns its head for [`chase`].
+///
+/// # Safety
+/// Every pointer must be valid for an aligned `usize` write; `lines` is not empty.
+unsafe fn link_cycle(lines: &[*mut usize]) -> *const usize {
+    for (i, &l) in lines.iter().enumerate() {
+        // SAFETY: caller's contract.
+        unsafe { l.write(lines[(i + 1) % lines.len()] as usize) };
+    }
+    lines[0]
+}
 
 /// Follows a pointer chain of `links` links from `head` (dependent loads: every miss
 /// costs its full latency, like an application's pointer-rich data).
@@ -405,13 +434,12 @@ impl Runner {
                 self.rng.shuffle(&mut pick);
                 pick.truncate(APP_LINES.min(lines));
                 let links = pick.len();
-                for i in 0..links {
-                    let from = base.wrapping_add(pick[i] * super::state::LINE) as *mut usize;
-                    let to = base.wrapping_add(pick[(i + 1) % links] * super::state::LINE);
-                    // SAFETY: both lines lie inside the `ws`-byte app buffer, aligned.
-                    unsafe { from.write(to as usize) };
-                }
-                let head = base.wrapping_add(pick[0] * super::state::LINE) as *const usize;
+                let lines: Vec<*mut usize> = pick
+                    .iter()
+                    .map(|&l| base.wrapping_add(l * super::state::LINE) as *mut usize)
+                    .collect();
+                // SAFETY: every line lies inside the `ws`-byte app buffer, aligned.
+                let head = unsafe { link_cycle(&lines) };
                 self.pool.app_chain = Some((ws, head, links));
                 (base, ws, head, links)
             }
@@ -460,10 +488,8 @@ impl Runner {
                     as *mut usize
             })
             .collect();
-        for (i, &l) in lines.iter().enumerate() {
-            // SAFETY: every line lies inside `buf`, 8-byte aligned; the buffer is ours.
-            unsafe { l.write(lines[(i + 1) % lines.len()] as usize) };
-        }
+        // SAFETY: every line lies inside `buf`, 8-byte aligned; the buffer is ours.
+        let head = unsafe { link_cycle(&lines) };
         let mut lat = Vec::new();
         for _ in 0..5 {
             // Push the chain out of the caches first (a read of the whole buffer).
@@ -471,7 +497,7 @@ impl Runner {
             unsafe { read_all(buf.as_ptr(), big) };
             lat.push(
                 t.time(|| {
-                    chase(lines[0], lines.len());
+                    chase(head, lines.len());
                 }) / lines.len() as f64,
             );
         }
@@ -501,7 +527,7 @@ impl Runner {
         methods: impl IntoIterator<Item = &'m Method>,
         shape: Shape,
     ) -> Vec<Option<Record>> {
-        let cells: Vec<Cell<'_>> = methods.into_iter().map(|m| shape.cell(m)).collect();
+        let cells = shape.cells(methods, 0);
         self.measure_group(&cells)
     }
 

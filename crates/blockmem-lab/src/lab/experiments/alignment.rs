@@ -11,8 +11,8 @@ use blockmem::kernel::Op;
 
 use super::{libc_median, records_of, with_ratio, Ctx};
 use crate::lab::report::Table;
-use crate::lab::runner::{After, Cell, Record};
-use crate::lab::state::CacheState::{Clean, Hot};
+use crate::lab::runner::{After, Cell, Record, Shape};
+use crate::lab::state::CacheState::{self, Clean, Hot};
 
 /// Name in JSON and on the command line.
 pub const NAME: &str = "alignment";
@@ -52,46 +52,23 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     // Each group is tagged with its sweep and offset.
     let mut groups: Vec<Vec<Cell>> = Vec::new();
     let mut tags: Vec<(&str, usize)> = Vec::new();
+    let shape = |size: usize, state: CacheState| Shape {
+        experiment: NAME,
+        op: Op::Copy,
+        size,
+        src: state,
+        dst: state,
+        after: After::Nothing,
+        reps: ctx.reps_for(size, 21, 21),
+    };
     for state in [Hot, Clean] {
         for &off in &offsets {
-            groups.push(
-                methods
-                    .iter()
-                    .map(|m| Cell {
-                        experiment: NAME,
-                        method: m,
-                        op: Op::Copy,
-                        size: n,
-                        src: state,
-                        dst: state,
-                        src_off: 0,
-                        dst_off: off,
-                        after: After::Nothing,
-                        reps: ctx.reps_for(n, 21, 21),
-                    })
-                    .collect(),
-            );
+            groups.push(shape(n, state).cells(&methods, off));
             tags.push(("dst_offset", off));
         }
     }
     for &dist in &ALIAS_DISTANCES {
-        groups.push(
-            methods
-                .iter()
-                .map(|m| Cell {
-                    experiment: NAME,
-                    method: m,
-                    op: Op::Copy,
-                    size: alias_n,
-                    src: Hot,
-                    dst: Hot,
-                    src_off: 0,
-                    dst_off: dist,
-                    after: After::Nothing,
-                    reps: ctx.reps_for(alias_n, 21, 21),
-                })
-                .collect(),
-        );
+        groups.push(shape(alias_n, Hot).cells(&methods, dist));
         tags.push(("distance_mod_4k", dist));
     }
     let results = ctx.measure_plan(&groups, NAME);

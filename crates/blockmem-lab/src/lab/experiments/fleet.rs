@@ -276,10 +276,25 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
         src: Buffer,
         init: Buffer,
         expect: Buffer,
-        dst: Buffer,
         bytes: usize,
     }
+    impl Built {
+        fn workload<'a>(&'a self, dists: &'a [Distribution]) -> Workload<'a> {
+            Workload {
+                d: &dists[self.d],
+                ws: self.ws,
+                calls: &self.calls,
+                src: &self.src,
+                init: &self.init,
+                expect: &self.expect,
+                bytes: self.bytes,
+            }
+        }
+    }
     let mut built: Vec<Built> = Vec::new();
+    // Each workload's destination, apart: measuring writes it while `Workload`
+    // borrows the rest.
+    let mut dsts: Vec<Buffer> = Vec::new();
     for (i, d) in dists.iter().enumerate() {
         let max = d.max_size() + 256;
         for (ws, span) in [("hot", max), ("cold", cold_span.max(4 * max))] {
@@ -302,9 +317,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
                 src,
                 init,
                 expect,
-                dst: Buffer::new(buf_len),
                 bytes,
             });
+            dsts.push(Buffer::new(buf_len));
         }
     }
     let per_workload: Vec<Vec<&Method>> = built
@@ -320,38 +335,31 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
         per_workload.iter().map(Vec::len).sum::<usize>() * ROUNDS,
         NAME,
     );
-    let mut runs: Vec<Option<Run>> = (0..built.len()).map(|_| None).collect();
+    let mut runs: Vec<Run> = built
+        .iter()
+        .zip(&per_workload)
+        .zip(dsts.iter_mut())
+        .map(|((b, ms), dst)| Run::new(ms, &b.workload(&dists), dst))
+        .collect();
     for round in 0..ROUNDS {
-        for ((b, ms), run) in built.iter_mut().zip(&per_workload).zip(runs.iter_mut()) {
-            let w = Workload {
-                d: &dists[b.d],
-                ws: b.ws,
-                calls: &b.calls,
-                src: &b.src,
-                init: &b.init,
-                expect: &b.expect,
-                bytes: b.bytes,
-            };
+        for (((b, ms), run), dst) in built
+            .iter()
+            .zip(&per_workload)
+            .zip(runs.iter_mut())
+            .zip(dsts.iter_mut())
+        {
+            let w = b.workload(&dists);
             pb.set_message(format!("{} {}", w.d.name, w.ws));
-            let run = run.get_or_insert_with(|| Run::new(ms, &w, &mut b.dst));
             let (lo, hi) = (reps * round / ROUNDS, reps * (round + 1) / ROUNDS);
-            measure(ctx, run, &w, &mut b.dst, lo..hi);
+            measure(ctx, run, &w, dst, lo..hi);
             pb.inc(ms.len() as u64);
         }
     }
     pb.finish_and_clear();
     let mut out = Vec::new();
     for ((b, ms), run) in built.iter().zip(&per_workload).zip(runs) {
-        let w = Workload {
-            d: &dists[b.d],
-            ws: b.ws,
-            calls: &b.calls,
-            src: &b.src,
-            init: &b.init,
-            expect: &b.expect,
-            bytes: b.bytes,
-        };
-        if let Some(run) = run.filter(|r| r.entries.len() == ms.len()) {
+        let w = b.workload(&dists);
+        if run.entries.len() == ms.len() {
             let cold = w.ws == "cold";
             out.extend(
                 ms.iter()

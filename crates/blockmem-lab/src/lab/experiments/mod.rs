@@ -240,10 +240,7 @@ impl Ctx<'_> {
         shapes: &[Shape],
         title: &str,
     ) -> Vec<Record> {
-        let groups: Vec<Vec<Cell<'_>>> = shapes
-            .iter()
-            .map(|s| methods.iter().map(|m| s.cell(m)).collect())
-            .collect();
+        let groups: Vec<Vec<Cell<'_>>> = shapes.iter().map(|s| s.cells(methods, 0)).collect();
         self.measure_plan(&groups, title)
             .into_iter()
             .flatten()

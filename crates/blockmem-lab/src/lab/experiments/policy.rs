@@ -108,7 +108,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                             reps,
                         };
                         let ms = &methods[usize::from(after == After::ReadDst)];
-                        groups.push(ms.iter().map(|m| shape.cell(m)).collect());
+                        groups.push(shape.cells(ms.iter().copied(), 0));
                         afters.push(after);
                     }
                 }

@@ -16,7 +16,7 @@ use blockmem::kernel::Op;
 
 use super::{distinct, fmt_size, records_of, Ctx};
 use crate::lab::report::Table;
-use crate::lab::runner::{After, Cell, Record};
+use crate::lab::runner::{After, Cell, Record, Shape};
 use crate::lab::state::CacheState::Clean;
 
 /// Name in JSON and on the command line.
@@ -55,23 +55,16 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let mut labels: Vec<&str> = Vec::new();
     for (label, ws) in wss {
         for &n in &sizes {
-            groups.push(
-                methods
-                    .iter()
-                    .map(|m| Cell {
-                        experiment: NAME,
-                        method: m,
-                        op: Op::Copy,
-                        size: n,
-                        src: Clean,
-                        dst: Clean,
-                        src_off: 0,
-                        dst_off: 0,
-                        after: After::ReadApp { ws },
-                        reps: ctx.reps_for(n.max(ws), 21, 21),
-                    })
-                    .collect(),
-            );
+            let shape = Shape {
+                experiment: NAME,
+                op: Op::Copy,
+                size: n,
+                src: Clean,
+                dst: Clean,
+                after: After::ReadApp { ws },
+                reps: ctx.reps_for(n.max(ws), 21, 21),
+            };
+            groups.push(shape.cells(&methods, 0));
             labels.push(label);
         }
     }
