@@ -807,11 +807,23 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
     );
     let llc_eff = hier.llc_effective;
     let mut runner = Runner::new(StateBuilder::new(hier, timer));
+    // Hot cells time a mix of sizes around each size, as a program's calls come: the
+    // thresholds must price the loop-exit mispredictions a repeated size never has.
+    runner.size_mix = true;
     // Small sizes matter as much as large ones: `rep movsb`/`rep stosb` cost ~15 ns to
     // start, so kernels chosen on 4 KiB and up alone would make every 200-byte call
     // several times slower.
     let sizes: Vec<usize> = if args.quick {
-        vec![256, 1 << 10, 4 << 10, 64 << 10, 1 << 20, 8 << 20, 64 << 20]
+        vec![
+            256,
+            1 << 10,
+            2 << 10,
+            4 << 10,
+            64 << 10,
+            1 << 20,
+            8 << 20,
+            64 << 20,
+        ]
     } else {
         vec![
             256,

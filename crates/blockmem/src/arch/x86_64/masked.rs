@@ -113,6 +113,7 @@ fn crosses_page(p: usize) -> bool {
 /// As [`set_le64`].
 #[target_feature(enable = "avx512f,avx512bw,bmi2")]
 #[inline(never)]
+#[cold]
 unsafe fn set_le64_unmasked(dst: *mut u8, byte: u8, n: usize) {
     // SAFETY: n <= 32 is the ladder's contract; above, both 32-byte stores lie in
     // [0, n) for 32 < n <= 64.
