@@ -330,6 +330,14 @@ impl Method {
         }
     }
 
+    /// The same method under another name: the `policy` experiment measures `libc`
+    /// twice in every cell (`libc_again`), so the tables show how far two runs of the
+    /// same code differ there.
+    pub fn renamed(mut self, name: &str) -> Method {
+        self.name = name.into();
+        self
+    }
+
     /// blockmem's entry points with a fixed `hint`, under the given method name (the
     /// `policy` experiment names the hint that matches each cell `auto_hinted`).
     pub fn auto_with_hint(hint: Hint, name: &str) -> Method {

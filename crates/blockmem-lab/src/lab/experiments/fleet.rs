@@ -460,7 +460,7 @@ impl Run {
 }
 
 /// Repetitions `reps` of one workload: every method replays the whole call sequence
-/// once per repetition, interleaved in a rotating order (as the runner's groups are),
+/// once per repetition, interleaved in a random order (as the runner's groups are),
 /// so a change in the machine's speed during the workload affects every method alike.
 fn measure(
     ctx: &mut Ctx<'_>,
@@ -479,9 +479,8 @@ fn measure(
     let overlapping = w.calls.iter().any(|c| c.overlap);
     let timer = ctx.runner.timer;
     let m = run.entries.len();
-    for rep in reps {
-        for k in 0..m {
-            let j = (k + rep) % m;
+    for _ in reps {
+        for j in ctx.runner.method_order(m) {
             let entry = run.entries[j];
             dst.as_mut_slice().copy_from_slice(w.init.as_slice());
             let regions = [
