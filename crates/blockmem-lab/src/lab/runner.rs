@@ -583,11 +583,10 @@ impl Runner {
 
     /// Measures cells that differ only in their method, interleaved: every repetition
     /// runs each method once, in a random order (see [`Runner::method_order`]), so a
-    /// change in the machine's
-    /// speed during the group (another tenant starting a job) affects all methods alike
-    /// and their ratios stay honest (hyperfine does the same across commands). Cells
-    /// that differ in anything else are measured one after the other. Returns one
-    /// entry per cell, `None` where the method lacks the op.
+    /// change in the machine's speed during the group (another tenant starting a job)
+    /// affects all methods alike and their ratios stay honest (hyperfine does the same
+    /// across commands). Cells that differ in anything else are measured one after
+    /// the other. Returns one entry per cell, `None` where the method lacks the op.
     pub fn measure_group(&mut self, cells: &[Cell<'_>]) -> Vec<Option<Record>> {
         if cells.windows(2).all(|w| same_shape(&w[0], &w[1])) {
             self.measure_interleaved(cells)

@@ -37,6 +37,9 @@ const NOT_IN_ORACLE: [&str; 2] = ["naive", "portable"];
 /// The name of libc's second measurement in every cell (see the module docs).
 pub const LIBC_AGAIN: &str = "libc_again";
 
+/// The methods besides `libc` that are not kernels, so never the oracle.
+const NOT_KERNELS: [&str; 3] = ["auto", "auto_hinted", LIBC_AGAIN];
+
 /// Runs the grid.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let sizes = ctx.sizes_or(
@@ -176,9 +179,7 @@ impl Grid {
             c.methods.insert(r.method.clone(), t);
             if r.method == "libc" {
                 c.libc = Some(t);
-            } else if r.method != "auto"
-                && r.method != "auto_hinted"
-                && r.method != LIBC_AGAIN
+            } else if !NOT_KERNELS.contains(&r.method.as_str())
                 && c.oracle.as_ref().is_none_or(|o| t < o.1)
             {
                 c.oracle = Some((r.method.clone(), t));
@@ -187,15 +188,16 @@ impl Grid {
         Grid { cells }
     }
 
-    /// (geometric mean of `base_time / method_time`, worst cell ratio and its label).
+    /// (geometric mean of `base / time` over the cells that have both, worst cell
+    /// ratio and its label).
     fn ratio(
         &self,
-        method: &str,
         base: impl Fn(&CellTimes) -> Option<f64>,
+        time: impl Fn(&CellTimes) -> Option<f64>,
     ) -> Option<(f64, f64, String)> {
         let (mut sum, mut n, mut worst) = (0.0, 0, (f64::MAX, String::new()));
         for (k, c) in &self.cells {
-            let (Some(b), Some(&t)) = (base(c), c.methods.get(method)) else {
+            let (Some(b), Some(t)) = (base(c), time(c)) else {
                 continue;
             };
             let r = b / t;
@@ -229,30 +231,17 @@ pub type Ratio = Option<(f64, f64, String)>;
 /// the closing checks.
 pub fn summary(recs: &[Record], op: &str) -> Vec<(String, Ratio, Ratio)> {
     let g = Grid::of(recs, op);
+    let libc = |c: &CellTimes| c.libc;
+    let oracle = |c: &CellTimes| c.oracle.as_ref().map(|o| o.1);
     ["auto", "auto_hinted", LIBC_AGAIN, "oracle"]
         .iter()
-        .map(|m| {
-            if *m == "oracle" {
-                let vs_libc = {
-                    let (mut sum, mut n, mut worst) = (0.0, 0, (f64::MAX, String::new()));
-                    for (k, c) in &g.cells {
-                        if let (Some(l), Some((_, o))) = (c.libc, &c.oracle) {
-                            sum += (l / o).ln();
-                            n += 1;
-                            if l / o < worst.0 {
-                                worst = (l / o, label(k));
-                            }
-                        }
-                    }
-                    (n > 0).then(|| ((sum / n as f64).exp(), worst.0, worst.1))
-                };
-                (m.to_string(), vs_libc, Some((1.0, 1.0, String::new())))
+        .map(|&m| {
+            if m == "oracle" {
+                let itself = Some((1.0, 1.0, String::new()));
+                (m.to_string(), g.ratio(libc, oracle), itself)
             } else {
-                (
-                    m.to_string(),
-                    g.ratio(m, |c| c.libc),
-                    g.ratio(m, |c| c.oracle.as_ref().map(|o| o.1)),
-                )
+                let time = |c: &CellTimes| c.methods.get(m).copied();
+                (m.to_string(), g.ratio(libc, time), g.ratio(oracle, time))
             }
         })
         .collect()
