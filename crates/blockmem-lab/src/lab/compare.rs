@@ -3,6 +3,12 @@
 //! the relative difference of the medians, |a − b| / min(a, b), is reported per
 //! experiment (how many cells agree within the tolerance, median, 90th percentile and
 //! worst), followed by the worst cells.
+//!
+//! A cell outside the tolerance is then sorted by whether its two sample sets really
+//! differ: if the 95% bootstrap interval of `median(a) / median(b)` excludes 1, the
+//! cell's time moved between the runs (the machine changed, or the code did); if it
+//! holds 1, the two medians are within their own sampling noise, and more repetitions
+//! would bring them together.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::report::Table;
-use super::stats::{quantile_sorted, rel_diff};
+use super::stats::{median_ratio_ci, quantile_sorted, rel_diff};
 
 /// One matched cell.
 #[derive(Clone, Debug)]
@@ -30,6 +36,22 @@ pub struct Diff {
     /// (`None` for libc itself or when libc is missing): ratios cancel a change in the
     /// machine's overall speed between the runs.
     pub ratio_rel: Option<f64>,
+    /// The cell's samples in A and in B (ns; empty in files without them).
+    pub samples: (Vec<f64>, Vec<f64>),
+}
+
+impl Diff {
+    /// Whether the two runs' samples differ beyond their sampling noise: the 95%
+    /// bootstrap interval of `median(a) / median(b)` excludes 1. `None` without
+    /// enough samples.
+    pub fn shifted(&self) -> Option<bool> {
+        // The key seeds the resampling, so a comparison always reads the same.
+        let seed = self.key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
+        let (lo, hi) = median_ratio_ci(&self.samples.0, &self.samples.1, 0.95, 500, seed)?;
+        Some(!(lo <= 1.0 && 1.0 <= hi))
+    }
 }
 
 /// The comparison.
@@ -44,7 +66,7 @@ pub struct Comparison {
     pub sentinels: [Sentinels; 2],
 }
 
-type Cells = BTreeMap<String, (String, f64)>;
+type Cells = BTreeMap<String, (String, f64, Vec<f64>)>;
 type Sentinels = Vec<(String, f64, f64, f64)>;
 
 fn load(path: &Path) -> Result<(Cells, Sentinels)> {
@@ -67,9 +89,17 @@ fn load(path: &Path) -> Result<(Cells, Sentinels)> {
             )
         });
         let med = r["median_ns"].as_f64().unwrap_or(f64::NAN);
+        let samples = r["samples_ns"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
         m.insert(
             key,
-            (r["experiment"].as_str().unwrap_or("?").to_string(), med),
+            (
+                r["experiment"].as_str().unwrap_or("?").to_string(),
+                med,
+                samples,
+            ),
         );
     }
     let sentinels = v["host"]["sentinels"]
@@ -105,9 +135,9 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
         parts[1] = "libc";
         Some(parts.join("/"))
     };
-    for (k, (exp, x)) in &ma {
+    for (k, (exp, x, xs)) in &ma {
         match mb.get(k) {
-            Some((_, y)) => c.diffs.push(Diff {
+            Some((_, y, ys)) => c.diffs.push(Diff {
                 key: k.clone(),
                 experiment: exp.clone(),
                 a: *x,
@@ -117,6 +147,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
                     let (la, lb) = (ma.get(&lk)?.1, mb.get(&lk)?.1);
                     Some(rel_diff(x / la, y / lb))
                 }),
+                samples: (xs.clone(), ys.clone()),
             }),
             None => c.unmatched += 1,
         }
@@ -152,6 +183,7 @@ impl Comparison {
                 "max diff",
                 "ratios within tol",
                 "median ratio diff",
+                "outside tol: shifted / noise",
             ]
             .map(String::from)
             .to_vec(),
@@ -188,6 +220,13 @@ impl Comparison {
             let mut q: Vec<f64> = sel.iter().filter_map(|d| d.ratio_rel).collect();
             q.sort_by(f64::total_cmp);
             let within = r.iter().filter(|&&x| x <= tol).count();
+            let outside: Vec<Option<bool>> = sel
+                .iter()
+                .filter(|d| d.rel > tol)
+                .map(|d| d.shifted())
+                .collect();
+            let shifted = outside.iter().filter(|s| **s == Some(true)).count();
+            let noise = outside.iter().filter(|s| **s == Some(false)).count();
             let qwithin = q.iter().filter(|&&x| x <= tol).count();
             t.rows.push(vec![
                 e,
@@ -198,6 +237,7 @@ impl Comparison {
                 format!("{:.1}%", 100.0 * r.last().copied().unwrap_or(0.0)),
                 pct(qwithin, q.len()),
                 format!("{:.1}%", 100.0 * quantile_sorted(&q, 0.5)),
+                format!("{shifted} / {noise}"),
             ]);
         }
         t
@@ -277,6 +317,40 @@ mod tests {
         let s = c.summary(0.10).to_text();
         assert!(s.contains("1 (100.0%)"), "{s}");
         assert_eq!(c.diffs[0].ratio_rel, None, "no libc cell to divide by");
+        assert_eq!(c.diffs[0].shifted(), None, "no samples");
+    }
+
+    #[test]
+    fn tells_a_real_shift_from_sampling_noise() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a.json"), d.path().join("b.json"));
+        // Cell "moved": every B sample 1.5x its A counterpart. Cell "noisy": the same
+        // wide samples in another order (one distribution: the interval holds 1).
+        let spread: Vec<f64> = (0..15).map(|i| 100.0 + 10.0 * i as f64).collect();
+        let moved: Vec<f64> = spread.iter().map(|x| x * 1.5).collect();
+        let mut rev = spread.clone();
+        rev.reverse();
+        let cell = |k: &str, s: &[f64]| {
+            let mut v = s.to_vec();
+            let med = {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            format!(r#"{{"key":"{k}","experiment":"t","median_ns":{med},"samples_ns":{s:?}}}"#)
+        };
+        let file = |cells: Vec<String>| format!(r#"{{"results":[{}]}}"#, cells.join(","));
+        std::fs::write(
+            &a,
+            file(vec![cell("moved", &spread), cell("noisy", &spread)]),
+        )
+        .unwrap();
+        std::fs::write(&b, file(vec![cell("moved", &moved), cell("noisy", &rev)])).unwrap();
+        let c = compare(&a, &b).unwrap();
+        let get = |k: &str| c.diffs.iter().find(|d| d.key == k).unwrap();
+        assert_eq!(get("moved").shifted(), Some(true));
+        assert_eq!(get("noisy").shifted(), Some(false));
+        let s = c.summary(0.10).to_text();
+        assert!(s.contains("1 / 0"), "{s}");
     }
 
     #[test]

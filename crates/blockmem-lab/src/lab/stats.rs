@@ -93,9 +93,110 @@ pub fn rel_diff(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Median of `v`, as [`Summary::of`] computes it (sorts `v`). NaN when empty.
+pub fn median_of(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    quantile_sorted(v, 0.5)
+}
+
+/// Resamples a bootstrap interval takes ([`median_ratio_ci`]).
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// A percentile-bootstrap confidence interval at `level` (0.95 for 95%) for
+/// `median(base) / median(x)`, the lab's speed-up of `x` over `base`, from two
+/// independent samples: both are resampled with replacement `resamples` times and the
+/// interval is the central `level` of the resampled ratios. Deterministic for a
+/// `seed`. `None` when either sample has fewer than 3 values or a median is not
+/// positive.
+///
+/// Why: a grid's worst cell is the minimum of ~100 noisy ratios, so it sits below the
+/// truth by construction; a cell whose interval still reaches the target is not
+/// shown to miss it, and one whose interval lies wholly below it is.
+pub fn median_ratio_ci(
+    base: &[f64],
+    x: &[f64],
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    if base.len() < 3 || x.len() < 3 || resamples == 0 {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let (mut b, mut y) = (vec![0.0; base.len()], vec![0.0; x.len()]);
+    let mut ratios = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        for v in b.iter_mut() {
+            *v = base[rng.usize(..base.len())];
+        }
+        for v in y.iter_mut() {
+            *v = x[rng.usize(..x.len())];
+        }
+        let (mb, my) = (median_of(&mut b), median_of(&mut y));
+        if !(mb > 0.0 && my > 0.0) {
+            return None;
+        }
+        ratios.push(mb / my);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let tail = (1.0 - level.clamp(0.0, 1.0)) / 2.0;
+    Some((
+        quantile_sorted(&ratios, tail),
+        quantile_sorted(&ratios, 1.0 - tail),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `n` samples around `center`, spread ±20% (deterministic).
+    fn noisy(center: f64, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        (0..n).map(|_| center * (0.8 + 0.4 * rng.f64())).collect()
+    }
+
+    #[test]
+    fn bootstrap_interval_holds_the_true_ratio_and_narrows_with_samples() {
+        // Same distribution: the interval holds 1.
+        let (lo, hi) =
+            median_ratio_ci(&noisy(100.0, 30, 1), &noisy(100.0, 30, 2), 0.95, 2000, 7).unwrap();
+        assert!(lo < 1.0 && 1.0 < hi, "{lo} {hi}");
+        // x twice as fast: the interval holds 2 and excludes 1.
+        let (lo2, hi2) =
+            median_ratio_ci(&noisy(100.0, 30, 3), &noisy(50.0, 30, 4), 0.95, 2000, 7).unwrap();
+        assert!(lo2 < 2.0 && 2.0 < hi2 && lo2 > 1.0, "{lo2} {hi2}");
+        // Ten times the samples: a narrower interval.
+        let (lo3, hi3) =
+            median_ratio_ci(&noisy(100.0, 300, 5), &noisy(100.0, 300, 6), 0.95, 2000, 7).unwrap();
+        assert!(
+            hi3 - lo3 < (hi - lo) / 2.0,
+            "{lo3}..{hi3} against {lo}..{hi}"
+        );
+        // Deterministic for a seed; a wider level gives a wider interval.
+        let a = median_ratio_ci(&noisy(100.0, 30, 1), &noisy(90.0, 30, 2), 0.95, 500, 9);
+        assert_eq!(
+            a,
+            median_ratio_ci(&noisy(100.0, 30, 1), &noisy(90.0, 30, 2), 0.95, 500, 9)
+        );
+        let b = median_ratio_ci(&noisy(100.0, 30, 1), &noisy(90.0, 30, 2), 0.5, 500, 9);
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(a.0 <= b.0 && b.1 <= a.1);
+    }
+
+    #[test]
+    fn bootstrap_interval_refuses_what_it_cannot_judge() {
+        assert_eq!(
+            median_ratio_ci(&[1.0, 2.0], &[1.0, 2.0, 3.0], 0.95, 100, 1),
+            None
+        );
+        assert_eq!(median_ratio_ci(&[0.0; 5], &[1.0; 5], 0.95, 100, 1), None);
+        // Constant samples: a zero-width interval at the exact ratio.
+        assert_eq!(
+            median_ratio_ci(&[4.0; 5], &[2.0; 5], 0.95, 100, 1),
+            Some((2.0, 2.0))
+        );
+    }
 
     #[test]
     fn odd_and_even_medians() {

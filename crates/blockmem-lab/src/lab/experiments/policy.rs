@@ -26,6 +26,7 @@ use crate::lab::method::{Kind, Method};
 use crate::lab::report::Table;
 use crate::lab::runner::{After, Cell, Record, Shape};
 use crate::lab::state::CacheState;
+use crate::lab::stats::{median_of, median_ratio_ci, BOOTSTRAP_RESAMPLES};
 
 /// Name in JSON and on the command line.
 pub const NAME: &str = "policy";
@@ -158,6 +159,17 @@ fn key(r: &Record) -> CellKey {
     )
 }
 
+/// The worst-cell floor `auto` is held to against libc (and `libc_again`, to show
+/// where the floor lies inside the noise).
+pub const FLOOR: f64 = 0.90;
+/// The worst-cell floor `auto_hinted` is held to against libc.
+pub const FLOOR_HINTED: f64 = 0.95;
+/// The confidence level of the per-cell intervals.
+const LEVEL: f64 = 0.95;
+
+/// The oracle as [`cross_validated_best`] computes it, in the summary's rows.
+pub const ORACLE_CV: &str = "oracle_cv";
+
 /// Per cell: libc's time, the oracle (best kernel, its time), and every method's time.
 struct Grid {
     cells: BTreeMap<CellKey, CellTimes>,
@@ -167,7 +179,47 @@ struct Grid {
 struct CellTimes {
     libc: Option<f64>,
     oracle: Option<(String, f64)>,
+    /// The best kernel's time without the winner's curse ([`cross_validated_best`]).
+    oracle_cv: Option<f64>,
     methods: BTreeMap<String, f64>,
+    samples: BTreeMap<String, Vec<f64>>,
+}
+
+impl CellTimes {
+    /// The 95% bootstrap interval of `libc / m` in this cell.
+    fn ci(&self, m: &str, seed: u64) -> Option<(f64, f64)> {
+        median_ratio_ci(
+            self.samples.get("libc")?,
+            self.samples.get(m)?,
+            LEVEL,
+            BOOTSTRAP_RESAMPLES,
+            seed,
+        )
+    }
+}
+
+/// The per-cell best kernel's time, chosen on one half of the repetitions and timed on
+/// the other (even and odd repetitions, both ways round; the geometric mean of the
+/// two). The plain oracle, the smallest of a dozen noisy medians, is biased low: with
+/// kernels that tie, it picks whichever drew the luckiest samples, so even the best
+/// kernel measured again would fall short of it. `None` when a kernel has fewer than
+/// four samples.
+fn cross_validated_best(kernels: &[&[f64]]) -> Option<f64> {
+    if kernels.is_empty() || kernels.iter().any(|s| s.len() < 4) {
+        return None;
+    }
+    let half_median = |s: &[f64], h: usize| {
+        let mut v: Vec<f64> = s.iter().skip(h).step_by(2).copied().collect();
+        median_of(&mut v)
+    };
+    let mut t = [0.0; 2];
+    for (h, slot) in t.iter_mut().enumerate() {
+        let pick = kernels
+            .iter()
+            .min_by(|a, b| half_median(a, h).total_cmp(&half_median(b, h)))?;
+        *slot = half_median(pick, 1 - h);
+    }
+    Some((t[0] * t[1]).sqrt())
 }
 
 impl Grid {
@@ -177,6 +229,7 @@ impl Grid {
             let c = cells.entry(key(r)).or_default();
             let t = r.summary.median;
             c.methods.insert(r.method.clone(), t);
+            c.samples.insert(r.method.clone(), r.samples_ns.clone());
             if r.method == "libc" {
                 c.libc = Some(t);
             } else if !NOT_KERNELS.contains(&r.method.as_str())
@@ -185,7 +238,45 @@ impl Grid {
                 c.oracle = Some((r.method.clone(), t));
             }
         }
+        for c in cells.values_mut() {
+            let kernels: Vec<&[f64]> = c
+                .samples
+                .iter()
+                .filter(|(m, _)| *m != "libc" && !NOT_KERNELS.contains(&m.as_str()))
+                .map(|(_, s)| s.as_slice())
+                .collect();
+            c.oracle_cv = cross_validated_best(&kernels);
+        }
         Grid { cells }
+    }
+
+    /// How many cells' `libc / m` ratio lies below `floor`: by the median ratio, and
+    /// with the cell's whole 95% interval below it; and how many cells there are.
+    fn below(&self, m: &str, floor: f64) -> (usize, usize, usize) {
+        let (mut point, mut sure, mut cells) = (0, 0, 0);
+        for (i, c) in self.cells.values().enumerate() {
+            let (Some(l), Some(t)) = (c.libc, c.methods.get(m)) else {
+                continue;
+            };
+            cells += 1;
+            if l / t < floor {
+                point += 1;
+                if c.ci(m, i as u64).is_some_and(|(_, hi)| hi < floor) {
+                    sure += 1;
+                }
+            }
+        }
+        (point, sure, cells)
+    }
+
+    /// The 95% interval of `libc / m` in the cell labelled `at`.
+    fn ci_at(&self, m: &str, at: &str) -> Option<(f64, f64)> {
+        let (i, (_, c)) = self
+            .cells
+            .iter()
+            .enumerate()
+            .find(|(_, (k, _))| label(k) == at)?;
+        c.ci(m, i as u64)
     }
 
     /// (geometric mean of `base / time` over the cells that have both, worst cell
@@ -227,24 +318,68 @@ fn label(k: &CellKey) -> String {
 /// A ratio summary: (geometric mean, worst cell's ratio, worst cell's label).
 pub type Ratio = Option<(f64, f64, String)>;
 
-/// Summary numbers for one op: (method, vs libc, vs oracle). Used by the tables and by
-/// the closing checks.
-pub fn summary(recs: &[Record], op: &str) -> Vec<(String, Ratio, Ratio)> {
+/// One method's summary over an op's grid.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// `auto`, `auto_hinted`, `libc_again`, `oracle` or [`ORACLE_CV`].
+    pub method: String,
+    /// Against libc.
+    pub vs_libc: Ratio,
+    /// The 95% bootstrap interval of the worst cell's ratio to libc (measured methods).
+    pub worst_ci: Option<(f64, f64)>,
+    /// The floor its worst cell is held to.
+    pub floor: f64,
+    /// Cells whose median ratio to libc is below the floor; of those, cells whose
+    /// whole 95% interval is below it; and the cells compared (measured methods).
+    pub below: Option<(usize, usize, usize)>,
+    /// Against the oracle (the smallest kernel median in each cell).
+    pub vs_oracle: Ratio,
+    /// Against the cross-validated oracle ([`cross_validated_best`]).
+    pub vs_oracle_cv: Ratio,
+}
+
+/// Summary numbers for one op, one [`Row`] per method. Used by the tables and by the
+/// closing checks.
+pub fn summary(recs: &[Record], op: &str) -> Vec<Row> {
     let g = Grid::of(recs, op);
     let libc = |c: &CellTimes| c.libc;
     let oracle = |c: &CellTimes| c.oracle.as_ref().map(|o| o.1);
-    ["auto", "auto_hinted", LIBC_AGAIN, "oracle"]
+    let oracle_cv = |c: &CellTimes| c.oracle_cv;
+    ["auto", "auto_hinted", LIBC_AGAIN, "oracle", ORACLE_CV]
         .iter()
         .map(|&m| {
-            if m == "oracle" {
-                let itself = Some((1.0, 1.0, String::new()));
-                (m.to_string(), g.ratio(libc, oracle), itself)
+            let floor = if m == "auto_hinted" {
+                FLOOR_HINTED
             } else {
-                let time = |c: &CellTimes| c.methods.get(m).copied();
-                (m.to_string(), g.ratio(libc, time), g.ratio(oracle, time))
+                FLOOR
+            };
+            let row = |time: &dyn Fn(&CellTimes) -> Option<f64>, measured: bool| {
+                let vs_libc = g.ratio(libc, time);
+                Row {
+                    method: m.to_string(),
+                    worst_ci: vs_libc
+                        .as_ref()
+                        .filter(|_| measured)
+                        .and_then(|(_, _, at)| g.ci_at(m, at)),
+                    vs_libc,
+                    floor,
+                    below: measured.then(|| g.below(m, floor)),
+                    vs_oracle: g.ratio(oracle, time),
+                    vs_oracle_cv: g.ratio(oracle_cv, time),
+                }
+            };
+            match m {
+                "oracle" => row(&oracle, false),
+                ORACLE_CV => row(&oracle_cv, false),
+                _ => row(&|c: &CellTimes| c.methods.get(m).copied(), true),
             }
         })
         .collect()
+}
+
+/// `(lo–hi)` for an interval, `-` without one.
+fn fmt_ci(ci: Option<(f64, f64)>) -> String {
+    ci.map_or("-".into(), |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
 }
 
 /// Tables: the summary per op, then every cell.
@@ -257,28 +392,44 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         }
         let mut t = Table::new(
             format!("policy, {op}: speed-up over libc and fraction of the per-cell best kernel"),
-            "ratios are time ratios (libc or oracle time / method time; >1 = faster); geometric mean over the grid, and the worst cell; libc_again is libc measured a second time in every cell: its worst cell is the grid's noise floor",
-            ["method", "vs libc (geomean)", "worst vs libc", "worst cell", "vs oracle (geomean)", "worst vs oracle", "worst cell"].map(String::from).to_vec(),
+            "ratios are time ratios (libc or oracle time / method time; >1 = faster); geometric mean over the grid, and the worst cell with its 95% bootstrap interval; below floor: cells whose ratio is under the floor (0.90, auto_hinted 0.95), and how many of them have their whole interval under it (surely below); libc_again is libc measured a second time in every cell: its worst cell is the grid's noise floor; oracle is the smallest kernel median per cell (biased low: the luckiest of a dozen), oracle_cv the best kernel picked on half the repetitions and timed on the other half",
+            ["method", "vs libc (geomean)", "worst vs libc", "95% interval", "worst cell", "below floor", "vs oracle (geomean)", "vs oracle_cv (geomean)", "worst vs oracle", "worst cell"].map(String::from).to_vec(),
         );
-        for (m, l, o) in summary(recs, op) {
-            let f = |x: &Ratio| match x {
-                Some((g, w, c)) => [format!("{g:.2}×"), format!("{w:.2}×"), c.clone()],
-                None => ["-".into(), "-".into(), "-".into()],
+        for r in summary(recs, op) {
+            let geo = |x: &Ratio| x.as_ref().map_or("-".into(), |x| format!("{:.2}×", x.0));
+            let worst = |x: &Ratio| match x {
+                Some((_, w, c)) => [format!("{w:.2}×"), c.clone()],
+                None => ["-".into(), "-".into()],
             };
-            let mut row = vec![m];
-            row.extend(f(&l));
-            row.extend(f(&o));
-            t.rows.push(row);
+            let [w, wc] = worst(&r.vs_libc);
+            let [wo, woc] = worst(&r.vs_oracle);
+            t.rows.push(vec![
+                r.method.clone(),
+                geo(&r.vs_libc),
+                w,
+                fmt_ci(r.worst_ci),
+                wc,
+                r.below.map_or("-".into(), |(p, s, n)| {
+                    format!("{p} of {n} < {:.2} ({s} surely)", r.floor)
+                }),
+                geo(&r.vs_oracle),
+                geo(&r.vs_oracle_cv),
+                wo,
+                woc,
+            ]);
         }
         out.push(t);
         let mut cells = Table::new(
             format!("policy, {op}: every cell"),
-            "times are medians; auto, auto_hinted and libc_again (libc's second measurement) as libc time / their time; the oracle is the fastest kernel in the cell",
+            "times are medians; auto, auto_hinted and libc_again (libc's second measurement) as libc time / their time, with the 95% bootstrap interval; the oracle is the fastest kernel in the cell",
             ["cell", "libc", "auto", "auto_hinted", "libc_again", "oracle kernel", "oracle vs libc"].map(String::from).to_vec(),
         );
-        for (k, c) in &g.cells {
+        for (i, (k, c)) in g.cells.iter().enumerate() {
             let ratio = |m: &str| match (c.libc, c.methods.get(m)) {
-                (Some(l), Some(t)) => format!("{:.2}×", l / t),
+                (Some(l), Some(t)) => match c.ci(m, i as u64) {
+                    Some(ci) => format!("{:.2}× ({})", l / t, fmt_ci(Some(ci))),
+                    None => format!("{:.2}×", l / t),
+                },
                 _ => "-".into(),
             };
             cells.rows.push(vec![
@@ -341,10 +492,11 @@ mod tests {
             rec("avx2", 4096, "clean", 100.0),
         ];
         let s = summary(&recs, "copy");
-        let row = |m: &str| s.iter().find(|r| r.0 == m).unwrap().clone();
+        let row = |m: &str| s.iter().find(|r| r.method == m).unwrap().clone();
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
 
-        let (_, l, o) = row("auto");
+        let r = row("auto");
+        let (l, o) = (r.vs_libc, r.vs_oracle);
         let (g, w, cell) = l.unwrap();
         assert!(close(g, (2.0f64 * 0.8).sqrt()) && close(w, 0.8), "{g} {w}");
         assert_eq!(cell, "4 KiB hot→clean");
@@ -352,22 +504,95 @@ mod tests {
         let (g, w, _) = o.unwrap();
         assert!(close(g, 0.8) && close(w, 0.8));
 
-        let (_, l, _) = row(LIBC_AGAIN);
-        let (g, w, cell) = l.unwrap();
+        let (g, w, cell) = row(LIBC_AGAIN).vs_libc.unwrap();
         assert!(close(g, (100.0f64 / 110.0 * 100.0 / 90.0).sqrt()));
         assert!(close(w, 100.0 / 110.0));
         assert_eq!(cell, "4 KiB hot→hot");
 
         // The oracle is the best kernel, never libc's second run: 100/40 and 100/100.
-        let (_, l, o) = row("oracle");
-        let (g, w, _) = l.unwrap();
+        let r = row("oracle");
+        let (g, w, _) = r.vs_libc.unwrap();
         assert!(close(g, (2.5f64).sqrt()) && close(w, 1.0));
-        assert_eq!(o.unwrap().0, 1.0);
+        assert_eq!(r.vs_oracle.unwrap().0, 1.0);
+        assert!(r.below.is_none() && r.worst_ci.is_none());
+        // Constant samples, three per cell: a zero-width interval, too few samples
+        // to split for the cross-validated oracle.
+        assert_eq!(row("auto").worst_ci, Some((0.8, 0.8)));
+        assert!(row(ORACLE_CV).vs_libc.is_none());
+        // Below the floor (0.90): auto's 0.8 cell, surely (its interval is 0.8..0.8).
+        assert_eq!(row("auto").below, Some((1, 1, 2)));
+        assert_eq!(row("auto_hinted").floor, FLOOR_HINTED);
 
         // The per-cell table carries the libc_again column.
         let t = tables(&recs);
         assert_eq!(t.len(), 2);
         assert!(t[1].header.iter().any(|h| h == LIBC_AGAIN));
         assert!(t[1].rows.iter().all(|r| r.len() == t[1].header.len()));
+        assert!(t[0].rows.iter().all(|r| r.len() == t[0].header.len()));
+    }
+
+    /// A record whose samples are spread ±20% around `t` (deterministic per `seed`).
+    fn noisy(method: &str, dst: &str, t: f64, n: usize, seed: u64) -> Record {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let samples: Vec<f64> = (0..n).map(|_| t * (0.8 + 0.4 * rng.f64())).collect();
+        let mut r = rec(method, 4096, dst, t);
+        r.summary = Summary::of(&samples);
+        r.samples_ns = samples;
+        r
+    }
+
+    #[test]
+    fn intervals_tell_a_sure_loss_from_noise() {
+        // Cell hot: auto 1.5x slower than libc on 60 samples (surely below the floor);
+        // libc_again the same code (below the floor only by chance, if at all).
+        // Cell clean: auto 1.05x slower (below no floor of 0.90).
+        let recs = vec![
+            noisy("libc", "hot", 100.0, 60, 1),
+            noisy("auto", "hot", 150.0, 60, 2),
+            noisy(LIBC_AGAIN, "hot", 100.0, 60, 3),
+            noisy("avx2", "hot", 100.0, 60, 4),
+            noisy("libc", "clean", 100.0, 60, 5),
+            noisy("auto", "clean", 105.0, 60, 6),
+            noisy(LIBC_AGAIN, "clean", 100.0, 60, 7),
+            noisy("avx2", "clean", 100.0, 60, 8),
+        ];
+        let s = summary(&recs, "copy");
+        let row = |m: &str| s.iter().find(|r| r.method == m).unwrap().clone();
+        let auto = row("auto");
+        assert_eq!(auto.below, Some((1, 1, 2)));
+        let (lo, hi) = auto.worst_ci.unwrap();
+        let w = auto.vs_libc.unwrap().1;
+        assert!(lo <= w && w <= hi && hi < FLOOR, "{lo} {w} {hi}");
+        assert_eq!(row(LIBC_AGAIN).below.unwrap().1, 0);
+        let (lo, hi) = row(LIBC_AGAIN).worst_ci.unwrap();
+        assert!(lo < 1.0 && hi > 0.9, "{lo} {hi}");
+    }
+
+    #[test]
+    fn the_cross_validated_oracle_escapes_the_winners_curse() {
+        // Twelve kernels of the same true speed: the smallest median is the luckiest
+        // draw, below the true median; the cross-validated pick is timed on samples
+        // it was not picked on.
+        let mut rng = fastrand::Rng::with_seed(11);
+        let kernels: Vec<Vec<f64>> = (0..12)
+            .map(|_| (0..20).map(|_| 100.0 * (0.7 + 0.6 * rng.f64())).collect())
+            .collect();
+        let refs: Vec<&[f64]> = kernels.iter().map(|k| k.as_slice()).collect();
+        let plain = kernels
+            .iter()
+            .map(|k| median_of(&mut k.clone()))
+            .fold(f64::MAX, f64::min);
+        let cv = cross_validated_best(&refs).unwrap();
+        assert!(plain < cv, "{plain} {cv}");
+        assert!((cv - 100.0).abs() < 10.0, "{cv}");
+        // One kernel clearly faster: both find it.
+        let mut fast = kernels.clone();
+        fast[3] = fast[3].iter().map(|t| t / 2.0).collect();
+        let refs: Vec<&[f64]> = fast.iter().map(|k| k.as_slice()).collect();
+        let cv = cross_validated_best(&refs).unwrap();
+        assert!((cv - 50.0).abs() < 8.0, "{cv}");
+        // Too few samples to split: none.
+        assert_eq!(cross_validated_best(&[&[1.0, 2.0, 3.0]]), None);
+        assert_eq!(cross_validated_best(&[]), None);
     }
 }
