@@ -51,8 +51,9 @@ impl Features {
     pub const RDTSCP: Features = Features(1 << 10);
     /// Invariant TSC (constant rate across P-/C-states).
     pub const INVARIANT_TSC: Features = Features(1 << 11);
-    /// AVX-512 byte/word instructions (masked byte loads and stores), with the OS
-    /// saving ZMM/opmask state.
+    /// AVX-512 byte/word instructions (masked byte loads and stores) and their 128-
+    /// and 256-bit forms (AVX-512VL, present on every CPU with BW), with the OS saving
+    /// ZMM/opmask state.
     pub const AVX512BW: Features = Features(1 << 12);
     /// BMI2 (`bzhi`, used to build byte masks without a branch).
     pub const BMI2: Features = Features(1 << 13);
@@ -469,7 +470,9 @@ mod x86 {
             }
             if l7.ebx & (1 << 16) != 0 && zmm_saved {
                 f = f.union(Features::AVX512F);
-                if l7.ebx & (1 << 30) != 0 {
+                // BW together with VL (bit 31): the masked paths use 32-byte EVEX
+                // forms. Every CPU with BW has VL.
+                if l7.ebx & (1 << 30) != 0 && l7.ebx & (1 << 31) != 0 {
                     f = f.union(Features::AVX512BW);
                 }
             }
