@@ -183,18 +183,17 @@ struct CellTimes {
     oracle_cv: Option<f64>,
     methods: BTreeMap<String, f64>,
     samples: BTreeMap<String, Vec<f64>>,
+    /// The 95% bootstrap interval of `libc / m` for each of [`WITH_INTERVALS`].
+    intervals: BTreeMap<&'static str, (f64, f64)>,
 }
+
+/// The methods whose per-cell ratio to libc carries an interval.
+const WITH_INTERVALS: [&str; 3] = ["auto", "auto_hinted", LIBC_AGAIN];
 
 impl CellTimes {
     /// The 95% bootstrap interval of `libc / m` in this cell.
-    fn ci(&self, m: &str, seed: u64) -> Option<(f64, f64)> {
-        median_ratio_ci(
-            self.samples.get("libc")?,
-            self.samples.get(m)?,
-            LEVEL,
-            BOOTSTRAP_RESAMPLES,
-            seed,
-        )
+    fn ci(&self, m: &str) -> Option<(f64, f64)> {
+        self.intervals.get(m).copied()
     }
 }
 
@@ -238,7 +237,17 @@ impl Grid {
                 c.oracle = Some((r.method.clone(), t));
             }
         }
-        for c in cells.values_mut() {
+        for (i, c) in cells.values_mut().enumerate() {
+            for m in WITH_INTERVALS {
+                let ci = c
+                    .samples
+                    .get("libc")
+                    .zip(c.samples.get(m))
+                    .and_then(|(l, t)| median_ratio_ci(l, t, LEVEL, BOOTSTRAP_RESAMPLES, i as u64));
+                if let Some(ci) = ci {
+                    c.intervals.insert(m, ci);
+                }
+            }
             let kernels: Vec<&[f64]> = c
                 .samples
                 .iter()
@@ -254,14 +263,14 @@ impl Grid {
     /// with the cell's whole 95% interval below it; and how many cells there are.
     fn below(&self, m: &str, floor: f64) -> (usize, usize, usize) {
         let (mut point, mut sure, mut cells) = (0, 0, 0);
-        for (i, c) in self.cells.values().enumerate() {
+        for c in self.cells.values() {
             let (Some(l), Some(t)) = (c.libc, c.methods.get(m)) else {
                 continue;
             };
             cells += 1;
             if l / t < floor {
                 point += 1;
-                if c.ci(m, i as u64).is_some_and(|(_, hi)| hi < floor) {
+                if c.ci(m).is_some_and(|(_, hi)| hi < floor) {
                     sure += 1;
                 }
             }
@@ -269,24 +278,14 @@ impl Grid {
         (point, sure, cells)
     }
 
-    /// The 95% interval of `libc / m` in the cell labelled `at`.
-    fn ci_at(&self, m: &str, at: &str) -> Option<(f64, f64)> {
-        let (i, (_, c)) = self
-            .cells
-            .iter()
-            .enumerate()
-            .find(|(_, (k, _))| label(k) == at)?;
-        c.ci(m, i as u64)
-    }
-
     /// (geometric mean of `base / time` over the cells that have both, worst cell
-    /// ratio and its label).
+    /// ratio and that cell).
     fn ratio(
         &self,
         base: impl Fn(&CellTimes) -> Option<f64>,
         time: impl Fn(&CellTimes) -> Option<f64>,
-    ) -> Option<(f64, f64, String)> {
-        let (mut sum, mut n, mut worst) = (0.0, 0, (f64::MAX, String::new()));
+    ) -> Option<(f64, f64, &CellTimes, &CellKey)> {
+        let (mut sum, mut n, mut worst) = (0.0, 0, None);
         for (k, c) in &self.cells {
             let (Some(b), Some(t)) = (base(c), time(c)) else {
                 continue;
@@ -294,11 +293,12 @@ impl Grid {
             let r = b / t;
             sum += r.ln();
             n += 1;
-            if r < worst.0 {
-                worst = (r, label(k));
+            if worst.is_none_or(|(w, _, _)| r < w) {
+                worst = Some((r, c, k));
             }
         }
-        (n > 0).then(|| ((sum / n as f64).exp(), worst.0, worst.1))
+        let (w, c, k) = worst?;
+        Some(((sum / n as f64).exp(), w, c, k))
     }
 }
 
@@ -353,19 +353,21 @@ pub fn summary(recs: &[Record], op: &str) -> Vec<Row> {
             } else {
                 FLOOR
             };
+            let labelled = |r: Option<(f64, f64, &CellTimes, &CellKey)>| -> Ratio {
+                r.map(|(geo, w, _, k)| (geo, w, label(k)))
+            };
             let row = |time: &dyn Fn(&CellTimes) -> Option<f64>, measured: bool| {
                 let vs_libc = g.ratio(libc, time);
                 Row {
                     method: m.to_string(),
                     worst_ci: vs_libc
-                        .as_ref()
                         .filter(|_| measured)
-                        .and_then(|(_, _, at)| g.ci_at(m, at)),
-                    vs_libc,
+                        .and_then(|(_, _, c, _)| c.ci(m)),
+                    vs_libc: labelled(vs_libc),
                     floor,
                     below: measured.then(|| g.below(m, floor)),
-                    vs_oracle: g.ratio(oracle, time),
-                    vs_oracle_cv: g.ratio(oracle_cv, time),
+                    vs_oracle: labelled(g.ratio(oracle, time)),
+                    vs_oracle_cv: labelled(g.ratio(oracle_cv, time)),
                 }
             };
             match m {
@@ -424,9 +426,9 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
             "times are medians; auto, auto_hinted and libc_again (libc's second measurement) as libc time / their time, with the 95% bootstrap interval; the oracle is the fastest kernel in the cell",
             ["cell", "libc", "auto", "auto_hinted", "libc_again", "oracle kernel", "oracle vs libc"].map(String::from).to_vec(),
         );
-        for (i, (k, c)) in g.cells.iter().enumerate() {
+        for (k, c) in &g.cells {
             let ratio = |m: &str| match (c.libc, c.methods.get(m)) {
-                (Some(l), Some(t)) => match c.ci(m, i as u64) {
+                (Some(l), Some(t)) => match c.ci(m) {
                     Some(ci) => format!("{:.2}× ({})", l / t, fmt_ci(Some(ci))),
                     None => format!("{:.2}×", l / t),
                 },

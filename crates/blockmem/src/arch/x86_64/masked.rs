@@ -59,7 +59,7 @@ pub const SET_WIDE_MAX: usize = 2048;
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= 64`; the CPU supports
-/// AVX-512F, AVX-512BW and BMI2 with OS-enabled ZMM state.
+/// AVX-512F, AVX-512BW, AVX-512VL and BMI2 with OS-enabled ZMM state.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
 #[inline]
 pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
@@ -68,7 +68,8 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
         let mask = _bzhi_u32(u32::MAX, n as u32);
         // SAFETY: the mask selects exactly bytes [0, n) of each 32-byte access, which
         // are valid per the contract; masked-out bytes are not accessed (no fault, no
-        // write). In ymm16, as in `set_le64`: no `vzeroupper` on return.
+        // write). In ymm16, an EVEX-only register as in `set_le64`: no `vzeroupper`
+        // on return.
         unsafe {
             core::arch::asm!(
                 "kmovd k1, {m:e}",
