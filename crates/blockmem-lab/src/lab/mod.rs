@@ -109,7 +109,9 @@ pub struct LabArgs {
     /// Sizes to measure, comma-separated, with optional K/M/G suffix (e.g. 4K,1M).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub sizes: Vec<String>,
-    /// Timed repetitions per cell (default: per experiment, fewer with --quick).
+    /// Timed repetitions per cell (default: per experiment, fewer with --quick). A
+    /// cold cell of a few KiB times several placements after each cache preparation,
+    /// so it records a multiple of N samples (`calls_per_sweep` in the JSON).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: Option<u32>,
     /// Effective LLC size to assume instead of measuring it (e.g. 12M).

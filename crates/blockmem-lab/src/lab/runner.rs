@@ -202,6 +202,55 @@ impl Record {
 const SLOTS: usize = 16;
 /// Largest per-slot span (region + offsets + canary) that rotates.
 const SLOT_SPAN_MAX: usize = 256 << 10;
+/// Rotating slots start this far apart at least: eight page-table entries share a
+/// 64-byte line, so slots 32 KiB apart each have their own. A cell that times several
+/// slots after one sweep (see [`calls_per_sweep`]) would otherwise find the
+/// page-table line of a later slot cached by an earlier slot's page walk, and skip a
+/// DRAM access a lone cold call pays.
+const SLOT_ALIGN: usize = 32 << 10;
+
+/// How many slots one preparation of a cold cell serves: the sweep (flush the cold
+/// regions of every slot, then read or write 1.5 effective LLCs twice, several
+/// milliseconds) is done once, then each slot in turn gets its hot regions touched and
+/// its call timed, each call a sample of its own.
+///
+/// Why: a cold call of a few KiB is a handful of DRAM accesses whose latency varies
+/// call to call. One sample per sweep gave a 4 KiB cell 30 samples whose quartiles
+/// spanned 2× (240–510 ns for libc, hot source to clean destination), so its median
+/// moved by 20% between runs and between two methods running the same code, and the
+/// policy grid's worst cell was mostly that noise. Sixteen calls per sweep give 16×
+/// the samples for the same time.
+///
+/// What keeps each call as cold as a lone one: the slots are distinct lines on
+/// distinct pages (their TLB entries were evicted by the sweep), [`SLOT_ALIGN`] apart
+/// (their page-table lines too), called in a random order (no stride for a
+/// prefetcher to follow), and together they touch at most an eighth of the L2, so the
+/// background the sweep left (clean or dirty lines of other data) is still what
+/// surrounds the last call. A hot region is touched right before its own call, as in
+/// a lone preparation. Cells that are all hot (no sweep), that do not rotate
+/// (`span > SLOT_SPAN_MAX`), or that re-read an application working set (its baseline
+/// is paired with one call) keep one call per preparation.
+///
+/// The samples of one sweep share the machine's state of that moment, so they are not
+/// fully independent: the bootstrap intervals over them are somewhat narrow.
+pub fn calls_per_sweep(
+    op: Op,
+    n: usize,
+    src: CacheState,
+    dst: CacheState,
+    after: After,
+    span: usize,
+    l2: usize,
+) -> usize {
+    let copy_like = matches!(op, Op::Copy | Op::Move);
+    let cold = dst.is_cold() || (copy_like && src.is_cold());
+    if !cold || span > SLOT_SPAN_MAX || matches!(after, After::ReadApp { .. }) {
+        return 1;
+    }
+    let touched = if copy_like { 2 * n } else { n }.max(1);
+    // The lead call and the timed ones together.
+    ((l2 / 8) / touched).saturating_sub(1).clamp(1, SLOTS - 1)
+}
 
 /// Cold cells up to this size run each method once, untimed, on a scratch buffer
 /// after the cache state is built. The eviction sweep that makes the data cold also
@@ -377,6 +426,12 @@ pub fn size_mix(n: usize, batch: usize, seed: u64) -> Option<(Vec<usize>, f64)> 
     Some((sizes, n as f64 / mean))
 }
 
+/// Bytes one slot of a cell spans: its region at the larger offset, and the canary,
+/// in whole pages.
+fn slot_span(c: &Cell<'_>) -> usize {
+    (c.src_off.max(c.dst_off) + c.size + CANARY).next_multiple_of(4096)
+}
+
 /// Whether two cells differ at most in their method (one interleaved group).
 fn same_shape(a: &Cell<'_>, b: &Cell<'_>) -> bool {
     (
@@ -410,6 +465,8 @@ struct GroupRun {
     /// Mixed batch sizes and their time scale (see [`size_mix`]).
     mix: Option<(Vec<usize>, f64)>,
     checks_n: usize,
+    /// Slots (samples) per preparation (see [`calls_per_sweep`]).
+    per_sweep: usize,
     /// Timed repetitions plus state-check preparations.
     total: usize,
     samples: Vec<Vec<f64>>,
@@ -693,13 +750,23 @@ impl Runner {
             After::Nothing => batch_for(c.op, n, c.src, c.dst),
             _ => 1,
         };
+        let per_sweep = calls_per_sweep(
+            c.op,
+            n,
+            c.src,
+            c.dst,
+            c.after,
+            slot_span(c),
+            self.states.hier.l2,
+        );
         GroupRun {
             entries,
             batch,
             mix: self.size_mix.then(|| size_mix(n, batch, 0x5eed)).flatten(),
             checks_n,
+            per_sweep,
             total: reps + checks_n,
-            samples: vec![Vec::with_capacity(reps); m],
+            samples: vec![Vec::with_capacity(reps * per_sweep); m],
             after_samples: vec![Vec::new(); m],
             base_samples: vec![Vec::new(); m],
             verified: vec![true; m],
@@ -727,8 +794,13 @@ impl Runner {
         // run to run and moves small cold copies by up to 2×; the median over many
         // placements is what repeats (seed 002: run-to-run variability from page
         // placement).
-        let span = (c.src_off.max(c.dst_off) + n + CANARY).next_multiple_of(4096);
+        let span = slot_span(c);
         let slots = if span <= SLOT_SPAN_MAX { SLOTS } else { 1 };
+        let span = if slots > 1 {
+            span.next_multiple_of(SLOT_ALIGN)
+        } else {
+            span
+        };
         let src_base = if copy_like {
             ensure(&mut self.pool.src, slots * span, Some(&mut self.rng)).as_ptr()
         } else {
@@ -782,16 +854,17 @@ impl Runner {
         let mix = g.mix.as_ref();
         let timer = self.timer;
         let m = cells.len();
-        let (checks_n, total) = (g.checks_n, g.total);
+        let (checks_n, total, per_sweep) = (g.checks_n, g.total, g.per_sweep);
         for rep in reps {
             let probe_rep = rep < checks_n - 1 || rep == total - 1;
             let order = self.method_order(m);
-            let (src, dst, regions) = place(rep % slots);
-            // SAFETY: `src` (n bytes), `dst` (n + CANARY bytes) and `app` lie inside
-            // pool buffers owned by `self`, which nothing else touches meanwhile; the
-            // regions do not overlap each other or the eviction buffer.
-            unsafe {
-                if probe_rep {
+            if probe_rep {
+                let (src, dst, regions) = place(rep % slots);
+                // SAFETY: `src` (n bytes), `dst` (n + CANARY bytes) and `app` lie
+                // inside pool buffers owned by `self`, which nothing else touches
+                // meanwhile; the regions do not overlap each other or the eviction
+                // buffer.
+                unsafe {
                     poison(dst, src, n, c.op, byte);
                     self.states.prepare(&regions);
                     // The background first: probing the regions would disturb it.
@@ -801,58 +874,90 @@ impl Runner {
                     for r in &regions[..if copy_like { 2 } else { 1 }] {
                         g.checks.push(self.states.verify(r));
                     }
-                    continue;
                 }
-                for &j in &order {
-                    let Some(entry) = g.entries[j] else { continue };
+                continue;
+            }
+            // The slots this repetition times: one, rotating; or a lead slot and
+            // `per_sweep` timed ones, distinct, in a random order (see
+            // `calls_per_sweep`).
+            let picks: Vec<usize> = if per_sweep > 1 {
+                let mut all: Vec<usize> = (0..slots).collect();
+                self.rng.shuffle(&mut all);
+                all.truncate(per_sweep + 1);
+                all
+            } else {
+                vec![rep % slots]
+            };
+            let placed: Vec<(*const u8, *mut u8, Vec<Region>)> =
+                picks.iter().map(|&k| place(k)).collect();
+            let every: Vec<Region> = placed.iter().flat_map(|p| p.2.iter().copied()).collect();
+            for &j in &order {
+                let Some(entry) = g.entries[j] else { continue };
+                // SAFETY: as above, for every placed slot; slots do not overlap.
+                unsafe {
                     if let After::ReadApp { .. } = c.after {
-                        // Paired baseline: same preparation, no call.
-                        poison(dst, src, n, c.op, byte);
-                        self.states.prepare(&regions);
+                        // Paired baseline: same preparation, no call (one slot).
+                        let (src, dst, regions) = &placed[0];
+                        poison(*dst, *src, n, c.op, byte);
+                        self.states.prepare(regions);
                         let (_, _, head, links) = app.expect("app buffer");
                         g.base_samples[j].push(timer.time(|| {
                             chase(head, links);
                         }));
                     }
-                    poison(dst, src, n, c.op, byte);
-                    self.states.prepare(&regions);
-                    if let Some(w) = warm {
-                        // Untimed, on scratch memory: warms the method's code and
-                        // metadata, not the measured data.
-                        entry_call(entry, w.add(WARM_MAX), w, byte, n);
+                    for (src, dst, _) in &placed {
+                        poison(*dst, *src, n, c.op, byte);
                     }
-                    let per_call = match mix {
-                        None => {
-                            timer.time(|| {
-                                for _ in 0..batch {
-                                    entry_call(entry, dst, src, byte, n);
-                                }
-                            }) / batch as f64
+                    self.states.prepare_cold(&every);
+                    for (i, (src, dst, regions)) in placed.iter().enumerate() {
+                        let (src, dst) = (*src, *dst);
+                        self.states.prepare_hot(regions);
+                        if let (0, Some(w)) = (i, warm) {
+                            // Untimed, on scratch memory: warms the method's code and
+                            // metadata, not the measured data.
+                            entry_call(entry, w.add(WARM_MAX), w, byte, n);
                         }
-                        Some((sizes, scale)) => {
-                            timer.time(|| {
-                                for &k in sizes {
-                                    entry_call(entry, dst, src, byte, k);
-                                }
-                            }) / batch as f64
-                                * scale
+                        if i == 0 && per_sweep > 1 {
+                            // The lead call: untimed (see `calls_per_sweep`).
+                            entry_call(entry, dst, src, byte, n);
+                            if !check_bytes(dst, src, n, c.op, byte) {
+                                g.verified[j] = false;
+                            }
+                            continue;
                         }
-                    };
-                    g.samples[j].push(per_call);
-                    match c.after {
-                        After::Nothing => {}
-                        After::ReadDst => g.after_samples[j].push(timer.time(|| {
-                            read_all(dst, n);
-                        })),
-                        After::ReadApp { .. } => {
-                            let (_, _, head, links) = app.expect("app buffer");
-                            g.after_samples[j].push(timer.time(|| {
-                                chase(head, links);
-                            }));
+                        let per_call = match mix {
+                            None => {
+                                timer.time(|| {
+                                    for _ in 0..batch {
+                                        entry_call(entry, dst, src, byte, n);
+                                    }
+                                }) / batch as f64
+                            }
+                            Some((sizes, scale)) => {
+                                timer.time(|| {
+                                    for &k in sizes {
+                                        entry_call(entry, dst, src, byte, k);
+                                    }
+                                }) / batch as f64
+                                    * scale
+                            }
+                        };
+                        g.samples[j].push(per_call);
+                        match c.after {
+                            After::Nothing => {}
+                            After::ReadDst => g.after_samples[j].push(timer.time(|| {
+                                read_all(dst, n);
+                            })),
+                            After::ReadApp { .. } => {
+                                let (_, _, head, links) = app.expect("app buffer");
+                                g.after_samples[j].push(timer.time(|| {
+                                    chase(head, links);
+                                }));
+                            }
                         }
-                    }
-                    if !check_bytes(dst, src, n, c.op, byte) {
-                        g.verified[j] = false;
+                        if !check_bytes(dst, src, n, c.op, byte) {
+                            g.verified[j] = false;
+                        }
                     }
                 }
             }
@@ -872,6 +977,7 @@ impl Runner {
                 Some(self.finish(
                     &cells[j],
                     g.batch,
+                    g.per_sweep,
                     g.mix.is_some(),
                     links,
                     g.verified[j],
@@ -891,6 +997,7 @@ impl Runner {
         &mut self,
         c: &Cell<'_>,
         batch: usize,
+        per_sweep: usize,
         mixed: bool,
         links: usize,
         verified: bool,
@@ -909,6 +1016,9 @@ impl Runner {
         }
         let mut extras = Map::new();
         extras.insert("batch".into(), json!(batch));
+        if per_sweep > 1 {
+            extras.insert("calls_per_sweep".into(), json!(per_sweep));
+        }
         if mixed {
             extras.insert("size_mix".into(), json!("3n/4..=n, scaled to n"));
         }
@@ -1177,8 +1287,20 @@ pub(crate) mod tests {
             for op in Op::ALL {
                 if let Some(rec) = r.measure(&cell(&m, op, 777)) {
                     assert!(rec.verified, "{} {}", m.name(), op.name());
-                    assert_eq!(rec.summary.n, 3);
-                    assert_eq!(rec.samples_ns.len(), 3);
+                    // Hot source, clean destination: several calls per sweep.
+                    let per = calls_per_sweep(
+                        op,
+                        777,
+                        CacheState::Hot,
+                        CacheState::Clean,
+                        After::Nothing,
+                        4096,
+                        r.states.hier.l2,
+                    );
+                    assert!(per > 1);
+                    assert_eq!(rec.extras["calls_per_sweep"], per);
+                    assert_eq!(rec.summary.n, 3 * per);
+                    assert_eq!(rec.samples_ns.len(), 3 * per);
                 }
             }
         }
@@ -1236,13 +1358,24 @@ pub(crate) mod tests {
         assert_eq!(rec(2, 0).reuse, "read");
         assert!(rec(3, 0).extra_f64("app_extra_ns").is_some());
         assert!(out[4][0].is_none());
-        // The repetitions split over passes add up to what the cell asked for.
+        // The repetitions split over passes add up to what the cell asked for, times
+        // the calls each preparation serves.
+        let per = |rec: &Record| {
+            rec.extras
+                .get("calls_per_sweep")
+                .map_or(1, |v| v.as_u64().unwrap())
+        };
         for (g, j) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (3, 0)] {
-            assert_eq!(rec(g, j).summary.n, 3, "group {g} cell {j}");
+            let rec = rec(g, j);
+            assert_eq!(rec.summary.n as u64, 3 * per(rec), "group {g} cell {j}");
         }
+        // The pollution cell keeps one call per preparation; the 3000-byte copy does not.
+        assert_eq!(per(rec(3, 0)), 1);
+        assert!(per(rec(0, 0)) > 1);
         // More passes than repetitions is fine too.
         let out = r.measure_rounds(&groups[..1], 50, |_| {});
-        assert_eq!(out[0][0].as_ref().unwrap().summary.n, 3);
+        let rec = out[0][0].as_ref().unwrap();
+        assert_eq!(rec.summary.n as u64, 3 * per(rec));
         assert!(r.warnings.has_errors());
     }
 
@@ -1294,6 +1427,30 @@ pub(crate) mod tests {
         d.sort_unstable();
         d.dedup();
         assert!(d.len() > 8, "{sizes:?}");
+    }
+
+    #[test]
+    fn several_calls_per_sweep_only_for_small_cold_cells() {
+        use CacheState::*;
+        let l2 = 2 << 20;
+        let n = |op, n, s, d, after| calls_per_sweep(op, n, s, d, after, 4096, l2);
+        // A 4 KiB cold copy: 15 timed calls after the lead one (16 slots).
+        assert_eq!(n(Op::Copy, 4096, Clean, Clean, After::Nothing), SLOTS - 1);
+        assert_eq!(n(Op::Copy, 4096, Hot, Dirty, After::ReadDst), SLOTS - 1);
+        // Bounded by an eighth of the L2 with the lead call: 256 KiB / 32 KiB - 1.
+        assert_eq!(n(Op::Copy, 16 << 10, Clean, Hot, After::Nothing), 7);
+        assert_eq!(n(Op::Set, 16 << 10, Hot, Clean, After::Nothing), 15);
+        assert_eq!(n(Op::Zero, 64 << 10, Hot, Dirty, After::Nothing), 3);
+        assert_eq!(n(Op::Copy, 64 << 10, Clean, Clean, After::Nothing), 1);
+        // All hot: no sweep to share (a set's source state does not count).
+        assert_eq!(n(Op::Copy, 4096, Hot, Hot, After::Nothing), 1);
+        assert_eq!(n(Op::Set, 4096, Clean, Hot, After::Nothing), 1);
+        // The pollution baseline is paired with a single call.
+        let app = After::ReadApp { ws: 1 << 20 };
+        assert_eq!(n(Op::Copy, 4096, Clean, Clean, app), 1);
+        // Slots that do not rotate.
+        let big = calls_per_sweep(Op::Copy, 64, Clean, Clean, After::Nothing, 1 << 20, l2);
+        assert_eq!(big, 1);
     }
 
     #[test]

@@ -613,6 +613,21 @@ impl StateBuilder {
     /// Every region must be valid for reads and writes, exclusively ours, and not
     /// overlap the eviction buffer.
     pub unsafe fn prepare(&mut self, regions: &[Region]) {
+        // SAFETY: caller's contract.
+        unsafe {
+            self.prepare_cold(regions);
+            self.prepare_hot(regions);
+        }
+    }
+
+    /// The first half of [`prepare`](Self::prepare): flushes the cold regions and
+    /// sweeps the eviction buffer; the hot regions are left alone. A cell that times
+    /// several placements after one sweep (see the runner's `calls_per_sweep`) calls it
+    /// once for all of them, then [`prepare_hot`](Self::prepare_hot) per placement.
+    ///
+    /// # Safety
+    /// As for [`prepare`](Self::prepare).
+    pub unsafe fn prepare_cold(&mut self, regions: &[Region]) {
         let cold: Vec<&Region> = regions.iter().filter(|r| r.state.is_cold()).collect();
         self.last_sweep = None;
         if !cold.is_empty() {
@@ -634,6 +649,14 @@ impl StateBuilder {
                 unsafe { sweep(c, d, n, any_dirty, any_dirty && any_clean) };
             }
         }
+    }
+
+    /// The second half of [`prepare`](Self::prepare): touches the hot regions, sources
+    /// before destinations.
+    ///
+    /// # Safety
+    /// As for [`prepare`](Self::prepare).
+    pub unsafe fn prepare_hot(&mut self, regions: &[Region]) {
         for access in [Access::Read, Access::Write] {
             for r in regions
                 .iter()
