@@ -6,7 +6,7 @@
 //! 2. Time every candidate kernel per op at a ladder of sizes, with source and
 //!    destination hot or cold (clean), through the lab's runner (bytes verified).
 //! 3. Time the cache probe on cached and flushed lines.
-//! 4. [`derive`] the profile from those medians — a pure function, unit-tested on
+//! 4. [`derive`](fn@derive) the profile from those medians — a pure function, unit-tested on
 //!    synthetic measurements — and write it, with the evidence as comments.
 
 use std::collections::BTreeMap;

@@ -5,7 +5,8 @@
 //! Every repetition: poison the destination (each byte differs from what the op will
 //! write, and a canary follows the region), build the cache states, time the call with
 //! `rdtscp`, then compare the destination with the source (or the fill byte) and check
-//! the canary. Two extra, untimed preparations (before the first and after the last
+//! the canary. A small cold cell does this on several slots after one sweep, each call
+//! a sample (see [`calls_per_sweep`]). Two extra, untimed preparations (before the first and after the last
 //! repetition) are probed to verify the cache states; probing disturbs the state, so
 //! it never precedes a timed call.
 
@@ -218,11 +219,17 @@ const SLOT_ALIGN: usize = 32 << 10;
 /// call to call. One sample per sweep gave a 4 KiB cell 30 samples whose quartiles
 /// spanned 2× (240–510 ns for libc, hot source to clean destination), so its median
 /// moved by 20% between runs and between two methods running the same code, and the
-/// policy grid's worst cell was mostly that noise. Sixteen calls per sweep give 16×
-/// the samples for the same time.
+/// policy grid's worst cell was mostly that noise. Fifteen timed calls per sweep give
+/// 15× the samples for the same time.
+///
+/// An untimed lead call on one more slot goes first: the first call after a sweep also
+/// pays for what the sweep evicted besides the data (upper page-table levels among
+/// it; measured, 366 ns against 95–120 ns for the calls after it on a hot→clean 4 KiB
+/// copy), which a program copying cold data has cached, as it has its code (see
+/// [`WARM_MAX`]).
 ///
 /// What keeps each call as cold as a lone one: the slots are distinct lines on
-/// distinct pages (their TLB entries were evicted by the sweep), [`SLOT_ALIGN`] apart
+/// distinct pages (their TLB entries were evicted by the sweep), `SLOT_ALIGN` (32 KiB) apart
 /// (their page-table lines too), called in a random order (no stride for a
 /// prefetcher to follow), and together they touch at most an eighth of the L2, so the
 /// background the sweep left (clean or dirty lines of other data) is still what

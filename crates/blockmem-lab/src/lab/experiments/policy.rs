@@ -167,7 +167,7 @@ pub const FLOOR_HINTED: f64 = 0.95;
 /// The confidence level of the per-cell intervals.
 const LEVEL: f64 = 0.95;
 
-/// The oracle as [`cross_validated_best`] computes it, in the summary's rows.
+/// The oracle as `cross_validated_best` computes it, in the summary's rows.
 pub const ORACLE_CV: &str = "oracle_cv";
 
 /// Per cell: libc's time, the oracle (best kernel, its time), and every method's time.
@@ -179,7 +179,7 @@ struct Grid {
 struct CellTimes {
     libc: Option<f64>,
     oracle: Option<(String, f64)>,
-    /// The best kernel's time without the winner's curse ([`cross_validated_best`]).
+    /// The best kernel's time without the winner's curse (`cross_validated_best`).
     oracle_cv: Option<f64>,
     methods: BTreeMap<String, f64>,
     samples: BTreeMap<String, Vec<f64>>,
@@ -334,7 +334,7 @@ pub struct Row {
     pub below: Option<(usize, usize, usize)>,
     /// Against the oracle (the smallest kernel median in each cell).
     pub vs_oracle: Ratio,
-    /// Against the cross-validated oracle ([`cross_validated_best`]).
+    /// Against the cross-validated oracle (`cross_validated_best`).
     pub vs_oracle_cv: Ratio,
 }
 
