@@ -166,6 +166,32 @@ fn zero_against_guard_pages() {
     guarded(Op::Zero);
 }
 
+/// A zero-byte call dereferences nothing: with both pointers inside a `PROT_NONE`
+/// page (at its start, middle and last byte) or null, every method and op returns
+/// without a fault. Programs rely on `memcpy(p, q, 0)` with dangling pointers.
+#[test]
+fn zero_bytes_touch_nothing() {
+    let g = Guarded::new();
+    for op in [Op::Copy, Op::Move, Op::Set, Op::Zero] {
+        let ms = methods(op);
+        let mut cases = 0u64;
+        for m in &ms {
+            for off in [0usize, 1, 2048, 4064, 4095] {
+                let p = g.base.wrapping_add(off);
+                for (d, s) in [
+                    (p, p as *const u8),
+                    (std::ptr::null_mut(), std::ptr::null()),
+                ] {
+                    // SAFETY: n == 0: no byte is in range, so no byte may be accessed.
+                    assert!(unsafe { m.run(op, d, s, 0x5a, 0) });
+                    cases += 1;
+                }
+            }
+        }
+        report("zero bytes at PROT_NONE and null", op, &ms, cases);
+    }
+}
+
 /// Overlapping moves inside one guarded region, flush against either guard.
 #[test]
 fn overlapping_move_against_guard_pages() {
