@@ -826,13 +826,18 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
     runner.size_mix = true;
     // Small sizes matter as much as large ones: `rep movsb`/`rep stosb` cost ~15 ns to
     // start, so kernels chosen on 4 KiB and up alone would make every 200-byte call
-    // several times slower.
+    // several times slower. 8 and 16 KiB because the rep window can only start at a
+    // measured size: with 4 KiB then 64 KiB, `rep movsb` (which starts to win at 8 KiB
+    // to cold destinations here) began at 64 KiB, and `auto` copied 8-32 KiB to a clean
+    // destination at 0.71-0.84x glibc's speed (the same run: 0.96-1.03x from 8 KiB).
     let sizes: Vec<usize> = if args.quick {
         vec![
             256,
             1 << 10,
             2 << 10,
             4 << 10,
+            8 << 10,
+            16 << 10,
             64 << 10,
             1 << 20,
             8 << 20,
@@ -845,6 +850,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
             1 << 10,
             2 << 10,
             4 << 10,
+            8 << 10,
             16 << 10,
             64 << 10,
             256 << 10,
