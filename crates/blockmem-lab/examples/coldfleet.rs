@@ -9,7 +9,7 @@
 use blockmem_lab::lab::experiments::fleet::{draw, Distribution};
 use blockmem_lab::lab::mem::Buffer;
 use blockmem_lab::lab::method::Method;
-use blockmem_lab::lab::state::{flush, read_lines};
+use blockmem_lab::lab::state::{flush, median, read_lines};
 use std::time::Instant;
 
 fn main() {
@@ -84,13 +84,7 @@ fn main() {
                 t[j].push(s.elapsed().as_secs_f64() * 1e9 / sub.len() as f64);
             }
         }
-        let med: Vec<String> = t
-            .iter_mut()
-            .map(|v| {
-                v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-                format!("{:9.1}", v[v.len() / 2])
-            })
-            .collect();
+        let med: Vec<String> = t.iter().map(|v| format!("{:9.1}", median(v))).collect();
         let label = format!(
             "{lo}..{}",
             if hi > 1 << 30 {

@@ -54,8 +54,8 @@ pub const WIDE_MAX: usize = 512;
 pub const SET_WIDE_MAX: usize = 2048;
 
 /// Copies (or moves: every load completes before the first store) `n <= 64` bytes,
-/// touching only the cache lines the bytes lie in when `n > 32` and at most one line
-/// more when `n <= 32` (see the module docs).
+/// touching only the cache lines the bytes lie in when `n > 32`, at most one line
+/// more when `n <= 32` (see the module docs), and none of the caller's when `n == 0`.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= 64`; the CPU supports
@@ -68,8 +68,8 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
         // A masked access with every byte masked out still looks its line up: a
         // zero-byte copy at cold addresses cost 57 ns against glibc's 7, and 8.7% of
         // Memcpy_Fleet's calls are zero bytes. With n == 0 (`bzhi` sets ZF) the
-        // store points instead at the line 128-191 bytes below the stack pointer,
-        // past the red zone, and the load at the line below that: cached, this
+        // store points instead at the line ending 128-191 bytes below the stack
+        // pointer, past the red zone, and the load at the line below that: cached, this
         // thread's own (a static line would move between the cores storing to it),
         // never read by code before it writes it. Two lines, because a load from
         // the line the previous call's masked store went to waits for that store
