@@ -219,10 +219,10 @@ pub fn derive(
             p.rep_movsb_min = min;
             p.rep_movsb_max = max;
             why.push(format!(
-                "rep_movsb window: beats {} by >5% (on cached copies, to cold destinations while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones) from {}, to below {}",
+                "rep_movsb window: beats {} by >5% (on cached copies, to cold destinations while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones) from {}{}",
                 p.copy_temporal.name(),
                 Size(p.rep_movsb_min),
-                Size(p.rep_movsb_max)
+                window_end(p.rep_movsb_max)
             ));
         }
     }
@@ -507,10 +507,10 @@ pub fn derive(
             p.rep_stosb_min = min;
             p.rep_stosb_max = max;
             why.push(format!(
-                "rep_stosb window: beats {} by >5% (on cached destinations, on cold ones while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones) from {}, to below {}",
+                "rep_stosb window: beats {} by >5% (on cached destinations, on cold ones while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones) from {}{}",
                 p.set_temporal.name(),
                 Size(p.rep_stosb_min),
-                Size(p.rep_stosb_max)
+                window_end(p.rep_stosb_max)
             ));
         }
     }
@@ -799,6 +799,16 @@ fn window(
         }
     }
     found
+}
+
+/// How a `rep` window's end reads in the evidence: `, to below 64MiB`, or that it has
+/// none.
+fn window_end(max: usize) -> String {
+    if max == usize::MAX {
+        ", with no upper end".into()
+    } else {
+        format!(", to below {}", Size(max))
+    }
 }
 
 /// Runs `blockmem calibrate`.

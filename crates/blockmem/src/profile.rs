@@ -226,7 +226,7 @@ const KEYS: [Key; 20] = [
     },
     Key {
         name: "rep_movsb_max",
-        doc: "rep movsb window end (exclusive)",
+        doc: "rep movsb window end (exclusive; 18446744073709551615: no end)",
         kind: Kind::Size(|p| &mut p.rep_movsb_max),
     },
     Key {
@@ -236,7 +236,7 @@ const KEYS: [Key; 20] = [
     },
     Key {
         name: "rep_stosb_max",
-        doc: "rep stosb window end (exclusive)",
+        doc: "rep stosb window end (exclusive; 18446744073709551615: no end)",
         kind: Kind::Size(|p| &mut p.rep_stosb_max),
     },
     Key {
@@ -477,7 +477,12 @@ pub fn render(out: &mut dyn fmt::Write, p: &Profile, header: &[&str]) -> fmt::Re
         writeln!(out)?;
         writeln!(out, "# {}", k.doc)?;
         match k.kind {
-            Kind::Size(f) => writeln!(out, "{} = {}", k.name, Size(*f(&mut copy)))?,
+            // The file spells "no limit" as the number (`usize::MAX`): the grammar every
+            // version-1 reader parses. People read it through `Size`.
+            Kind::Size(f) => match *f(&mut copy) {
+                usize::MAX => writeln!(out, "{} = {}", k.name, usize::MAX)?,
+                n => writeln!(out, "{} = {}", k.name, Size(n))?,
+            },
             Kind::Cycles(f) => writeln!(out, "{} = {}", k.name, *f(&mut copy))?,
             Kind::Kernel(f) => writeln!(out, "{} = {}", k.name, f(&mut copy).name())?,
         }
@@ -490,12 +495,17 @@ pub fn keys() -> impl Iterator<Item = (&'static str, &'static str)> {
     KEYS.iter().map(|k| (k.name, k.doc))
 }
 
-/// A byte count printed with the largest exact binary suffix (`64KiB`, `3MiB`, `100`).
+/// A byte count printed with the largest exact binary suffix (`64KiB`, `3MiB`, `100`);
+/// `usize::MAX`, which the profile uses for "no limit" (a window without an end, a
+/// threshold never reached), as `unbounded`.
 pub struct Size(pub usize);
 
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
+        if n == usize::MAX {
+            return f.write_str("unbounded");
+        }
         for (shift, suffix) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
             if n != 0 && n.is_multiple_of(1 << shift) {
                 return write!(f, "{}{}", n >> shift, suffix);
@@ -557,6 +567,24 @@ mod tests {
         for (k, _) in keys() {
             assert!(prov.from_file(k), "{k} not marked as from the file");
         }
+    }
+
+    #[test]
+    fn sizes_print_with_suffixes_and_no_limit_as_unbounded() {
+        let show = |n: usize| {
+            let mut buf = Buf {
+                bytes: [0; 4096],
+                len: 0,
+            };
+            fmt::write(&mut buf, format_args!("{}", Size(n))).unwrap();
+            buf.bytes[..buf.len].to_vec()
+        };
+        assert_eq!(show(0), b"0");
+        assert_eq!(show(100), b"100");
+        assert_eq!(show(64 << 10), b"64KiB");
+        assert_eq!(show(3 << 20), b"3MiB");
+        assert_eq!(show((1 << 20) + 1), b"1048577");
+        assert_eq!(show(usize::MAX), b"unbounded");
     }
 
     #[test]
