@@ -286,7 +286,13 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         (None, src) => println!("profile: {path} ({src})"),
     }
     for (k, v) in pr["keys"].as_object().into_iter().flatten() {
-        println!("  {k:<22} {}", v.as_str().unwrap_or(""));
+        // The file's "no limit" (usize::MAX) as `Size` shows it to people.
+        let v = v.as_str().unwrap_or("");
+        let v = match v.parse::<usize>() {
+            Ok(usize::MAX) => profile::Size(usize::MAX).to_string(),
+            _ => v.to_string(),
+        };
+        println!("  {k:<22} {v}");
     }
     let from: Vec<String> = Hint::ALL
         .iter()
