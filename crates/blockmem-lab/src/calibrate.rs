@@ -219,7 +219,7 @@ pub fn derive(
             p.rep_movsb_min = min;
             p.rep_movsb_max = max;
             why.push(format!(
-                "rep_movsb window: beats {} by >5% (on cached copies, to cold destinations while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones) from {}{}",
+                "rep_movsb window: beats {} by >5% (on cached copies, to cold destinations while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones), or is the safer choice for an unknown state (its worst state loses less), from {}{}",
                 p.copy_temporal.name(),
                 Size(p.rep_movsb_min),
                 window_end(p.rep_movsb_max)
@@ -507,7 +507,7 @@ pub fn derive(
             p.rep_stosb_min = min;
             p.rep_stosb_max = max;
             why.push(format!(
-                "rep_stosb window: beats {} by >5% (on cached destinations, on cold ones while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones) from {}{}",
+                "rep_stosb window: beats {} by >5% (on cached destinations, on cold ones while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones), or is the safer choice for an unknown state (its worst state loses less), from {}{}",
                 p.set_temporal.name(),
                 Size(p.rep_stosb_min),
                 window_end(p.rep_stosb_max)
@@ -725,8 +725,18 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
 /// the margin on cached data; or, not slower than the margin there, on the `cold`
 /// states (geometric mean); or where its expected time is lower by the margin with
 /// [`REP_COLD_SHARE`] of the calls cold (mean over `cold`) while it is at most
-/// [`REP_HOT_LOSS_MAX`] slower on cached data. It *loses* where it was not measured,
-/// or is slower than the margin on cached data without winning on expected time.
+/// [`REP_HOT_LOSS_MAX`] slower on cached data; or where it is the *safer* choice: at
+/// most [`REP_HOT_LOSS_MAX`] slower on cached data, its worst state (cached or `cold`)
+/// loses less to `temporal` than `temporal`'s worst state loses to it, and that worst
+/// loss is beyond the margin. It *loses* where it was not measured, or is slower than
+/// the margin on cached data without winning on expected time or safety.
+///
+/// The safety test is for the sizes below the probe size, where the policy cannot see
+/// the state and one kernel serves every call. Here the expected-time test alone drew
+/// the copy window from 8, 16 or 64 KiB in three calibrations of one machine, as the
+/// noise in a few cold cells moved it; with `avx512` kept at 16 KiB the lab measured
+/// 0.77-0.88x glibc's speed to cold destinations, against `rep movsb`'s 0.97-1.04x,
+/// for at most 2% on cached ones.
 fn rep_wins_loses<'a>(
     m: &'a Measurements,
     op: Op,
@@ -756,14 +766,31 @@ fn rep_wins_loses<'a>(
                 .zip(expected(rep, n))
                 .is_some_and(|(t, r)| t > r * MARGIN)
     };
-    let loses =
-        move |n: usize| ratio(n, h, c).is_none_or(|r| r * MARGIN < 1.0) && !cheaper_expected(n);
+    // The largest factor by which kernel `a` is slower than `b` over the cached and
+    // the `cold` states (None if either lacks a state).
+    let worst = move |a: KernelId, b: KernelId, n: usize| {
+        std::iter::once((h, c))
+            .chain(cold.iter().copied())
+            .map(|(s, d)| Some(m.get(&(a, op, n, s, d))? / m.get(&(b, op, n, s, d))?))
+            .try_fold(0.0f64, |w, r| Some(w.max(r?)))
+    };
+    let safer = move |n: usize| {
+        ratio(n, h, c).is_some_and(|r| r * REP_HOT_LOSS_MAX >= 1.0)
+            && !cold.is_empty()
+            && worst(temporal, rep, n)
+                .zip(worst(rep, temporal, n))
+                .is_some_and(|(t, r)| t > MARGIN && r < t)
+    };
+    let loses = move |n: usize| {
+        ratio(n, h, c).is_none_or(|r| r * MARGIN < 1.0) && !cheaper_expected(n) && !safer(n)
+    };
     let wins = move |n: usize| {
         ratio(n, h, c).is_some_and(|r| r > MARGIN)
             || (!loses(n)
                 && geomean(cold.iter().filter_map(|&(s, d)| ratio(n, s, d)))
                     .is_some_and(|r| r > MARGIN))
             || cheaper_expected(n)
+            || safer(n)
     };
     (wins, loses)
 }
@@ -1290,6 +1317,54 @@ mod tests {
         // Without cold states to weigh, only the cached comparison counts.
         let (wins, loses) = rep_wins_loses(&m, Op::Set, KernelId::Avx2, KernelId::RepStosb, &[]);
         assert!(!wins(4096) && loses(4096) && !loses(16384));
+    }
+
+    #[test]
+    fn a_rep_window_opens_where_rep_is_the_safer_choice() {
+        // This host's quick calibrations, copy: per size (avx512, rep movsb) times for
+        // hot→hot, hot→clean, clean→clean, ns.
+        let cells = [
+            // rep 11% slower cached, 26% slower hot→clean, 7% faster cold: avx512's
+            // worst (7%) is the smaller loss.
+            (4096, [(28.0, 31.0), (117.0, 148.0), (643.0, 602.0)]),
+            // rep 16% slower cached (size-mixed): past the cap whatever cold says.
+            (6144, [(25.0, 29.0), (109.0, 103.0), (559.0, 400.0)]),
+            // rep 11% slower cached, 16-19% faster cold; expected time is a tie.
+            (8192, [(54.0, 60.0), (407.0, 342.0), (1169.0, 1003.0)]),
+            // rep 8.5% slower cached, 24% faster hot→clean: one of the noisy cells
+            // that once started the window at 64 KiB.
+            (16384, [(117.0, 127.0), (1711.0, 1379.0), (2851.0, 2655.0)]),
+            // rep 5.5% slower cached, no cold gain beyond the margin: avx512.
+            (32768, [(180.0, 190.0), (4000.0, 3900.0), (8000.0, 7900.0)]),
+        ];
+        let states = [(Hot, Hot), (Hot, Clean), (Clean, Clean)];
+        let mut m = Measurements::new();
+        for &(n, times) in &cells {
+            for (&(s, d), &(t, r)) in states.iter().zip(&times) {
+                m.insert((KernelId::Avx512, Op::Copy, n, s, d), t);
+                m.insert((KernelId::RepMovsb, Op::Copy, n, s, d), r);
+            }
+        }
+        let cold = [(Hot, Clean), (Clean, Clean)];
+        let (wins, loses) =
+            rep_wins_loses(&m, Op::Copy, KernelId::Avx512, KernelId::RepMovsb, &cold);
+        let got: Vec<(usize, bool, bool)> =
+            cells.iter().map(|c| (c.0, wins(c.0), loses(c.0))).collect();
+        assert_eq!(
+            got,
+            [
+                (4096, false, true),
+                (6144, false, true),
+                (8192, true, false),
+                (16384, true, false),
+                (32768, false, true),
+            ]
+        );
+        let sizes: Vec<usize> = cells.iter().map(|c| c.0).collect();
+        assert_eq!(window(&sizes, &wins, &loses), Some((8192, 32768)));
+        // Without cold states the safety test has nothing to weigh.
+        let (wins, _) = rep_wins_loses(&m, Op::Copy, KernelId::Avx512, KernelId::RepMovsb, &[]);
+        assert!(!wins(8192) && !wins(16384));
     }
 
     #[test]
