@@ -1008,12 +1008,12 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         keys.push((set_pairs.iter().map(|(k, _)| *k).collect(), true));
     }
     let total: usize = groups.iter().map(Vec::len).sum::<usize>() * crate::lab::experiments::ROUNDS;
-    let mut done = 0;
+    // A bar on a terminal; nothing in a log (the duration is printed at the end).
+    let bar = crate::lab::progress::bar(total as u64, "calibrate", false);
     let results = runner.measure_rounds(&groups, crate::lab::experiments::ROUNDS, |k| {
-        done += k;
-        eprint!("\rcalibrate: {done}/{total} cells");
+        bar.inc(k as u64);
     });
-    eprintln!();
+    bar.finish_and_clear();
     let mut m = Measurements::new();
     let mut m_read = Measurements::new();
     let mut unverified = Vec::new();
