@@ -766,20 +766,21 @@ fn rep_wins_loses<'a>(
                 .zip(expected(rep, n))
                 .is_some_and(|(t, r)| t > r * MARGIN)
     };
-    // The largest factor by which kernel `a` is slower than `b` over the cached and
-    // the `cold` states (None if either lacks a state).
-    let worst = move |a: KernelId, b: KernelId, n: usize| {
+    // Over the cached and the `cold` states: the largest and smallest `ratio` (None if
+    // a state lacks either kernel). The largest is `temporal`'s worst loss to `rep`, the
+    // inverse of the smallest `rep`'s worst loss to `temporal`.
+    let extremes = move |n: usize| {
         std::iter::once((h, c))
             .chain(cold.iter().copied())
-            .map(|(s, d)| Some(m.get(&(a, op, n, s, d))? / m.get(&(b, op, n, s, d))?))
-            .try_fold(0.0f64, |w, r| Some(w.max(r?)))
+            .try_fold((0.0f64, f64::MAX), |(hi, lo), (s, d)| {
+                let r = ratio(n, s, d)?;
+                Some((hi.max(r), lo.min(r)))
+            })
     };
     let safer = move |n: usize| {
         ratio(n, h, c).is_some_and(|r| r * REP_HOT_LOSS_MAX >= 1.0)
             && !cold.is_empty()
-            && worst(temporal, rep, n)
-                .zip(worst(rep, temporal, n))
-                .is_some_and(|(t, r)| t > MARGIN && r < t)
+            && extremes(n).is_some_and(|(t, lo)| t > MARGIN && 1.0 / lo < t)
     };
     let loses = move |n: usize| {
         ratio(n, h, c).is_none_or(|r| r * MARGIN < 1.0) && !cheaper_expected(n) && !safer(n)
