@@ -709,6 +709,14 @@ unsafe fn run(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: us
             #[cfg(target_arch = "x86_64")]
             (KernelId::Avx512Nt, Op::Set | Op::Zero) => x::avx512_nt::set(dst, byte, n),
             #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx2Pw, Op::Copy) => x::avx2_pw::copy(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx2Pw, Op::Move) => x::avx2_pw::move_(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx512Pw, Op::Copy) => x::avx512_pw::copy(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
+            (KernelId::Avx512Pw, Op::Move) => x::avx512_pw::move_(dst, src, n),
+            #[cfg(target_arch = "x86_64")]
             (KernelId::RepMovsb, Op::Copy) => x::rep_movsb::copy(dst, src, n),
             #[cfg(target_arch = "x86_64")]
             (KernelId::RepMovsb, Op::Move) => x::rep_movsb::move_(dst, src, n),

@@ -75,11 +75,15 @@ pub enum KernelId {
     RepStosb,
     /// AMD `clzero` (zero only).
     Clzero,
+    /// AVX2 with the destination prefetched for ownership a step ahead (copy, move).
+    Avx2Pw,
+    /// AVX-512 with the destination prefetched for ownership a step ahead (copy, move).
+    Avx512Pw,
 }
 
 impl KernelId {
     /// Every id, in table order.
-    pub const ALL: [KernelId; 12] = [
+    pub const ALL: [KernelId; 14] = [
         KernelId::Naive,
         KernelId::Portable,
         KernelId::Sse2,
@@ -92,6 +96,8 @@ impl KernelId {
         KernelId::RepMovsb,
         KernelId::RepStosb,
         KernelId::Clzero,
+        KernelId::Avx2Pw,
+        KernelId::Avx512Pw,
     ];
     /// The stable name used in JSON, on the command line and in `BLOCKMEM_FORCE`.
     pub const fn name(self) -> &'static str {
@@ -108,6 +114,8 @@ impl KernelId {
             KernelId::RepMovsb => "rep_movsb",
             KernelId::RepStosb => "rep_stosb",
             KernelId::Clzero => "clzero",
+            KernelId::Avx2Pw => "avx2_pw",
+            KernelId::Avx512Pw => "avx512_pw",
         }
     }
     /// Parses a stable name.
@@ -122,7 +130,7 @@ impl KernelId {
     pub const fn streams(self) -> bool {
         matches!(
             self,
-            KernelId::Avx2Nt | KernelId::Avx2PfNt | KernelId::Clzero
+            KernelId::Avx2Nt | KernelId::Avx2PfNt | KernelId::Avx512Nt | KernelId::Clzero
         )
     }
 }
@@ -252,7 +260,7 @@ const PORTABLE_KERNELS: [Kernel; 2] = [
 ];
 
 #[cfg(target_arch = "x86_64")]
-static TABLE: [Kernel; 12] = {
+static TABLE: [Kernel; 14] = {
     use arch::x86_64 as x;
     let [naive, portable] = PORTABLE_KERNELS;
     [
@@ -337,6 +345,28 @@ static TABLE: [Kernel; 12] = {
             "AMD clzero: zero whole lines without reading them",
             Features::CLZERO,
             (None, None, None, Some(x::clzero::zero as ZeroFn)),
+        ),
+        entry(
+            KernelId::Avx2Pw,
+            "avx2 with the destination prefetched for ownership a step ahead; cold or L2 destinations",
+            Features::AVX2.union(Features::PREFETCHW),
+            (
+                Some(x::avx2_pw::copy as CopyFn),
+                Some(x::avx2_pw::move_ as CopyFn),
+                None,
+                None,
+            ),
+        ),
+        entry(
+            KernelId::Avx512Pw,
+            "avx512 with the destination prefetched for ownership a step ahead; cold or L2 destinations",
+            Features::AVX512F.union(Features::AVX2).union(Features::PREFETCHW),
+            (
+                Some(x::avx512_pw::copy as CopyFn),
+                Some(x::avx512_pw::move_ as CopyFn),
+                None,
+                None,
+            ),
         ),
     ]
 };

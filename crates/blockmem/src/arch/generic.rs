@@ -208,25 +208,61 @@ unsafe fn touch_block(p: *const u8, len: usize) {
     }
 }
 
+/// What a forward copy fetches ahead of its loop, beyond what the hardware prefetchers do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Prefetch {
+    /// Nothing.
+    None,
+    /// Seed 003 Fig. 1: touch each [`PF_BLOCK`] of source before copying it.
+    SrcBlock,
+    /// `prefetchw` the destination's lines one loop step (4 vectors) ahead of the
+    /// stores (temporal stores only; x86-64 only, a no-op elsewhere). A store to a line
+    /// that is not in L1 must first fetch it for ownership, and the store buffer asks
+    /// for that only as the store reaches it, a few lines at a time; the prefetch
+    /// starts every fetch a step early. Measured here on 4 KiB copies: 8% slower than
+    /// the plain loop when both blocks sit in L1, 10% faster when both come from
+    /// memory, 25-50% faster when the source is cached and the destination is not in
+    /// L1 (see `avx512_pw`).
+    DstAhead,
+}
+
+/// `prefetchw` of the line at `p`: fetch it for ownership, in anticipation of a store.
+///
+/// # Safety
+/// The CPU supports PREFETCHW (a hint: it never faults, whatever `p` is).
+#[inline(always)]
+unsafe fn prefetch_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint reads and writes nothing architecturally and does not
+    // fault; the caller guarantees the instruction exists.
+    unsafe {
+        core::arch::asm!("prefetchw [{}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Forward copy of `n > 8 * V::SIZE` bytes.
 ///
-/// With `prefetch_block`, each [`PF_BLOCK`] of source is touched before it is copied.
+/// `pf` says what to fetch ahead: each [`PF_BLOCK`] of source before it is copied, or
+/// the destination one step ahead of the stores (temporal stores only).
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes; either no overlap or `dst < src`
-/// (then `stores` must be `Temporal`); CPU has `V`'s features. With non-temporal
-/// stores, this function fences before returning.
+/// (then `stores` must be `Temporal`); CPU has `V`'s features, and PREFETCHW with
+/// [`Prefetch::DstAhead`]. With non-temporal stores, this function fences before
+/// returning.
 #[inline(always)]
 pub unsafe fn copy_forward<V: Vector>(
     dst: *mut u8,
     src: *const u8,
     n: usize,
     stores: Stores,
-    prefetch_block: bool,
+    pf: Prefetch,
 ) {
     if stores == Stores::NonTemporal {
         // SAFETY: forwarded contract (no overlap, as streaming requires).
-        return unsafe { copy_forward_nt::<V>(dst, src, n, prefetch_block) };
+        return unsafe { copy_forward_nt::<V>(dst, src, n, pf == Prefetch::SrcBlock) };
     }
     let w = V::SIZE;
     let step = 4 * w;
@@ -245,7 +281,7 @@ pub unsafe fn copy_forward<V: Vector>(
         let mut d = dst.add(skip);
         let mut s = src.add(skip);
         let end = dst.add(n - step);
-        if prefetch_block {
+        if pf == Prefetch::SrcBlock {
             while d < end {
                 let block = (end as usize - d as usize).min(PF_BLOCK);
                 touch_block(s, block);
@@ -257,6 +293,22 @@ pub unsafe fn copy_forward<V: Vector>(
                 }
             }
         } else {
+            if pf == Prefetch::DstAhead {
+                // Prefetch [d+step, d+2step) while it lies inside the destination
+                // (never another object's lines: a prefetch for ownership takes them
+                // from other cores); the last step or two copy without.
+                let last = dst as usize + n - 2 * step;
+                while (d as usize) <= last {
+                    let mut off = 0;
+                    while off < step {
+                        prefetch_write(d.add(step + off));
+                        off += LINE;
+                    }
+                    copy4_loop!(V, d, s, stores);
+                    d = d.add(step);
+                    s = s.add(step);
+                }
+            }
             while d < end {
                 copy4_loop!(V, d, s, stores);
                 d = d.add(step);
@@ -442,7 +494,7 @@ pub unsafe fn move_long<V: Vector>(dst: *mut u8, src: *const u8, n: usize) {
     unsafe {
         if (dst as usize).wrapping_sub(src as usize) >= n {
             // dst < src, or no overlap at all: forward is safe.
-            copy_forward::<V>(dst, src, n, Stores::Temporal, false)
+            copy_forward::<V>(dst, src, n, Stores::Temporal, Prefetch::None)
         } else {
             copy_backward::<V>(dst, src, n)
         }

@@ -4,7 +4,7 @@
 //! is the kernel the suite exercises when AVX2 is masked off.
 
 use super::small::{copy_le32, set_le32, SMALL_MAX};
-use crate::arch::generic::{self, Stores, Vector};
+use crate::arch::generic::{self, Prefetch, Stores, Vector};
 
 const SHORT_MAX: usize = 8 * <u64 as Vector>::SIZE;
 
@@ -20,7 +20,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
         } else if n <= SHORT_MAX {
             generic::copy_short::<u64>(dst, src, n)
         } else {
-            generic::copy_forward::<u64>(dst, src, n, Stores::Temporal, false)
+            generic::copy_forward::<u64>(dst, src, n, Stores::Temporal, Prefetch::None)
         }
     }
 }

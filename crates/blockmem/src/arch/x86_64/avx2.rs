@@ -6,20 +6,27 @@
 //! [`move_with`], [`set_with`]): they differ only in the long loop.
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
-use crate::arch::generic::{self, disjoint, Stores, Vector};
+use crate::arch::generic::{self, disjoint, Prefetch, Stores, Vector};
 use core::arch::x86_64::__m256i;
 
 type V = __m256i;
 /// Largest size handled by overlapping vectors (8 × 32 bytes).
 pub const SHORT_MAX: usize = 8 * V::SIZE;
 
-/// The AVX2 copy ladder with a choice of long-loop stores and block prefetch.
+/// The AVX2 copy ladder with a choice of long-loop stores and prefetch.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap (or `dst < src` with
-/// temporal stores); the CPU supports AVX2 (callers are `avx2` target-feature functions).
+/// temporal stores); the CPU supports AVX2 (callers are `avx2` target-feature functions),
+/// and PREFETCHW with [`Prefetch::DstAhead`].
 #[inline(always)]
-pub(crate) unsafe fn copy_with(dst: *mut u8, src: *const u8, n: usize, stores: Stores, pf: bool) {
+pub(crate) unsafe fn copy_with(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    stores: Stores,
+    pf: Prefetch,
+) {
     // SAFETY: each size class meets its block's precondition.
     unsafe {
         if n <= SMALL_MAX {
@@ -36,9 +43,16 @@ pub(crate) unsafe fn copy_with(dst: *mut u8, src: *const u8, n: usize, stores: S
 /// ones always use temporal stores (non-temporal stores are never used on overlap).
 ///
 /// # Safety
-/// `src` valid for `n` reads, `dst` for `n` writes; CPU supports AVX2.
+/// `src` valid for `n` reads, `dst` for `n` writes; CPU supports AVX2 (and PREFETCHW
+/// with [`Prefetch::DstAhead`]).
 #[inline(always)]
-pub(crate) unsafe fn move_with(dst: *mut u8, src: *const u8, n: usize, stores: Stores, pf: bool) {
+pub(crate) unsafe fn move_with(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    stores: Stores,
+    pf: Prefetch,
+) {
     // SAFETY: disjoint ranges meet copy_with's contract; short blocks load before
     // storing; move_long picks the direction its loops require.
     unsafe {
@@ -79,7 +93,7 @@ pub(crate) unsafe fn set_with(dst: *mut u8, byte: u8, n: usize, stores: Stores) 
 #[target_feature(enable = "avx2")]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract.
-    unsafe { copy_with(dst, src, n, Stores::Temporal, false) }
+    unsafe { copy_with(dst, src, n, Stores::Temporal, Prefetch::None) }
 }
 
 /// Moves `n` bytes; overlap allowed.
@@ -89,7 +103,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 #[target_feature(enable = "avx2")]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract.
-    unsafe { move_with(dst, src, n, Stores::Temporal, false) }
+    unsafe { move_with(dst, src, n, Stores::Temporal, Prefetch::None) }
 }
 
 /// Sets `n` bytes to `byte`.

@@ -6,7 +6,7 @@
 //! to temporal stores.
 
 use super::avx2::{copy_with, move_with, set_with};
-use crate::arch::generic::Stores;
+use crate::arch::generic::{Prefetch, Stores};
 
 /// Copies `n` bytes with streaming stores above `avx2::SHORT_MAX`.
 ///
@@ -15,7 +15,7 @@ use crate::arch::generic::Stores;
 #[target_feature(enable = "avx2")]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract (no overlap, as non-temporal stores require).
-    unsafe { copy_with(dst, src, n, Stores::NonTemporal, false) }
+    unsafe { copy_with(dst, src, n, Stores::NonTemporal, Prefetch::None) }
 }
 
 /// Moves `n` bytes: streaming stores when the ranges are disjoint, temporal otherwise.
@@ -25,7 +25,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 #[target_feature(enable = "avx2")]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract; move_with never streams on overlap.
-    unsafe { move_with(dst, src, n, Stores::NonTemporal, false) }
+    unsafe { move_with(dst, src, n, Stores::NonTemporal, Prefetch::None) }
 }
 
 /// Sets `n` bytes with streaming stores above `avx2::SHORT_MAX`.

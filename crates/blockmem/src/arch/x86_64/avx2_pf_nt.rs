@@ -5,7 +5,7 @@
 //! pass is pure overhead. Copy and move only (there is nothing to prefetch for a set).
 
 use super::avx2::{copy_with, move_with};
-use crate::arch::generic::Stores;
+use crate::arch::generic::{Prefetch, Stores};
 
 /// Copies `n` bytes, block-prefetching the source above `avx2::SHORT_MAX`.
 ///
@@ -14,7 +14,7 @@ use crate::arch::generic::Stores;
 #[target_feature(enable = "avx2")]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract.
-    unsafe { copy_with(dst, src, n, Stores::NonTemporal, true) }
+    unsafe { copy_with(dst, src, n, Stores::NonTemporal, Prefetch::SrcBlock) }
 }
 
 /// Moves `n` bytes: the block-prefetch copy when the ranges are disjoint, the temporal
@@ -25,5 +25,5 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 #[target_feature(enable = "avx2")]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract; move_with never streams or prefetches on overlap.
-    unsafe { move_with(dst, src, n, Stores::NonTemporal, true) }
+    unsafe { move_with(dst, src, n, Stores::NonTemporal, Prefetch::SrcBlock) }
 }

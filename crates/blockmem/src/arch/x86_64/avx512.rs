@@ -7,7 +7,7 @@
 //! Also home of the AVX-512 ladders `avx512_nt` shares.
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
-use crate::arch::generic::{self, disjoint, Stores, Vector};
+use crate::arch::generic::{self, disjoint, Prefetch, Stores, Vector};
 use core::arch::x86_64::{__m256i, __m512i};
 
 type V = __m512i;
@@ -19,7 +19,13 @@ pub const SHORT_MAX: usize = 8 * V::SIZE;
 /// # Safety
 /// As `avx2::copy_with`, with AVX-512F.
 #[inline(always)]
-pub(crate) unsafe fn copy_with(dst: *mut u8, src: *const u8, n: usize, stores: Stores) {
+pub(crate) unsafe fn copy_with(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    stores: Stores,
+    pf: Prefetch,
+) {
     // SAFETY: each size class meets its block's precondition.
     unsafe {
         if n <= SMALL_MAX {
@@ -29,7 +35,7 @@ pub(crate) unsafe fn copy_with(dst: *mut u8, src: *const u8, n: usize, stores: S
         } else if n <= SHORT_MAX {
             generic::copy_short::<V>(dst, src, n)
         } else {
-            generic::copy_forward::<V>(dst, src, n, stores, false)
+            generic::copy_forward::<V>(dst, src, n, stores, pf)
         }
     }
 }
@@ -37,7 +43,13 @@ pub(crate) unsafe fn copy_with(dst: *mut u8, src: *const u8, n: usize, stores: S
 /// # Safety
 /// As `avx2::move_with`, with AVX-512F.
 #[inline(always)]
-pub(crate) unsafe fn move_with(dst: *mut u8, src: *const u8, n: usize, stores: Stores) {
+pub(crate) unsafe fn move_with(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    stores: Stores,
+    pf: Prefetch,
+) {
     // SAFETY: short blocks load before storing; disjoint ranges may stream; overlapping
     // ones take the temporal move that picks its direction.
     unsafe {
@@ -48,7 +60,7 @@ pub(crate) unsafe fn move_with(dst: *mut u8, src: *const u8, n: usize, stores: S
         } else if n <= SHORT_MAX {
             generic::copy_short::<V>(dst, src, n)
         } else if disjoint(dst, src, n) {
-            generic::copy_forward::<V>(dst, src, n, stores, false)
+            generic::copy_forward::<V>(dst, src, n, stores, pf)
         } else {
             generic::move_long::<V>(dst, src, n)
         }
@@ -81,7 +93,7 @@ pub(crate) unsafe fn set_with(dst: *mut u8, byte: u8, n: usize, stores: Stores) 
 #[target_feature(enable = "avx512f,avx2")]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract.
-    unsafe { copy_with(dst, src, n, Stores::Temporal) }
+    unsafe { copy_with(dst, src, n, Stores::Temporal, Prefetch::None) }
 }
 
 /// Moves `n` bytes; overlap allowed.
@@ -91,7 +103,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 #[target_feature(enable = "avx512f,avx2")]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract.
-    unsafe { move_with(dst, src, n, Stores::Temporal) }
+    unsafe { move_with(dst, src, n, Stores::Temporal, Prefetch::None) }
 }
 
 /// Sets `n` bytes to `byte`.

@@ -4,7 +4,7 @@
 //! reused, loses badly to a cached one. Overlapping moves use temporal stores.
 
 use super::avx512::{copy_with, move_with, set_with};
-use crate::arch::generic::Stores;
+use crate::arch::generic::{Prefetch, Stores};
 
 /// Copies `n` bytes with streaming stores above 512 bytes.
 ///
@@ -13,7 +13,7 @@ use crate::arch::generic::Stores;
 #[target_feature(enable = "avx512f,avx2")]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract (no overlap, as streaming stores require).
-    unsafe { copy_with(dst, src, n, Stores::NonTemporal) }
+    unsafe { copy_with(dst, src, n, Stores::NonTemporal, Prefetch::None) }
 }
 
 /// Moves `n` bytes: streaming stores when the ranges are disjoint, temporal otherwise.
@@ -23,7 +23,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 #[target_feature(enable = "avx512f,avx2")]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract; move_with never streams on overlap.
-    unsafe { move_with(dst, src, n, Stores::NonTemporal) }
+    unsafe { move_with(dst, src, n, Stores::NonTemporal, Prefetch::None) }
 }
 
 /// Sets `n` bytes with streaming stores above 512 bytes.

@@ -3,7 +3,7 @@
 //! Every x86-64 CPU has it, so it is the fallback when AVX2 is absent or masked.
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
-use crate::arch::generic::{self, Stores, Vector};
+use crate::arch::generic::{self, Prefetch, Stores, Vector};
 use core::arch::x86_64::__m128i;
 
 type V = __m128i;
@@ -21,7 +21,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
         } else if n <= SHORT_MAX {
             generic::copy_short::<V>(dst, src, n)
         } else {
-            generic::copy_forward::<V>(dst, src, n, Stores::Temporal, false)
+            generic::copy_forward::<V>(dst, src, n, Stores::Temporal, Prefetch::None)
         }
     }
 }
