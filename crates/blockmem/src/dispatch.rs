@@ -90,6 +90,8 @@ struct Published {
     copy_cold_dst: AtomicU8,
     set_cold_dst: AtomicU8,
     copy_temporal_large: AtomicU8,
+    copy_robust: AtomicU8,
+    copy_robust_min: AtomicUsize,
     copy_stream: AtomicU8,
     set_temporal: AtomicU8,
     set_stream: AtomicU8,
@@ -134,6 +136,8 @@ static P: Published = Published {
     copy_cold_dst: AtomicU8::new(0),
     set_cold_dst: AtomicU8::new(0),
     copy_temporal_large: AtomicU8::new(0),
+    copy_robust: AtomicU8::new(0),
+    copy_robust_min: AtomicUsize::new(usize::MAX),
     copy_stream: AtomicU8::new(0),
     set_temporal: AtomicU8::new(0),
     set_stream: AtomicU8::new(0),
@@ -211,7 +215,9 @@ pub(crate) fn refresh_fast_path() {
         .stream_auto
         .min(P.probe_from[hint_index(Hint::Auto)].load(Ordering::Relaxed));
     let policy_from = set_below;
-    let mut copy_below = set_below;
+    // From `copy_robust_min` the copy kernel is the robust one: the fast path and the
+    // rep segment stop there.
+    let mut copy_below = set_below.min(p.copy_robust_min);
     if p.rep_movsb_min < p.rep_movsb_max {
         copy_below = copy_below.min(p.rep_movsb_min);
     }
@@ -245,7 +251,10 @@ pub(crate) fn refresh_fast_path() {
     // the policy would pick the rep kernel at both ends (it does in between: only the
     // window, `stream_auto` and the probe size move the choice there).
     if cfg!(target_arch = "x86_64") && P.copy_fast_below.load(Ordering::Relaxed) != 0 {
-        let (lo, hi) = (copy_below, p.rep_movsb_max.min(policy_from));
+        let (lo, hi) = (
+            copy_below,
+            p.rep_movsb_max.min(policy_from).min(p.copy_robust_min),
+        );
         let rep_at = |n: usize| {
             policy::decide(Op::Copy, n, Hint::Auto, false, Probes::NONE, &p, f)
                 == KernelId::RepMovsb
@@ -335,6 +344,9 @@ fn publish(p: &Profile, source: Source) {
         .store(p.set_cold_dst as u8, Ordering::Relaxed);
     P.copy_temporal_large
         .store(p.copy_temporal_large as u8, Ordering::Relaxed);
+    P.copy_robust.store(p.copy_robust as u8, Ordering::Relaxed);
+    P.copy_robust_min
+        .store(p.copy_robust_min, Ordering::Relaxed);
     P.probe_hit_max.store(p.probe_hit_max, Ordering::Relaxed);
     P.copy_temporal
         .store(p.copy_temporal as u8, Ordering::Relaxed);
@@ -366,6 +378,8 @@ fn read_published() -> Profile {
         copy_cold_dst: k(&P.copy_cold_dst),
         set_cold_dst: k(&P.set_cold_dst),
         copy_temporal_large: k(&P.copy_temporal_large),
+        copy_robust: k(&P.copy_robust),
+        copy_robust_min: u(&P.copy_robust_min),
         copy_stream: k(&P.copy_stream),
         set_temporal: k(&P.set_temporal),
         set_stream: k(&P.set_stream),

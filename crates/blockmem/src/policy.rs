@@ -18,10 +18,13 @@
 //!      (seed 003 Fig. 2: up to 75%);
 //!    * `Auto`, not probed — from [`Profile::stream_auto`], where even a just-touched
 //!      block no longer fits in the cache with its source.
-//! 3. Streaming uses the profile's streaming kernel for the op. Temporal copies use the
-//!    cold-destination kernel when the destination probed cold (`rep movsb` here: its
-//!    fast-string stores skip the read-for-ownership of whole lines), else the
-//!    cold-source kernel (block prefetch) when the source probed cold, else `rep movsb`
+//! 3. Streaming uses the profile's streaming kernel for the op. Temporal copies from
+//!    [`Profile::copy_robust_min`] to `stream_auto` use the robust kernel whatever the
+//!    probes found (calibration sets that size where one kernel is near the best in every
+//!    state, so a probe would only cost). Below it they use the cold-destination
+//!    kernel when the destination probed cold (`rep movsb` here: its fast-string
+//!    stores skip the read-for-ownership of whole lines), else the cold-source kernel
+//!    (`avx512_pw` here) when the source probed cold, else `rep movsb`
 //!    inside its calibrated window, else the temporal kernel (its large-block variant
 //!    from [`Profile::stream_auto`] up); sets and zeroes likewise
 //!    with the cold-destination set kernel, the `rep stosb` window and the temporal set
@@ -111,6 +114,7 @@ pub fn decide(
         }
     }
     let k = match op {
+        Op::Copy | Op::Move if n >= p.copy_robust_min && n < p.stream_auto => p.copy_robust,
         Op::Copy | Op::Move if probes.dst == Probed::Cold => p.copy_cold_dst,
         Op::Copy | Op::Move if probes.src == Probed::Cold => p.copy_cold_src,
         Op::Copy | Op::Move if n >= p.rep_movsb_min && n < p.rep_movsb_max => KernelId::RepMovsb,
@@ -158,6 +162,7 @@ pub fn probe_from(p: &Profile, hint: Hint, f: Features) -> usize {
         p.rep_movsb_max,
         p.rep_stosb_min,
         p.rep_stosb_max,
+        p.copy_robust_min,
     ];
     at.sort_unstable();
     let src_matters = probes_source(p);
@@ -322,6 +327,76 @@ mod tests {
         assert_eq!(
             decide(Op::Copy, 1 << 20, Hint::Auto, false, COLD_DST, &p, AVX2),
             KernelId::Avx2PfNt
+        );
+    }
+
+    #[test]
+    fn the_robust_kernel_serves_every_state_in_its_range_and_probes_only_for_streaming() {
+        let mut p = profile();
+        p.copy_cold_dst = KernelId::RepMovsb;
+        p.copy_robust = KernelId::Avx512Pw;
+        p.copy_robust_min = 64 << 10;
+        p.probe_min = 16 << 10;
+        let f = AVX2.union(Features::AVX512F).union(Features::PREFETCHW);
+        let every = [Probes::NONE, COLD_DST, COLD_SRC];
+        for probes in every {
+            // Below its start: the probes decide as before.
+            let below = decide(Op::Copy, (64 << 10) - 1, Hint::Reuse, false, probes, &p, f);
+            assert_ne!(below, KernelId::Avx512Pw, "{probes:?}");
+            // In its range, whatever the probes found, for copies and (overlapping) moves.
+            for n in [64 << 10, (1 << 20) - 1] {
+                assert_eq!(
+                    decide(Op::Copy, n, Hint::Reuse, false, probes, &p, f),
+                    KernelId::Avx512Pw
+                );
+                assert_eq!(
+                    decide(Op::Move, n, Hint::Auto, true, probes, &p, f),
+                    KernelId::Avx512Pw
+                );
+            }
+            // From stream_auto the old rules again (a cached destination: not streamed).
+            let cached = Probes {
+                src: probes.src,
+                dst: Probed::Cached,
+            };
+            assert_eq!(
+                decide(Op::Copy, 1 << 20, Hint::Auto, false, cached, &p, f),
+                if probes.src == Probed::Cold {
+                    p.copy_cold_src
+                } else {
+                    p.copy_temporal_large
+                }
+            );
+        }
+        // Streaming still comes first.
+        assert_eq!(
+            decide(Op::Copy, 64 << 10, Hint::Auto, false, COLD_DST, &p, f),
+            KernelId::Avx2PfNt
+        );
+        // Sets are untouched.
+        assert_eq!(
+            decide(Op::Set, 128 << 10, Hint::Reuse, false, COLD_DST, &p, f),
+            p.set_cold_dst
+        );
+        // Where the probe can no longer change a copy's kernel, Reuse probes only for
+        // what sets need; with set kernels equal everywhere, never below stream_reuse.
+        p.set_cold_dst = p.set_temporal;
+        p.copy_cold_src = p.copy_temporal;
+        assert_eq!(
+            probe_from(&p, Hint::Reuse, f),
+            16 << 10,
+            "the cold-dst copy kernel below 64 KiB"
+        );
+        p.copy_robust_min = 16 << 10;
+        assert_eq!(
+            probe_from(&p, Hint::Reuse, f),
+            p.stream_auto,
+            "the robust range ends at stream_auto"
+        );
+        // Without AVX-512 the robust kernel is replaced, never run.
+        assert_eq!(
+            decide(Op::Copy, 64 << 10, Hint::Reuse, false, COLD_SRC, &p, AVX2),
+            KernelId::Avx2
         );
     }
 

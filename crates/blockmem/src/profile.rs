@@ -45,6 +45,13 @@ pub struct Profile {
     /// that are not streamed (a destination that probes cached, `Reuse`): here `avx512`
     /// wins in cache but runs 10–40% behind `avx2` on 64 MiB copies.
     pub copy_temporal_large: KernelId,
+    /// From [`Profile::copy_robust_min`] to [`Profile::stream_auto`], the kernel for
+    /// every copy that is not streamed, whatever the probes found: calibration picks it
+    /// where it is as fast without probes as probing and then running each state's
+    /// kernel, so telling the states apart buys nothing (`avx512_pw` here).
+    pub copy_robust: KernelId,
+    /// See [`Profile::copy_robust`] (`usize::MAX`: never).
+    pub copy_robust_min: usize,
     /// Temporal copy kernel when the source probes cold (`avx2_pf` if prefetching pays).
     pub copy_cold_src: KernelId,
     /// Temporal copy kernel when the destination probes cold (`rep_movsb` where its
@@ -113,6 +120,8 @@ impl Profile {
             probe_hit_max: DEFAULT_PROBE_HIT_MAX,
             copy_temporal: KernelId::Avx2,
             copy_temporal_large: KernelId::Avx2,
+            copy_robust: KernelId::Avx2,
+            copy_robust_min: usize::MAX,
             copy_cold_src: KernelId::Avx2,
             copy_cold_dst: KernelId::Avx2,
             copy_stream: KernelId::Avx2Nt,
@@ -143,7 +152,7 @@ enum Kind {
     Kernel(fn(&mut Profile) -> &mut KernelId),
 }
 
-const KEYS: [Key; 20] = [
+const KEYS: [Key; 22] = [
     Key {
         name: "stream_auto",
         doc: "Auto, nothing known: non-temporal stores from this size",
@@ -183,6 +192,16 @@ const KEYS: [Key; 20] = [
         name: "copy_temporal_large",
         doc: "copy kernel with temporal stores from stream_auto up",
         kind: Kind::Kernel(|p| &mut p.copy_temporal_large),
+    },
+    Key {
+        name: "copy_robust",
+        doc: "copy kernel for every cache state from copy_robust_min to stream_auto (no probe decides)",
+        kind: Kind::Kernel(|p| &mut p.copy_robust),
+    },
+    Key {
+        name: "copy_robust_min",
+        doc: "copy_robust serves every unstreamed copy from this size up to stream_auto (18446744073709551615: never)",
+        kind: Kind::Size(|p| &mut p.copy_robust_min),
     },
     Key {
         name: "copy_cold_src",
@@ -369,9 +388,11 @@ fn kernel_fits(key: &str, k: KernelId) -> bool {
         return false;
     };
     match key {
-        "copy_temporal" | "copy_temporal_large" | "copy_cold_src" | "copy_cold_dst" => {
-            entry.supports(Op::Copy) && !k.streams()
-        }
+        "copy_temporal"
+        | "copy_temporal_large"
+        | "copy_robust"
+        | "copy_cold_src"
+        | "copy_cold_dst" => entry.supports(Op::Copy) && !k.streams(),
         "copy_stream" => entry.supports(Op::Copy),
         "set_temporal" | "set_cold_dst" => entry.supports(Op::Set) && !k.streams(),
         "set_stream" => entry.supports(Op::Set),
