@@ -502,7 +502,7 @@ pub fn derive(
             p.copy_robust_min = n0;
             p.copy_robust = k;
             why.push(format!(
-                "copy_robust: {} from {} to stream_auto whatever the probes find: without probing it is as fast as probing and then running each state's kernel, on average over the measured states, and at most {:.0}% slower in any, at every measured size in that range (its worst state at {:.0}% of the probing path's time, geometric mean over the sizes)",
+                "copy_robust: {} from {} to stream_auto wherever no probe is taken: without probing it is as fast as probing and then running each state's kernel, on average over the measured states, and at most {:.0}% slower in any, at every measured size in that range (its worst state at {:.0}% of the probing path's time, geometric mean over the sizes)",
                 k.name(),
                 Size(n0),
                 (MARGIN - 1.0) * 100.0,

@@ -114,7 +114,12 @@ pub fn decide(
         }
     }
     let k = match op {
-        Op::Copy | Op::Move if n >= p.copy_robust_min && n < p.stream_auto => p.copy_robust,
+        // The robust kernel stands in for probes that were not taken. Where the call
+        // probed anyway (to decide streaming: NoReuse from its streaming size, Auto
+        // from the cold-destination one), the states found pick the kernel.
+        Op::Copy | Op::Move if in_robust_range(op, n, p) && probes.dst == Probed::Unknown => {
+            p.copy_robust
+        }
         Op::Copy | Op::Move if probes.dst == Probed::Cold => p.copy_cold_dst,
         Op::Copy | Op::Move if probes.src == Probed::Cold => p.copy_cold_src,
         Op::Copy | Op::Move if n >= p.rep_movsb_min && n < p.rep_movsb_max => KernelId::RepMovsb,
@@ -130,6 +135,12 @@ pub fn decide(
     best_temporal(f)
 }
 
+/// Whether a copy or move of `n` bytes lies in the profile's robust range, where
+/// [`decide`] runs `copy_robust` unless probes were taken.
+fn in_robust_range(op: Op, n: usize, p: &Profile) -> bool {
+    matches!(op, Op::Copy | Op::Move) && n >= p.copy_robust_min && n < p.stream_auto
+}
+
 /// The smallest size at which a call with `hint` probes: the first size from the
 /// profile's probe size (for `NoReuse`, from its streaming size if that is lower) at
 /// which some probe result would make [`decide`] pick another kernel than it picks
@@ -140,6 +151,10 @@ pub fn decide(
 /// is pure cost: with a calibrated `rep movsb` window that also serves cold
 /// destinations, an `Auto` copy from 64 KiB to 4 MiB ran `rep movsb` whatever the probe
 /// said, 4-10% slower than the C library's identical `rep movsb` on cold 64 KiB blocks.
+///
+/// In the robust range a copy's probe counts only where it can make the call stream:
+/// the robust kernel is there to save the probes that would only pick a temporal
+/// kernel.
 ///
 /// [`decide`] depends on the size only through the profile's thresholds, so checking
 /// each threshold at or above the start is exact. Overlapping moves never probe.
@@ -176,8 +191,10 @@ pub fn probe_from(p: &Profile, hint: Hint, f: Features) -> usize {
                 &[Probed::Unknown]
             };
             outcomes.iter().any(|&dst| {
-                srcs.iter()
-                    .any(|&src| decide(op, n, hint, false, Probes { src, dst }, p, f) != base)
+                srcs.iter().any(|&src| {
+                    let k = decide(op, n, hint, false, Probes { src, dst }, p, f);
+                    k != base && (k.streams() || !in_robust_range(op, n, p))
+                })
             })
         })
     };
@@ -343,17 +360,33 @@ mod tests {
             // Below its start: the probes decide as before.
             let below = decide(Op::Copy, (64 << 10) - 1, Hint::Reuse, false, probes, &p, f);
             assert_ne!(below, KernelId::Avx512Pw, "{probes:?}");
-            // In its range, whatever the probes found, for copies and (overlapping) moves.
+            // In its range: for copies and (overlapping, never probed) moves without
+            // probes; where the call probed anyway, the states found decide.
             for n in [64 << 10, (1 << 20) - 1] {
+                let want = match probes {
+                    Probes::NONE => KernelId::Avx512Pw,
+                    COLD_DST => p.copy_cold_dst,
+                    _ => p.copy_cold_src,
+                };
                 assert_eq!(
                     decide(Op::Copy, n, Hint::Reuse, false, probes, &p, f),
-                    KernelId::Avx512Pw
+                    want,
+                    "{probes:?}"
                 );
                 assert_eq!(
-                    decide(Op::Move, n, Hint::Auto, true, probes, &p, f),
+                    decide(Op::Move, n, Hint::Auto, true, Probes::NONE, &p, f),
                     KernelId::Avx512Pw
                 );
             }
+            // A cached destination, probed for NoReuse's streaming: the temporal kernel.
+            let hot = Probes {
+                src: Probed::Cached,
+                dst: Probed::Cached,
+            };
+            assert_eq!(
+                decide(Op::Copy, 64 << 10, Hint::NoReuse, false, hot, &p, f),
+                p.copy_temporal
+            );
             // From stream_auto the old rules again (a cached destination: not streamed).
             let cached = Probes {
                 src: probes.src,
@@ -393,6 +426,10 @@ mod tests {
             p.stream_auto,
             "the robust range ends at stream_auto"
         );
+        // Inside it, calls probe only where they may stream: NoReuse from its
+        // streaming size, Auto from the cold-destination one.
+        assert_eq!(probe_from(&p, Hint::NoReuse, f), p.stream_no_reuse);
+        assert_eq!(probe_from(&p, Hint::Auto, f), p.stream_auto_cold_dst);
         // Without AVX-512 the robust kernel is replaced, never run.
         assert_eq!(
             decide(Op::Copy, 64 << 10, Hint::Reuse, false, COLD_SRC, &p, AVX2),

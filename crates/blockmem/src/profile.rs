@@ -46,9 +46,10 @@ pub struct Profile {
     /// wins in cache but runs 10–40% behind `avx2` on 64 MiB copies.
     pub copy_temporal_large: KernelId,
     /// From [`Profile::copy_robust_min`] to [`Profile::stream_auto`], the kernel for
-    /// every copy that is not streamed, whatever the probes found: calibration picks it
-    /// where it is as fast without probes as probing and then running each state's
-    /// kernel, so telling the states apart buys nothing (`avx512_pw` here).
+    /// every copy that is not streamed and was not probed: calibration picks it where it
+    /// is as fast without probes as probing and then running each state's kernel, so
+    /// telling the states apart buys nothing (`avx512_pw` here). A call that probes
+    /// anyway there (to decide streaming) runs the kernel of the states found.
     pub copy_robust: KernelId,
     /// See [`Profile::copy_robust`] (`usize::MAX`: never).
     pub copy_robust_min: usize,
@@ -195,7 +196,7 @@ const KEYS: [Key; 22] = [
     },
     Key {
         name: "copy_robust",
-        doc: "copy kernel for every cache state from copy_robust_min to stream_auto (no probe decides)",
+        doc: "copy kernel for every cache state from copy_robust_min to stream_auto (no probe needed)",
         kind: Kind::Kernel(|p| &mut p.copy_robust),
     },
     Key {
