@@ -427,14 +427,15 @@ pub fn derive(
         p.copy_cold_dst.name(),
         best_dst.0 * 100.0
     ));
-    // One kernel for every state from some size up: where a kernel without probes is
-    // as fast as the probing path (two timed loads, then the kernel each state gets) on
-    // average over the measured states, and at most the margin slower in any of them,
-    // at every measured size from there to `stream_auto`. Measured here: `avx512_pw`
+    // One kernel for every state over a range of sizes: where a kernel without probes
+    // is as fast as the probing path (two timed loads, then the kernel each state gets)
+    // on average over the measured states, and at most the margin slower in any of
+    // them, at every measured size of the range. Measured here: `avx512_pw`
     // from 64 KiB, where `auto` probing (and choosing `rep movsb` for a cold
     // destination) ran at 0.955x glibc over the grid's 64 KiB cells and `avx512_pw`
     // alone at 1.05x.
     p.copy_robust_min = usize::MAX;
+    p.copy_robust_max = usize::MAX;
     let robust = measured(
         &[COPY_TEMPORAL.as_slice(), &COPY_COLD_SRC].concat(),
         Op::Copy,
@@ -472,46 +473,65 @@ pub fn derive(
         .copied()
         .filter(|&n| n >= ROBUST_MIN && n < p.stream_auto)
         .collect();
-    // Per kernel, the smallest size from which it holds at every larger one.
-    let from = |k: KernelId| -> Option<usize> {
-        let mut from = None;
-        for &n in below_stream.iter().rev() {
-            if worst(k, n).is_some_and(|w| w <= MARGIN) {
-                from = Some(n);
-            } else {
-                break;
+    // Per kernel, its runs: the longest stretches of consecutive measured sizes where
+    // it qualifies, each scored by its gain over the probing path (the sum over the
+    // sizes of the log of its mean time ratio; negative = faster). The range is the
+    // run that gains most, from its first size to the first measured size after it
+    // (exclusive; none: to stream_auto). A run may end below stream_auto: here
+    // `avx512_pw` matched the probes at 64 KiB and 1 MiB in every calibration but ran
+    // 6-9% behind `rep movsb` on hot 8 MiB copies in some, and a range that had to reach
+    // stream_auto then fell to `rep movsb`, which gained nothing (auto at 0.99x glibc
+    // over the grid's 64 KiB and 1 MiB cells, against 1.04-1.06x with `avx512_pw`).
+    let qualifies = |k: KernelId, n: usize| worst(k, n).is_some_and(|w| w <= MARGIN);
+    let mut runs: Vec<(f64, usize, usize, KernelId, f64)> = Vec::new();
+    for &k in &robust {
+        let mut i = 0;
+        while i < below_stream.len() {
+            if !qualifies(k, below_stream[i]) {
+                i += 1;
+                continue;
             }
+            let j = (i..below_stream.len())
+                .find(|&j| !qualifies(k, below_stream[j]))
+                .unwrap_or(below_stream.len());
+            let run = &below_stream[i..j];
+            let gain: f64 = run
+                .iter()
+                .filter_map(|&n| against(k, n))
+                .map(|(g, _)| g.ln())
+                .sum();
+            let worsts = geomean(run.iter().filter_map(|&n| worst(k, n))).unwrap_or(1.0);
+            let end = below_stream.get(j).copied().unwrap_or(usize::MAX);
+            runs.push((gain, run[0], end, k, worsts));
+            i = j;
         }
-        from
-    };
-    let chosen = robust
-        .iter()
-        .filter_map(|&k| {
-            let n0 = from(k)?;
-            let g = geomean(
-                below_stream
-                    .iter()
-                    .filter(|&&n| n >= n0)
-                    .filter_map(|&n| worst(k, n)),
-            )?;
-            Some((n0, g, k))
-        })
-        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    }
+    let chosen = runs
+        .into_iter()
+        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     match chosen {
-        Some((n0, g, k)) => {
+        Some((gain, n0, end, k, g)) => {
             p.copy_robust_min = n0;
-            p.copy_robust = k;
+            p.copy_robust_max = end;
             why.push(format!(
-                "copy_robust: {} from {} to stream_auto wherever no probe is taken: without probing it is as fast as probing and then running each state's kernel, on average over the measured states, and at most {:.0}% slower in any, at every measured size in that range (its worst state at {:.0}% of the probing path's time, geometric mean over the sizes)",
+                "copy_robust: {} from {} to {} wherever no probe is taken: without probing it is as fast as probing and then running each state's kernel, on average over the measured states, and at most {:.0}% slower in any, at every measured size in that range (its worst state at {:.0}% of the probing path's time, geometric mean over the sizes; on average over the states {:.0}% of it)",
                 k.name(),
                 Size(n0),
+                if end == usize::MAX {
+                    "stream_auto".to_string()
+                } else {
+                    Size(end).to_string()
+                },
                 (MARGIN - 1.0) * 100.0,
-                g * 100.0
+                g * 100.0,
+                (gain / below_stream.iter().filter(|&&n| n >= n0 && n < end).count().max(1) as f64).exp() * 100.0
             ));
+            p.copy_robust = k;
         }
         None => why.push(format!(
-            "copy_robust_min: never; no kernel without probes matched the probing path in every state (within {:.0}%) from some size below stream_auto up",
-            (MARGIN - 1.0) * 100.0
+            "copy_robust_min: never; no kernel without probes matched the probing path in every state (within {:.0}%) at any measured size from {} to stream_auto",
+            (MARGIN - 1.0) * 100.0,
+            Size(ROBUST_MIN)
         )),
     }
     // Reuse: seed 003 Fig. 3 has streaming pay again once the block exceeds the cache,
@@ -1358,7 +1378,8 @@ mod tests {
         // A kernel 2% slower than avx2 from a hot source and as fast as avx2_pf from a
         // cold one. With the synthetic host's cheap probes (20 ns cached, 200 ns cold)
         // the probing path, which runs each state's fastest kernel, is ahead of it on
-        // average at 1 MiB: never.
+        // average from 1 MiB; at 64 KiB the probes cost more than its 2%: a range from
+        // 64 KiB to 1 MiB.
         let mut extra = Vec::new();
         for (&(k, op, n, s, d), &v) in m.iter() {
             if (k, op) == (KernelId::Avx2, Op::Copy) {
@@ -1368,7 +1389,11 @@ mod tests {
         }
         m.extend(extra);
         let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
-        assert_eq!(p.copy_robust_min, usize::MAX, "{why:#?}");
+        assert_eq!(
+            (p.copy_robust, p.copy_robust_min, p.copy_robust_max),
+            (KernelId::Avx512Pw, 64 << 10, 1 << 20),
+            "{why:#?}"
+        );
         // With probes this costly (2 µs cached, 20 µs cold) no probing pays below
         // stream_auto: every kernel without probes beats the probing path from 64 KiB
         // (the smallest size one kernel may serve every state), and avx512_pw, as fast
@@ -1377,16 +1402,21 @@ mod tests {
         facts.probe_cold_cycles = (40000.0, 40000.0);
         let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
         assert_eq!(
-            (p.copy_robust, p.copy_robust_min),
-            (KernelId::Avx512Pw, 64 << 10),
+            (p.copy_robust, p.copy_robust_min, p.copy_robust_max),
+            (KernelId::Avx512Pw, 64 << 10, usize::MAX),
             "{why:#?}"
         );
         // A kernel at most 5% behind in every state is still required: avx512_pw 30%
-        // slower on cached data at 1 MiB (more than the probes cost there) leaves avx2.
+        // slower on cached data at 1 MiB (more than the probes cost there) may serve
+        // 64 KiB only, and avx2, which serves both sizes, gains more in all.
         let k = (KernelId::Avx512Pw, Op::Copy, 1 << 20, Hot, Hot);
         m.insert(k, m[&k] * 1.3);
         let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
-        assert_eq!(p.copy_robust, KernelId::Avx2, "{why:#?}");
+        assert_eq!(
+            (p.copy_robust, p.copy_robust_min, p.copy_robust_max),
+            (KernelId::Avx2, 64 << 10, usize::MAX),
+            "{why:#?}"
+        );
     }
 
     #[test]

@@ -92,6 +92,7 @@ struct Published {
     copy_temporal_large: AtomicU8,
     copy_robust: AtomicU8,
     copy_robust_min: AtomicUsize,
+    copy_robust_max: AtomicUsize,
     copy_stream: AtomicU8,
     set_temporal: AtomicU8,
     set_stream: AtomicU8,
@@ -138,6 +139,7 @@ static P: Published = Published {
     copy_temporal_large: AtomicU8::new(0),
     copy_robust: AtomicU8::new(0),
     copy_robust_min: AtomicUsize::new(usize::MAX),
+    copy_robust_max: AtomicUsize::new(usize::MAX),
     copy_stream: AtomicU8::new(0),
     set_temporal: AtomicU8::new(0),
     set_stream: AtomicU8::new(0),
@@ -347,6 +349,8 @@ fn publish(p: &Profile, source: Source) {
     P.copy_robust.store(p.copy_robust as u8, Ordering::Relaxed);
     P.copy_robust_min
         .store(p.copy_robust_min, Ordering::Relaxed);
+    P.copy_robust_max
+        .store(p.copy_robust_max, Ordering::Relaxed);
     P.probe_hit_max.store(p.probe_hit_max, Ordering::Relaxed);
     P.copy_temporal
         .store(p.copy_temporal as u8, Ordering::Relaxed);
@@ -380,6 +384,7 @@ fn read_published() -> Profile {
         copy_temporal_large: k(&P.copy_temporal_large),
         copy_robust: k(&P.copy_robust),
         copy_robust_min: u(&P.copy_robust_min),
+        copy_robust_max: u(&P.copy_robust_max),
         copy_stream: k(&P.copy_stream),
         set_temporal: k(&P.set_temporal),
         set_stream: k(&P.set_stream),

@@ -19,9 +19,10 @@
 //!    * `Auto`, not probed — from [`Profile::stream_auto`], where even a just-touched
 //!      block no longer fits in the cache with its source.
 //! 3. Streaming uses the profile's streaming kernel for the op. Temporal copies from
-//!    [`Profile::copy_robust_min`] to `stream_auto` use the robust kernel whatever the
-//!    probes found (calibration sets that size where one kernel is near the best in every
-//!    state, so a probe would only cost). Below it they use the cold-destination
+//!    [`Profile::copy_robust_min`] to [`Profile::copy_robust_max`] (below
+//!    `stream_auto`) use the robust kernel unless they probed anyway (calibration sets
+//!    that range where one kernel is near the best in every state, so a probe would
+//!    only cost). Elsewhere they use the cold-destination
 //!    kernel when the destination probed cold (`rep movsb` here: its fast-string
 //!    stores skip the read-for-ownership of whole lines), else the cold-source kernel
 //!    (`avx512_pw` here) when the source probed cold, else `rep movsb`
@@ -138,7 +139,9 @@ pub fn decide(
 /// Whether a copy or move of `n` bytes lies in the profile's robust range, where
 /// [`decide`] runs `copy_robust` unless probes were taken.
 fn in_robust_range(op: Op, n: usize, p: &Profile) -> bool {
-    matches!(op, Op::Copy | Op::Move) && n >= p.copy_robust_min && n < p.stream_auto
+    matches!(op, Op::Copy | Op::Move)
+        && n >= p.copy_robust_min
+        && n < p.copy_robust_max.min(p.stream_auto)
 }
 
 /// The smallest size at which a call with `hint` probes: the first size from the
@@ -178,6 +181,7 @@ pub fn probe_from(p: &Profile, hint: Hint, f: Features) -> usize {
         p.rep_stosb_min,
         p.rep_stosb_max,
         p.copy_robust_min,
+        p.copy_robust_max,
     ];
     at.sort_unstable();
     let src_matters = probes_source(p);
@@ -401,6 +405,14 @@ mod tests {
                 }
             );
         }
+        // The range may end below stream_auto: from copy_robust_max the probes decide
+        // again.
+        let mut q = p;
+        q.copy_robust_max = 512 << 10;
+        let at = |n: usize, probes| decide(Op::Copy, n, Hint::Reuse, false, probes, &q, f);
+        assert_eq!(at((512 << 10) - 1, Probes::NONE), KernelId::Avx512Pw);
+        assert_eq!(at(512 << 10, Probes::NONE), q.copy_temporal);
+        assert_eq!(at(512 << 10, COLD_DST), q.copy_cold_dst);
         // Streaming still comes first.
         assert_eq!(
             decide(Op::Copy, 64 << 10, Hint::Auto, false, COLD_DST, &p, f),
@@ -426,6 +438,13 @@ mod tests {
             p.stream_auto,
             "the robust range ends at stream_auto"
         );
+        p.copy_robust_max = 256 << 10;
+        assert_eq!(
+            probe_from(&p, Hint::Reuse, f),
+            256 << 10,
+            "the robust range ends at copy_robust_max"
+        );
+        p.copy_robust_max = usize::MAX;
         // Inside it, calls probe only where they may stream: NoReuse from its
         // streaming size, Auto from the cold-destination one.
         assert_eq!(probe_from(&p, Hint::NoReuse, f), p.stream_no_reuse);

@@ -45,7 +45,8 @@ pub struct Profile {
     /// that are not streamed (a destination that probes cached, `Reuse`): here `avx512`
     /// wins in cache but runs 10–40% behind `avx2` on 64 MiB copies.
     pub copy_temporal_large: KernelId,
-    /// From [`Profile::copy_robust_min`] to [`Profile::stream_auto`], the kernel for
+    /// From [`Profile::copy_robust_min`] to [`Profile::copy_robust_max`] (at most
+    /// [`Profile::stream_auto`]), the kernel for
     /// every copy that is not streamed and was not probed: calibration picks it where it
     /// is as fast without probes as probing and then running each state's kernel, so
     /// telling the states apart buys nothing (`avx512_pw` here). A call that probes
@@ -53,6 +54,9 @@ pub struct Profile {
     pub copy_robust: KernelId,
     /// See [`Profile::copy_robust`] (`usize::MAX`: never).
     pub copy_robust_min: usize,
+    /// See [`Profile::copy_robust`]: the first size above its range (exclusive;
+    /// `usize::MAX`: up to `stream_auto`).
+    pub copy_robust_max: usize,
     /// Temporal copy kernel when the source probes cold (`avx2_pf` if prefetching pays).
     pub copy_cold_src: KernelId,
     /// Temporal copy kernel when the destination probes cold (`rep_movsb` where its
@@ -123,6 +127,7 @@ impl Profile {
             copy_temporal_large: KernelId::Avx2,
             copy_robust: KernelId::Avx2,
             copy_robust_min: usize::MAX,
+            copy_robust_max: usize::MAX,
             copy_cold_src: KernelId::Avx2,
             copy_cold_dst: KernelId::Avx2,
             copy_stream: KernelId::Avx2Nt,
@@ -153,7 +158,7 @@ enum Kind {
     Kernel(fn(&mut Profile) -> &mut KernelId),
 }
 
-const KEYS: [Key; 22] = [
+const KEYS: [Key; 23] = [
     Key {
         name: "stream_auto",
         doc: "Auto, nothing known: non-temporal stores from this size",
@@ -196,13 +201,18 @@ const KEYS: [Key; 22] = [
     },
     Key {
         name: "copy_robust",
-        doc: "copy kernel for every cache state from copy_robust_min to stream_auto (no probe needed)",
+        doc: "copy kernel for every cache state from copy_robust_min to copy_robust_max, below stream_auto (no probe needed)",
         kind: Kind::Kernel(|p| &mut p.copy_robust),
     },
     Key {
         name: "copy_robust_min",
-        doc: "copy_robust serves every unstreamed copy from this size up to stream_auto (18446744073709551615: never)",
+        doc: "copy_robust serves every unprobed, unstreamed copy from this size (18446744073709551615: never)",
         kind: Kind::Size(|p| &mut p.copy_robust_min),
+    },
+    Key {
+        name: "copy_robust_max",
+        doc: "end of copy_robust's range, exclusive (18446744073709551615: up to stream_auto)",
+        kind: Kind::Size(|p| &mut p.copy_robust_max),
     },
     Key {
         name: "copy_cold_src",
@@ -287,7 +297,8 @@ pub enum ErrorKind {
     UnknownKernel,
     /// A kernel cannot do what the key asks (e.g. `copy_stream = clzero`).
     WrongKernelForKey,
-    /// `rep_movsb_min` is above `rep_movsb_max` (or the same for `rep_stosb`).
+    /// `rep_movsb_min` is above `rep_movsb_max` (or the same for `rep_stosb` and
+    /// `copy_robust`).
     Inconsistent,
     /// The file is larger than the loader's buffer.
     TooLarge,
@@ -312,7 +323,7 @@ impl ErrorKind {
             ErrorKind::UnknownKernel => "unknown kernel name (see `blockmem info`)",
             ErrorKind::WrongKernelForKey => "this kernel cannot do what the key asks",
             ErrorKind::Inconsistent => {
-                "a window's start is above its end (rep_movsb_min > rep_movsb_max, or rep_stosb_min > rep_stosb_max)"
+                "a range's start is above its end (rep_movsb_min > rep_movsb_max, rep_stosb_min > rep_stosb_max, or copy_robust_min > copy_robust_max)"
             }
             ErrorKind::TooLarge => "file too large for a profile (over 16 KiB)",
             ErrorKind::NotUtf8 => "file is not UTF-8 text",
@@ -471,6 +482,12 @@ pub fn parse(text: &[u8], defaults: Profile) -> Result<(Profile, Provenance), Pr
                 "rep_stosb_min",
                 "rep_stosb_max",
             ),
+            (
+                p.copy_robust_min,
+                p.copy_robust_max,
+                "copy_robust_min",
+                "copy_robust_max",
+            ),
         ] {
             if min > max && seen.from_file(a) && seen.from_file(b) {
                 return Err(err(ErrorKind::Inconsistent));
@@ -623,7 +640,7 @@ mod tests {
 
     #[test]
     fn every_error_names_its_line_and_reason() {
-        let cases: [(&[u8], usize, ErrorKind); 16] = [
+        let cases: [(&[u8], usize, ErrorKind); 17] = [
             (b"stream_auto = 1\n", 1, ErrorKind::MissingVersion),
             (b"# only a comment\n", 0, ErrorKind::MissingVersion),
             (b"version = 2\n", 1, ErrorKind::UnsupportedVersion(2)),
@@ -663,6 +680,11 @@ mod tests {
             ),
             (
                 b"version = 1\nrep_stosb_max = 1KiB\nrep_stosb_min = 2KiB\n",
+                3,
+                ErrorKind::Inconsistent,
+            ),
+            (
+                b"version = 1\ncopy_robust_max = 1MiB\ncopy_robust_min = 8MiB\n",
                 3,
                 ErrorKind::Inconsistent,
             ),
