@@ -228,7 +228,7 @@ pub fn derive(
             p.rep_movsb_min = min;
             p.rep_movsb_max = max;
             why.push(format!(
-                "rep_movsb window: beats {} by >5% (on cached copies, to cold destinations while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones), or is the safer choice for an unknown state (its worst state loses less), from {}{}",
+                "rep_movsb window: beats {} by >5% (on cached copies, to cold destinations while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones), or is the safer choice for an unknown state (its worst state, cached or cold, loses less), from {}{}",
                 p.copy_temporal.name(),
                 Size(p.rep_movsb_min),
                 window_end(p.rep_movsb_max)
@@ -623,7 +623,7 @@ pub fn derive(
             p.rep_stosb_min = min;
             p.rep_stosb_max = max;
             why.push(format!(
-                "rep_stosb window: beats {} by >5% (on cached destinations, on cold ones while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones), or is the safer choice for an unknown state (its worst state loses less), from {}{}",
+                "rep_stosb window: beats {} by >5% (on cached destinations, on cold ones while not >5% slower on cached ones, or in expected time with 1 call in 20 cold while at most 15% slower on cached ones), or is the safer choice for an unknown state (its worst state, cached or cold, loses less), from {}{}",
                 p.set_temporal.name(),
                 Size(p.rep_stosb_min),
                 window_end(p.rep_stosb_max)
@@ -841,10 +841,9 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
 /// the margin on cached data; or, not slower than the margin there, on the `cold`
 /// states (geometric mean); or where its expected time is lower by the margin with
 /// [`REP_COLD_SHARE`] of the calls cold (mean over `cold`) while it is at most
-/// [`REP_HOT_LOSS_MAX`] slower on cached data; or where it is the *safer* choice: at
-/// most [`REP_HOT_LOSS_MAX`] slower on cached data, its worst state (cached or `cold`)
-/// loses less to `temporal` than `temporal`'s worst state loses to it, and that worst
-/// loss is beyond the margin. It *loses* where it was not measured, or is slower than
+/// [`REP_HOT_LOSS_MAX`] slower on cached data; or where it is the *safer* choice: its
+/// worst state (cached or `cold`) loses less to `temporal` than `temporal`'s worst
+/// state loses to it, and that worst loss is beyond the margin. It *loses* where it was not measured, or is slower than
 /// the margin on cached data without winning on expected time or safety.
 ///
 /// The safety test is for the sizes below the probe size, where the policy cannot see
@@ -893,10 +892,13 @@ fn rep_wins_loses<'a>(
                 Some((hi.max(r), lo.min(r)))
             })
     };
+    // No cap on the cached loss here: the test already asks that it be smaller than the
+    // temporal kernel's worst loss. With the cap, one calibration measured `rep stosb`
+    // 24% slower than `avx2` on a cached 4 KiB set (36 ns against 29; the lab: 5-7%)
+    // and 2.7x faster on a cold one, kept `avx2` at 4 KiB, and the lab's `auto` zeroed
+    // cold 4 KiB blocks at 0.40-0.50x glibc's speed.
     let safer = move |n: usize| {
-        ratio(n, h, c).is_some_and(|r| r * REP_HOT_LOSS_MAX >= 1.0)
-            && !cold.is_empty()
-            && extremes(n).is_some_and(|(t, lo)| t > MARGIN && 1.0 / lo < t)
+        !cold.is_empty() && extremes(n).is_some_and(|(t, lo)| t > MARGIN && 1.0 / lo < t)
     };
     let loses = move |n: usize| {
         ratio(n, h, c).is_none_or(|r| r * MARGIN < 1.0) && !cheaper_expected(n) && !safer(n)
@@ -1456,7 +1458,7 @@ mod tests {
             (1024, 7.0, 16.0, 450.0, 315.0),     // rep 2.3x slower cached: loses
             (2048, 12.0, 13.5, 490.0, 370.0),    // 12% slower cached, 25% faster cold: wins
             (4096, 23.0, 25.0, 889.0, 458.0),    // this host's 4 KiB set: wins
-            (8192, 40.0, 49.0, 1500.0, 700.0),   // 22% slower cached: past the cap
+            (8192, 40.0, 49.0, 1500.0, 700.0),   // 22% slower cached, 2.1x faster cold: safer
             (16384, 95.0, 95.0, 2356.0, 1637.0), // tie cached, faster cold: wins
             (32768, 180.0, 190.0, 4000.0, 3990.0), // 5.5% slower cached, no cold gain
         ];
@@ -1477,7 +1479,7 @@ mod tests {
                 (1024, false, true),
                 (2048, true, false),
                 (4096, true, false),
-                (8192, false, true),
+                (8192, true, false),
                 (16384, true, false),
                 (32768, false, true),
             ]
@@ -1495,7 +1497,8 @@ mod tests {
             // rep 11% slower cached, 26% slower hot→clean, 7% faster cold: avx512's
             // worst (7%) is the smaller loss.
             (4096, [(28.0, 31.0), (117.0, 148.0), (643.0, 602.0)]),
-            // rep 16% slower cached (size-mixed): past the cap whatever cold says.
+            // rep 16% slower cached (size-mixed), 40% faster clean→clean: past the
+            // expected-time test's cap, but the safer choice (16% against 40%).
             (6144, [(25.0, 29.0), (109.0, 103.0), (559.0, 400.0)]),
             // rep 11% slower cached, 16-19% faster cold; expected time is a tie.
             (8192, [(54.0, 60.0), (407.0, 342.0), (1169.0, 1003.0)]),
@@ -1522,14 +1525,14 @@ mod tests {
             got,
             [
                 (4096, false, true),
-                (6144, false, true),
+                (6144, true, false),
                 (8192, true, false),
                 (16384, true, false),
                 (32768, false, true),
             ]
         );
         let sizes: Vec<usize> = cells.iter().map(|c| c.0).collect();
-        assert_eq!(window(&sizes, &wins, &loses), Some((8192, 32768)));
+        assert_eq!(window(&sizes, &wins, &loses), Some((6144, 32768)));
         // Without cold states the safety test has nothing to weigh.
         let (wins, _) = rep_wins_loses(&m, Op::Copy, KernelId::Avx512, KernelId::RepMovsb, &[]);
         assert!(!wins(8192) && !wins(16384));
@@ -1539,8 +1542,8 @@ mod tests {
     fn cold_destination_kernels_and_the_rep_stosb_window() {
         let (mut m, facts) = synthetic();
         // rep movsb writes cold destinations at 0.7x avx2's time from either source;
-        // rep stosb loses on cached destinations except 64 KiB..1 MiB, and wins on
-        // cold ones.
+        // rep stosb loses on cached destinations (by 33%) except 64 KiB..1 MiB, and
+        // wins on cold ones by less than that (25%): not the safer choice.
         for ((k, op, n, s, d), v) in m.iter_mut() {
             let x = *n as f64;
             match (k, op) {
@@ -1555,7 +1558,7 @@ mod tests {
                     let win = (64 << 10..1 << 20).contains(n);
                     *v = if win { x / 50.0 } else { x / 30.0 };
                 }
-                (KernelId::RepStosb, Op::Set) => *v = x / 60.0,
+                (KernelId::RepStosb, Op::Set) => *v = x / 50.0,
                 _ => {}
             }
         }
