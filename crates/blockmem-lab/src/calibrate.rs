@@ -574,7 +574,8 @@ pub fn derive(
     };
     p.stream_reuse = usize::MAX;
     let mut reuse_note =
-        "stream_reuse: never (no copy-then-read measurement past the LLC)".to_string();
+        "stream_reuse: never (no copy-then-read measurement past the LLC of the kernels chosen)"
+            .to_string();
     for &n in &reuse_sizes {
         if let Some((pays, r)) = stream_pays_with_read(n) {
             if pays && p.stream_reuse == usize::MAX {
@@ -1059,10 +1060,16 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
     };
     let plan_methods: Vec<Vec<(KernelId, Method)>> =
         plan.iter().map(|(_, ks, _)| pairs(ks)).collect();
+    // Every kernel that can take a copy role, the cold ones included: the Reuse test
+    // compares the cold-destination kernel with the streaming one. Without its reads
+    // (`avx512_pw` as `copy_cold_dst`) one calibration found no comparison, never
+    // streamed for Reuse, and so kept Auto from streaming cold destinations below
+    // 64 MiB (8 MiB copies at 1.0x glibc instead of 1.4x).
     let copy_pairs = pairs(
         &[
             available(&COPY_TEMPORAL, Op::Copy),
             available(&COPY_STREAM, Op::Copy),
+            available(&COPY_COLD_SRC, Op::Copy),
         ]
         .concat(),
     );
