@@ -483,34 +483,29 @@ pub fn derive(
     // stream_auto then fell to `rep movsb`, which gained nothing (auto at 0.99x glibc
     // over the grid's 64 KiB and 1 MiB cells, against 1.04-1.06x with `avx512_pw`).
     let qualifies = |k: KernelId, n: usize| worst(k, n).is_some_and(|w| w <= MARGIN);
-    let mut runs: Vec<(f64, usize, usize, KernelId, f64)> = Vec::new();
+    // (gain, first size, end, kernel, geometric mean of the worst states, mean ratio)
+    let mut runs: Vec<(f64, usize, usize, KernelId, f64, f64)> = Vec::new();
     for &k in &robust {
-        let mut i = 0;
-        while i < below_stream.len() {
-            if !qualifies(k, below_stream[i]) {
-                i += 1;
+        let mut end_at = 0;
+        for run in below_stream.chunk_by(|&a, &b| qualifies(k, a) == qualifies(k, b)) {
+            end_at += run.len();
+            if !qualifies(k, run[0]) {
                 continue;
             }
-            let j = (i..below_stream.len())
-                .find(|&j| !qualifies(k, below_stream[j]))
-                .unwrap_or(below_stream.len());
-            let run = &below_stream[i..j];
-            let gain: f64 = run
-                .iter()
-                .filter_map(|&n| against(k, n))
-                .map(|(g, _)| g.ln())
-                .sum();
-            let worsts = geomean(run.iter().filter_map(|&n| worst(k, n))).unwrap_or(1.0);
-            let end = below_stream.get(j).copied().unwrap_or(usize::MAX);
-            runs.push((gain, run[0], end, k, worsts));
-            i = j;
+            // Every size of the run qualifies, so `against` is defined at each.
+            let r: Vec<(f64, f64)> = run.iter().filter_map(|&n| against(k, n)).collect();
+            let gain: f64 = r.iter().map(|&(g, _)| g.ln()).sum();
+            let worsts = geomean(r.iter().map(|&(_, w)| w)).unwrap_or(1.0);
+            let end = below_stream.get(end_at).copied().unwrap_or(usize::MAX);
+            let mean = (gain / run.len() as f64).exp();
+            runs.push((gain, run[0], end, k, worsts, mean));
         }
     }
     let chosen = runs
         .into_iter()
         .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     match chosen {
-        Some((gain, n0, end, k, g)) => {
+        Some((_, n0, end, k, g, mean)) => {
             p.copy_robust_min = n0;
             p.copy_robust_max = end;
             why.push(format!(
@@ -524,7 +519,7 @@ pub fn derive(
                 },
                 (MARGIN - 1.0) * 100.0,
                 g * 100.0,
-                (gain / below_stream.iter().filter(|&&n| n >= n0 && n < end).count().max(1) as f64).exp() * 100.0
+                mean * 100.0
             ));
             p.copy_robust = k;
         }
