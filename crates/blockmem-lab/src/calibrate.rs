@@ -135,6 +135,9 @@ pub struct HostFacts {
     pub probe_hot_cycles: (f64, f64),
     /// Probe latency on flushed lines, TSC cycles (median, 20th percentile).
     pub probe_cold_cycles: (f64, f64),
+    /// What a whole probe costs a call, ns (median): (block cached, block cold; see
+    /// `measure_probe_call`).
+    pub probe_call_ns: (f64, f64),
     /// TSC cycles per nanosecond.
     pub tsc_ghz: f64,
 }
@@ -380,6 +383,35 @@ pub fn derive(
     }
     p.copy_cold_src = best_cold.1;
     why.push(format!("copy_cold_src: {}", p.copy_cold_src.name()));
+    // The source's probe: from the first size where the cold-source kernel gains,
+    // on a cold source to a cached destination (a cold destination is not followed by
+    // a source probe), PROBE_PAYBACK times what a probe of a cold block costs, and
+    // where a probe of a cached block costs at most PROBE_HOT_SHARE of a cached copy.
+    // In the lab a 64 KiB copy's source probe cost 500-900 ns for the 370 ns
+    // `avx512_pw` gained over `rep movsb`; at 1 MiB it gained ~6 us.
+    let (probe_hot_call, probe_cold_call) = facts.probe_call_ns;
+    p.probe_src_min = usize::MAX;
+    if p.copy_cold_src != p.copy_temporal {
+        let (c, h) = (CacheState::Clean, CacheState::Hot);
+        let pays = |n: usize| {
+            let gain = temporal_time(n, c, h)
+                .zip(t(p.copy_cold_src, Op::Copy, n, c, h))
+                .map(|(te, k)| te - k);
+            gain.is_some_and(|g| g >= PROBE_PAYBACK * probe_cold_call)
+                && temporal_time(n, h, h).is_some_and(|te| probe_hot_call <= PROBE_HOT_SHARE * te)
+        };
+        let from = sizes
+            .iter()
+            .copied()
+            .filter(|&n| n >= blockmem::policy::PROBE_MIN_BYTES)
+            .find(|&n| pays(n));
+        p.probe_src_min = from.unwrap_or(usize::MAX);
+        why.push(format!(
+            "probe_src_min: {}: a probe costs {probe_cold_call:.0} ns on a cold block (page walk, page mate and line from memory, fenced) and {probe_hot_call:.0} ns on a cached one; from here {} gains {PROBE_PAYBACK}x that on a cold source",
+            from.map_or("never".to_string(), |n| Size(n).to_string()),
+            p.copy_cold_src.name()
+        ));
+    }
     // Cold destination: judged over both source states, against what the policy would
     // run otherwise (the cold-source kernel for a cold source).
     let otherwise = |n: usize, s: CacheState, d: CacheState| match s {
@@ -440,16 +472,21 @@ pub fn derive(
         &[COPY_TEMPORAL.as_slice(), &COPY_COLD_SRC].concat(),
         Op::Copy,
     );
-    let tsc = facts.tsc_ghz.max(0.1);
     let probe_ns = |s: CacheState| match s {
-        CacheState::Hot => facts.probe_hot_cycles.0 / tsc,
-        _ => facts.probe_cold_cycles.0 / tsc,
+        CacheState::Hot => probe_hot_call,
+        _ => probe_cold_call,
     };
-    let src_probed = p.copy_cold_src != p.copy_temporal;
     let probing = |n: usize, s: CacheState, d: CacheState| -> Option<f64> {
+        let dst_found = match d {
+            CacheState::Hot => blockmem::policy::Probed::Cached,
+            _ => blockmem::policy::Probed::Cold,
+        };
+        let src_probed = blockmem::policy::probes_source(&p, n, dst_found);
         let kernel = match (s, d) {
             (_, CacheState::Clean | CacheState::Dirty) => t(p.copy_cold_dst, Op::Copy, n, s, d),
-            (CacheState::Clean | CacheState::Dirty, _) => t(p.copy_cold_src, Op::Copy, n, s, d),
+            (CacheState::Clean | CacheState::Dirty, _) if src_probed => {
+                t(p.copy_cold_src, Op::Copy, n, s, d)
+            }
             _ => temporal_time(n, s, d),
         }?;
         Some(kernel + probe_ns(d) + if src_probed { probe_ns(s) } else { 0.0 })
@@ -715,7 +752,8 @@ pub fn derive(
     let (cold_med, cold_p20) = facts.probe_cold_cycles;
     if cold_p20 > hot_p80 && p.stream_auto_cold_dst < p.stream_auto {
         p.probe_hit_max = ((hot_p80 + cold_p20) / 2.0) as u32;
-        let probe_ns = 2.0 * cold_med / facts.tsc_ghz.max(0.1);
+        // A cold destination's probe decides alone (the source is not probed after it).
+        let probe_ns = probe_cold_call;
         let gain = |n: usize| {
             let cold = [
                 (CacheState::Hot, CacheState::Clean),
@@ -732,13 +770,19 @@ pub fn derive(
             cold.max(hot)
         };
         // On a cached block the probe is pure cost (a page-mate load that hits and a
-        // fenced timed load, about one LLC latency in all): at most PROBE_HOT_SHARE of
-        // the cached copy's time. A 16 KiB hot set takes ~300 ns here, and probing it
-        // cost 15-20%.
-        let hot_probe_ns = hot_med / facts.tsc_ghz.max(0.1);
+        // fenced timed load): at most PROBE_HOT_SHARE of the cached copy's time, the
+        // source's probe included where it follows. A 16 KiB hot set takes ~300 ns
+        // here, and probing it cost 15-20%.
+        let hot_probe_ns = probe_hot_call;
         let cheap_when_hot = |n: usize| {
+            let probes = if blockmem::policy::probes_source(&p, n, blockmem::policy::Probed::Cached)
+            {
+                2.0
+            } else {
+                1.0
+            };
             temporal_time(n, CacheState::Hot, CacheState::Hot)
-                .is_some_and(|t| hot_probe_ns <= PROBE_HOT_SHARE * t)
+                .is_some_and(|t| probes * hot_probe_ns <= PROBE_HOT_SHARE * t)
         };
         let from = sizes
             .iter()
@@ -830,6 +874,46 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
         (q(&mut hot, 0.5), q(&mut hot, 0.8)),
         (q(&mut cold, 0.5), q(&mut cold, 0.2)),
     )
+}
+
+/// What one probe costs the call that takes it, in nanoseconds (median over
+/// `samples`): the whole `probe::probe` as the dispatcher runs it (the untimed load of
+/// the page mate, then the fenced timed load), timed from outside on the middle line
+/// of a 1 MiB block prepared by the lab's state builder. Returns (cached, cold): the
+/// block read just before, and the block flushed with the eviction sweep after it (so
+/// its translations and page-table lines are gone too, as for a block the program
+/// touched long ago).
+///
+/// The latency populations [`measure_probe`] finds time only the second load with a
+/// warm TLB (~120 ns cold here). A probe of a cold block also walks the page tables
+/// and waits for the page mate's line from memory, with the pipeline stopped by the
+/// fences: in the lab a cold source's probe added 500-900 ns to a 64 KiB copy.
+fn measure_probe_call(states: &mut StateBuilder, timer: &Timer, samples: usize) -> (f64, f64) {
+    let len = 1 << 20;
+    let mut buf = crate::lab::mem::Buffer::new(len);
+    let p = buf.as_mut_ptr();
+    let mut med = |state: CacheState| {
+        let v: Vec<f64> = (0..samples)
+            .map(|_| {
+                let region = crate::lab::state::Region {
+                    ptr: p,
+                    len,
+                    state,
+                    access: crate::lab::state::Access::Read,
+                };
+                // SAFETY: `buf` is ours, `len` bytes, apart from the eviction buffers;
+                // the probe reads its middle line and the page mate 2 KiB away.
+                unsafe {
+                    states.prepare(&[region]);
+                    timer.time(|| {
+                        std::hint::black_box(blockmem::probe::probe(p.add(len / 2), u32::MAX));
+                    })
+                }
+            })
+            .collect();
+        crate::lab::state::median(&v)
+    };
+    (med(CacheState::Hot), med(CacheState::Clean))
 }
 
 /// The two tests a `rep` window is drawn with ([`window`]), for `rep` kernel `rep`
@@ -1158,10 +1242,13 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         runner.states.hier.l2,
         llc_eff,
     );
+    let probe_call =
+        measure_probe_call(&mut runner.states, &timer, if args.quick { 15 } else { 41 });
     let facts = HostFacts {
         llc_effective: llc_eff,
         probe_hot_cycles: probe_hot,
         probe_cold_cycles: probe_cold,
+        probe_call_ns: probe_call,
         tsc_ghz: timer.ticks_per_ns,
     };
     let base = Profile::from_caches(&blockmem::cpu::used_caches());
@@ -1309,6 +1396,7 @@ mod tests {
             llc_effective: 32 << 20,
             probe_hot_cycles: (40.0, 60.0),
             probe_cold_cycles: (400.0, 300.0),
+            probe_call_ns: (20.0, 200.0),
             tsc_ghz: 2.0,
         };
         (m, facts)
@@ -1376,9 +1464,22 @@ mod tests {
     fn a_robust_kernel_replaces_the_probes_where_it_matches_them_in_every_state() {
         let (mut m, mut facts) = synthetic();
         // No kernel of the synthetic host is near the best in every state (avx2_pf
-        // loses 30% from a hot source, avx2 20% from a cold one).
+        // loses 30% from a hot source, avx2 20% from a cold one) where the source's
+        // probe pays from 64 KiB (a cold probe at 100 ns: avx2_pf gains 437 ns there).
+        facts.probe_call_ns = (20.0, 100.0);
         let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
+        assert_eq!(p.probe_src_min, 64 << 10, "{why:#?}");
         assert_eq!(p.copy_robust_min, usize::MAX, "{why:#?}");
+        // At 200 ns the source's probe pays only from 1 MiB; below it the probing path
+        // runs avx2 for a cached destination, which is then the robust kernel.
+        facts.probe_call_ns = (20.0, 200.0);
+        let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
+        assert_eq!(p.probe_src_min, 1 << 20, "{why:#?}");
+        assert_eq!(
+            (p.copy_robust, p.copy_robust_min, p.copy_robust_max),
+            (KernelId::Avx2, 64 << 10, 1 << 20),
+            "{why:#?}"
+        );
         // A kernel 2% slower than avx2 from a hot source and as fast as avx2_pf from a
         // cold one. With the synthetic host's cheap probes (20 ns cached, 200 ns cold)
         // the probing path, which runs each state's fastest kernel, is ahead of it on
@@ -1402,8 +1503,7 @@ mod tests {
         // stream_auto: every kernel without probes beats the probing path from 64 KiB
         // (the smallest size one kernel may serve every state), and avx512_pw, as fast
         // as avx2_pf from a cold source, by the most.
-        facts.probe_hot_cycles = (4000.0, 4000.0);
-        facts.probe_cold_cycles = (40000.0, 40000.0);
+        facts.probe_call_ns = (2000.0, 20000.0);
         let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
         assert_eq!(
             (p.copy_robust, p.copy_robust_min, p.copy_robust_max),
@@ -1412,13 +1512,16 @@ mod tests {
         );
         // A kernel at most 5% behind in every state is still required: avx512_pw 30%
         // slower on cached data at 1 MiB (more than the probes cost there) may serve
-        // 64 KiB only, and avx2, which serves both sizes, gains more in all.
+        // 64 KiB only. Where the source's probe (20 us) is not taken (below 8 MiB), the
+        // probing path runs avx2 for a cold source, and avx512_pw's 64 KiB alone (42% of
+        // the path's time there) gains more than avx2 over both sizes.
         let k = (KernelId::Avx512Pw, Op::Copy, 1 << 20, Hot, Hot);
         m.insert(k, m[&k] * 1.3);
         let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
+        assert_eq!(p.probe_src_min, 8 << 20, "{why:#?}");
         assert_eq!(
             (p.copy_robust, p.copy_robust_min, p.copy_robust_max),
-            (KernelId::Avx2, 64 << 10, usize::MAX),
+            (KernelId::Avx512Pw, 64 << 10, 1 << 20),
             "{why:#?}"
         );
     }

@@ -45,7 +45,7 @@ pub fn decision(
     let probes = if n >= blockmem::policy::probe_from(p, hint, blockmem::cpu::features()) {
         Probes {
             // As the dispatcher: the source is probed only where its kernel differs.
-            src: if op == Op::Copy && blockmem::policy::probes_source(p) {
+            src: if op == Op::Copy && blockmem::policy::probes_source(p, n, dst) {
                 src
             } else {
                 Probed::Unknown

@@ -87,6 +87,7 @@ struct Published {
     probe_hit_max: AtomicU32,
     copy_temporal: AtomicU8,
     copy_cold_src: AtomicU8,
+    probe_src_min: AtomicUsize,
     copy_cold_dst: AtomicU8,
     set_cold_dst: AtomicU8,
     copy_temporal_large: AtomicU8,
@@ -134,6 +135,7 @@ static P: Published = Published {
     probe_hit_max: AtomicU32::new(0),
     copy_temporal: AtomicU8::new(0),
     copy_cold_src: AtomicU8::new(0),
+    probe_src_min: AtomicUsize::new(0),
     copy_cold_dst: AtomicU8::new(0),
     set_cold_dst: AtomicU8::new(0),
     copy_temporal_large: AtomicU8::new(0),
@@ -356,6 +358,7 @@ fn publish(p: &Profile, source: Source) {
         .store(p.copy_temporal as u8, Ordering::Relaxed);
     P.copy_cold_src
         .store(p.copy_cold_src as u8, Ordering::Relaxed);
+    P.probe_src_min.store(p.probe_src_min, Ordering::Relaxed);
     P.copy_stream.store(p.copy_stream as u8, Ordering::Relaxed);
     P.set_temporal
         .store(p.set_temporal as u8, Ordering::Relaxed);
@@ -379,6 +382,7 @@ fn read_published() -> Profile {
         probe_hit_max: P.probe_hit_max.load(Ordering::Relaxed),
         copy_temporal: k(&P.copy_temporal),
         copy_cold_src: k(&P.copy_cold_src),
+        probe_src_min: u(&P.probe_src_min),
         copy_cold_dst: k(&P.copy_cold_dst),
         set_cold_dst: k(&P.set_cold_dst),
         copy_temporal_large: k(&P.copy_temporal_large),
@@ -643,7 +647,7 @@ unsafe fn choose_for_call(
         unsafe {
             probes.dst = probe_block(dst, n, p.probe_hit_max);
             // The source's state matters only where it changes the kernel.
-            if !src.is_null() && policy::probes_source(&p) {
+            if !src.is_null() && policy::probes_source(&p, n, probes.dst) {
                 probes.src = probe_block(src, n, p.probe_hit_max);
             }
         }

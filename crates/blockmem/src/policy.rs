@@ -182,19 +182,20 @@ pub fn probe_from(p: &Profile, hint: Hint, f: Features) -> usize {
         p.rep_stosb_max,
         p.copy_robust_min,
         p.copy_robust_max,
+        p.probe_src_min,
     ];
     at.sort_unstable();
-    let src_matters = probes_source(p);
     let outcomes = [Probed::Cached, Probed::Cold];
     let changes = |n: usize| {
         Op::ALL.iter().any(|&op| {
             let base = decide(op, n, hint, false, Probes::NONE, p, f);
-            let srcs: &[Probed] = if matches!(op, Op::Copy | Op::Move) && src_matters {
-                &outcomes
-            } else {
-                &[Probed::Unknown]
-            };
             outcomes.iter().any(|&dst| {
+                let srcs: &[Probed] =
+                    if matches!(op, Op::Copy | Op::Move) && probes_source(p, n, dst) {
+                        &outcomes
+                    } else {
+                        &[Probed::Unknown]
+                    };
                 srcs.iter().any(|&src| {
                     let k = decide(op, n, hint, false, Probes { src, dst }, p, f);
                     k != base && (k.streams() || !in_robust_range(op, n, p))
@@ -208,10 +209,13 @@ pub fn probe_from(p: &Profile, hint: Hint, f: Features) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Whether a probing call also probes its source: only where a cold source gets a
-/// kernel of its own (the dispatcher, [`probe_from`] and `blockmem info` share this).
-pub fn probes_source(p: &Profile) -> bool {
-    p.copy_cold_src != p.copy_temporal
+/// Whether a probing copy of `n` bytes whose destination probed `dst` also probes its
+/// source: only where a cold source gets a kernel of its own, from
+/// [`Profile::probe_src_min`], and not after a cold destination (which picks the
+/// cold-destination or streaming kernel whatever the source). The dispatcher,
+/// [`probe_from`] and `blockmem info` share this.
+pub fn probes_source(p: &Profile, n: usize, dst: Probed) -> bool {
+    p.copy_cold_src != p.copy_temporal && n >= p.probe_src_min && dst != Probed::Cold
 }
 
 /// No block smaller than this is probed: the probe reads the middle line after its
@@ -661,9 +665,20 @@ mod tests {
         p.rep_movsb_max = 32 << 10;
         assert!(p.rep_movsb_max < p.stream_auto_cold_dst);
         assert_eq!(probe_from(&p, Hint::Auto, AVX2), 32 << 10);
-        // The cold-source kernel makes the source's state matter from the probe size.
+        // The cold-source kernel makes the source's state matter from the probe size,
+        // or from the size its probe starts at.
         p.copy_cold_src = KernelId::Avx2Pf;
         assert_eq!(probe_from(&p, Hint::Auto, AVX2), 16 << 10);
+        p.probe_src_min = 24 << 10;
+        assert_eq!(probe_from(&p, Hint::Auto, AVX2), 24 << 10);
+        // Not below its size, and never after a cold destination.
+        assert!(!probes_source(&p, 16 << 10, Probed::Cached));
+        assert!(probes_source(&p, 24 << 10, Probed::Cached));
+        assert!(probes_source(&p, 24 << 10, Probed::Unknown));
+        assert!(!probes_source(&p, 24 << 10, Probed::Cold));
+        p.probe_src_min = usize::MAX;
+        assert_eq!(probe_from(&p, Hint::Auto, AVX2), 32 << 10);
+        p.probe_src_min = 0;
         // NoReuse starts at its streaming size when that is lower.
         p.stream_no_reuse = 8 << 10;
         assert_eq!(probe_from(&p, Hint::NoReuse, AVX2), 8 << 10);
@@ -696,8 +711,14 @@ mod tests {
         for &cold_dst in &kernels {
             for &cold_src in &kernels {
                 for &set_cold in &sets {
-                    for &(rmin, rmax) in &[(4 << 10, usize::MAX), (4 << 10, 1 << 20), (0, 0)] {
+                    for &(rmin, rmax, src_min) in &[
+                        (4 << 10, usize::MAX, 0),
+                        (4 << 10, 1 << 20, 64 << 10),
+                        (0, 0, 0),
+                        (0, 0, usize::MAX),
+                    ] {
                         let mut p = profile();
+                        p.probe_src_min = src_min;
                         p.probe_min = 16 << 10;
                         p.copy_cold_dst = cold_dst;
                         p.copy_cold_src = cold_src;
@@ -716,15 +737,15 @@ mod tests {
                             for &n in sizes.iter().filter(|&&n| n >= start && n < from) {
                                 for op in Op::ALL {
                                     let base = decide(op, n, hint, false, Probes::NONE, &p, AVX2);
-                                    // As the dispatcher: the source is probed only
-                                    // where its own kernel differs.
-                                    let srcs: &[Probed] = if probes_source(&p) {
-                                        &[Probed::Cached, Probed::Cold]
-                                    } else {
-                                        &[Probed::Unknown]
-                                    };
-                                    for &src in srcs {
-                                        for dst in [Probed::Cached, Probed::Cold] {
+                                    for dst in [Probed::Cached, Probed::Cold] {
+                                        // As the dispatcher: the source is probed only
+                                        // where its own kernel differs.
+                                        let srcs: &[Probed] = if probes_source(&p, n, dst) {
+                                            &[Probed::Cached, Probed::Cold]
+                                        } else {
+                                            &[Probed::Unknown]
+                                        };
+                                        for &src in srcs {
                                             let probes = Probes { src, dst };
                                             assert_eq!(
                                                 decide(op, n, hint, false, probes, &p, AVX2),

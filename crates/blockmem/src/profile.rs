@@ -59,6 +59,12 @@ pub struct Profile {
     pub copy_robust_max: usize,
     /// Temporal copy kernel when the source probes cold (`avx2_pf` if prefetching pays).
     pub copy_cold_src: KernelId,
+    /// A probing copy probes its source too (where [`Profile::copy_cold_src`] differs
+    /// from the temporal kernel and the destination did not probe cold) from this size:
+    /// below it the source's probe costs more than the cold-source kernel gains (a cold
+    /// block's probe waits for a page walk and two memory loads with the pipeline
+    /// stopped: ~560 ns here). 0: wherever the call probes; `usize::MAX`: never.
+    pub probe_src_min: usize,
     /// Temporal copy kernel when the destination probes cold (`rep_movsb` where its
     /// fast-string stores skip the read-for-ownership).
     pub copy_cold_dst: KernelId,
@@ -129,6 +135,7 @@ impl Profile {
             copy_robust_min: usize::MAX,
             copy_robust_max: usize::MAX,
             copy_cold_src: KernelId::Avx2,
+            probe_src_min: 0,
             copy_cold_dst: KernelId::Avx2,
             copy_stream: KernelId::Avx2Nt,
             set_temporal: KernelId::Avx2,
@@ -158,7 +165,7 @@ enum Kind {
     Kernel(fn(&mut Profile) -> &mut KernelId),
 }
 
-const KEYS: [Key; 23] = [
+const KEYS: [Key; 24] = [
     Key {
         name: "stream_auto",
         doc: "Auto, nothing known: non-temporal stores from this size",
@@ -181,13 +188,18 @@ const KEYS: [Key; 23] = [
     },
     Key {
         name: "probe_min",
-        doc: "probe the middle line of dst (and of src where it changes the kernel) from this size, NoReuse from its streaming size (0 = never)",
+        doc: "probe the middle line of dst (and of src from probe_src_min) from this size, NoReuse from its streaming size (0 = never)",
         kind: Kind::Size(|p| &mut p.probe_min),
     },
     Key {
         name: "probe_hit_max",
         doc: "a probe load of at most this many TSC cycles hit the cache",
         kind: Kind::Cycles(|p| &mut p.probe_hit_max),
+    },
+    Key {
+        name: "probe_src_min",
+        doc: "a probing copy probes its source too (for copy_cold_src) from this size (0: wherever it probes; 18446744073709551615: never)",
+        kind: Kind::Size(|p| &mut p.probe_src_min),
     },
     Key {
         name: "copy_temporal",
@@ -590,6 +602,10 @@ mod tests {
         p.copy_cold_dst = KernelId::RepMovsb;
         p.set_cold_dst = KernelId::RepStosb;
         p.copy_temporal_large = KernelId::Sse2;
+        p.copy_robust = KernelId::Avx2Pf;
+        p.copy_robust_min = 64 << 10;
+        p.copy_robust_max = 8 << 20;
+        p.probe_src_min = 1 << 20;
         p
     }
 
