@@ -19,6 +19,7 @@ use blockmem::kernel::{KernelId, Op};
 use blockmem::profile::{self, Profile, Size};
 
 use crate::info::profile_path;
+use crate::lab::experiments::probe::probe_call_samples;
 use crate::lab::method::Method;
 use crate::lab::runner::{After, Cell, Runner};
 use crate::lab::state::{read_lines, read_pages, CacheState, Hierarchy, StateBuilder};
@@ -136,7 +137,7 @@ pub struct HostFacts {
     /// Probe latency on flushed lines, TSC cycles (median, 20th percentile).
     pub probe_cold_cycles: (f64, f64),
     /// What a whole probe costs a call, ns (median): (block cached, block cold; see
-    /// `measure_probe_call`).
+    /// [`probe_call_samples`]).
     pub probe_call_ns: (f64, f64),
     /// TSC cycles per nanosecond.
     pub tsc_ghz: f64,
@@ -876,46 +877,6 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
     )
 }
 
-/// What one probe costs the call that takes it, in nanoseconds (median over
-/// `samples`): the whole `probe::probe` as the dispatcher runs it (the untimed load of
-/// the page mate, then the fenced timed load), timed from outside on the middle line
-/// of a 1 MiB block prepared by the lab's state builder. Returns (cached, cold): the
-/// block read just before, and the block flushed with the eviction sweep after it (so
-/// its translations and page-table lines are gone too, as for a block the program
-/// touched long ago).
-///
-/// The latency populations [`measure_probe`] finds time only the second load with a
-/// warm TLB (~120 ns cold here). A probe of a cold block also walks the page tables
-/// and waits for the page mate's line from memory, with the pipeline stopped by the
-/// fences: in the lab a cold source's probe added 500-900 ns to a 64 KiB copy.
-fn measure_probe_call(states: &mut StateBuilder, timer: &Timer, samples: usize) -> (f64, f64) {
-    let len = 1 << 20;
-    let mut buf = crate::lab::mem::Buffer::new(len);
-    let p = buf.as_mut_ptr();
-    let mut med = |state: CacheState| {
-        let v: Vec<f64> = (0..samples)
-            .map(|_| {
-                let region = crate::lab::state::Region {
-                    ptr: p,
-                    len,
-                    state,
-                    access: crate::lab::state::Access::Read,
-                };
-                // SAFETY: `buf` is ours, `len` bytes, apart from the eviction buffers;
-                // the probe reads its middle line and the page mate 2 KiB away.
-                unsafe {
-                    states.prepare(&[region]);
-                    timer.time(|| {
-                        std::hint::black_box(blockmem::probe::probe(p.add(len / 2), u32::MAX));
-                    })
-                }
-            })
-            .collect();
-        crate::lab::state::median(&v)
-    };
-    (med(CacheState::Hot), med(CacheState::Clean))
-}
-
 /// The two tests a `rep` window is drawn with ([`window`]), for `rep` kernel `rep`
 /// against the temporal kernel `temporal`: it *wins* at a size where it is faster than
 /// the margin on cached data; or, not slower than the margin there, on the `cold`
@@ -1242,8 +1203,16 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         runner.states.hier.l2,
         llc_eff,
     );
-    let probe_call =
-        measure_probe_call(&mut runner.states, &timer, if args.quick { 15 } else { 41 });
+    let samples = if args.quick { 15 } else { 41 };
+    let mut call_ns = |state| {
+        crate::lab::state::median(&probe_call_samples(
+            &mut runner.states,
+            &timer,
+            state,
+            samples,
+        ))
+    };
+    let probe_call = (call_ns(CacheState::Hot), call_ns(CacheState::Clean));
     let facts = HostFacts {
         llc_effective: llc_eff,
         probe_hot_cycles: probe_hot,

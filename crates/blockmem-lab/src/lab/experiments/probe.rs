@@ -3,7 +3,9 @@
 //!
 //! Cost: the dispatcher's probe (`blockmem::probe::load_cycles_tlb_warm`) on a line just
 //! read (L1), on one only the LLC holds and on a flushed line (the last two with a
-//! cold TLB), many times; the library's threshold is the profile in use.
+//! cold TLB), many times; the library's threshold is the profile in use. Then what a
+//! call pays: the whole probe (page mate, timed load, page walk) timed from outside on
+//! a cached and on a cold 1 MiB block ([`probe_call_samples`]).
 //!
 //! Accuracy: blocks of 1–64 KiB are flushed, then lines are read back into cache in
 //! one of four patterns — the whole block or none of it, a prefix of the given fraction
@@ -26,8 +28,9 @@ use super::{fmt_size, Ctx};
 use crate::lab::mem::Buffer;
 use crate::lab::report::Table;
 use crate::lab::runner::Record;
-use crate::lab::state::{read_lines, read_pages};
+use crate::lab::state::{read_lines, read_pages, Access, CacheState, Region, StateBuilder};
 use crate::lab::stats::Summary;
+use crate::lab::timer::Timer;
 
 /// Name in JSON and on the command line.
 pub const NAME: &str = "probe";
@@ -63,6 +66,47 @@ fn record(
     }
 }
 
+/// What one probe costs the call that takes it, in ns, `samples` times: the whole
+/// `probe::probe` as the dispatcher runs it (the untimed load of the page mate, then
+/// the fenced timed load), timed from outside, on the middle line of a 1 MiB block the
+/// lab's state builder made `state` (hot: read just before; clean or dirty: flushed,
+/// then the eviction sweep, so the block's translations and page-table lines are gone
+/// too, as for a block the program touched long ago).
+///
+/// The latency the cost table times is the second load's alone, with a warm TLB
+/// (~120 ns from memory here). A probe of a cold block also walks the page tables and
+/// waits for the page mate's line from memory, with the pipeline stopped by the
+/// fences: ~560 ns here, and in the policy grid a cold source's probe added 500-900 ns
+/// to a 64 KiB copy. Calibration prices probes with this.
+pub fn probe_call_samples(
+    states: &mut StateBuilder,
+    timer: &Timer,
+    state: CacheState,
+    samples: usize,
+) -> Vec<f64> {
+    let len = 1 << 20;
+    let mut buf = Buffer::new(len);
+    let p = buf.as_mut_ptr();
+    (0..samples)
+        .map(|_| {
+            let region = Region {
+                ptr: p,
+                len,
+                state,
+                access: Access::Read,
+            };
+            // SAFETY: `buf` is ours, `len` bytes, apart from the eviction buffers; the
+            // probe reads its middle line and the page mate 2 KiB away.
+            unsafe {
+                states.prepare(&[region]);
+                timer.time(|| {
+                    std::hint::black_box(blockmem::probe::probe(p.add(len / 2), u32::MAX));
+                })
+            }
+        })
+        .collect()
+}
+
 /// Runs the cost and accuracy measurements.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let timer = ctx.runner.timer;
@@ -78,7 +122,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let span = (trials * max).max(64 << 20);
     let mut buf = Buffer::new(span);
     let base = buf.as_mut_ptr();
-    let pb = ctx.bar(3 + sizes.len() * PATTERNS.len(), NAME);
+    let pb = ctx.bar(5 + sizes.len() * PATTERNS.len(), NAME);
 
     let mut rng = fastrand::Rng::with_seed(0x9b0be);
     // Cost, with the dispatcher's probe (an untimed load 2 KiB away in the same page
@@ -163,6 +207,21 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         ex.insert("hit_max_cycles".into(), json!(hit_max));
         ex.insert("classified_cached".into(), json!(hits as f64 / n as f64));
         out.push(record(LINE, state, ns, ex, "probe_cost"));
+        pb.inc(1);
+    }
+    // What the call pays: the whole probe on a 1 MiB block, cached or cold.
+    let call_samples = if ctx.quick { 31 } else { 101 };
+    for (name, state) in [
+        ("cached block", CacheState::Hot),
+        ("cold block", CacheState::Clean),
+    ] {
+        let ns = probe_call_samples(&mut ctx.runner.states, &timer, state, call_samples);
+        let mut ex = serde_json::Map::new();
+        ex.insert(
+            "median_cycles".into(),
+            json!(Summary::of(&ns).median * timer.ticks_per_ns),
+        );
+        out.push(record(1 << 20, name, ns, ex, "probe_call_cost"));
         pb.inc(1);
     }
 
@@ -282,7 +341,23 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
             ),
         ]);
     }
-    let mut out = vec![cost];
+    let mut call = Table::new(
+        "probe cost to the call: the whole probe, timed from outside",
+        "what the dispatcher pays per probe: the page mate's load, the fenced timed load of the middle line of a 1 MiB block, and on a cold block the page walk; calibration prices probes with the median",
+        ["block", "median cycles", "median ns", "min ns", "max ns"]
+            .map(String::from)
+            .to_vec(),
+    );
+    for r in recs.iter().filter(|r| r.op == "probe_call_cost") {
+        call.rows.push(vec![
+            r.dst.clone(),
+            format!("{:.0}", r.extra_f64("median_cycles").unwrap_or(f64::NAN)),
+            format!("{:.1}", r.summary.median),
+            format!("{:.1}", r.summary.min),
+            format!("{:.1}", r.summary.max),
+        ]);
+    }
+    let mut out = vec![cost, call];
     for (op, title) in [
         (
             "probe_accuracy",
