@@ -12,8 +12,8 @@
 //! Parsing needs no allocation and never panics: [`parse`] walks the bytes and reports
 //! the first problem as a [`ProfileError`] with its 1-based line and a reason. Every key
 //! is optional; a missing key keeps its default (CPUID-derived, see
-//! [`Profile::from_caches`]), and [`Profile::provenance`] says which keys came from the
-//! file.
+//! [`Profile::from_caches`]), and the [`Provenance`] [`parse`] returns says which keys came
+//! from the file.
 
 use crate::cpu::UsedCaches;
 use crate::kernel::KernelId;

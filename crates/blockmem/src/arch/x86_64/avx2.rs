@@ -2,8 +2,8 @@
 //! up to 256, then 128 bytes per iteration with cache-line-aligned stores. The best
 //! choice whenever the destination is, or should end up, in cache.
 //!
-//! Also home of the AVX2 ladders the `avx2_*` variants share ([`copy_with`],
-//! [`move_with`], [`set_with`]): they differ only in the long loop.
+//! Also home of the AVX2 ladders the `avx2_*` variants share (`copy_with`,
+//! `move_with`, `set_with`): they differ only in the long loop.
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::{self, disjoint, Prefetch, Stores, Vector};

@@ -19,7 +19,7 @@ const MIN_CLZERO: usize = 2 * LINE;
 /// Zeroes `n` bytes.
 ///
 /// # Safety
-/// `dst` valid for `n` writes; the CPU supports CLZERO (CPUID 0x80000008 EBX[0]).
+/// `dst` valid for `n` writes; the CPU supports CLZERO (CPUID 0x80000008, EBX bit 0).
 pub unsafe fn zero(dst: *mut u8, n: usize) {
     // SAFETY: forwarded contract; `clear_line` receives 64-aligned addresses of lines
     // inside [dst, dst+n) (see `zero_lines`), and CLZERO is available per the contract.
