@@ -754,7 +754,6 @@ pub fn derive(
     if cold_p20 > hot_p80 && p.stream_auto_cold_dst < p.stream_auto {
         p.probe_hit_max = ((hot_p80 + cold_p20) / 2.0) as u32;
         // A cold destination's probe decides alone (the source is not probed after it).
-        let probe_ns = probe_cold_call;
         let gain = |n: usize| {
             let cold = [
                 (CacheState::Hot, CacheState::Clean),
@@ -774,25 +773,20 @@ pub fn derive(
         // fenced timed load): at most PROBE_HOT_SHARE of the cached copy's time, the
         // source's probe included where it follows. A 16 KiB hot set takes ~300 ns
         // here, and probing it cost 15-20%.
-        let hot_probe_ns = probe_hot_call;
         let cheap_when_hot = |n: usize| {
-            let probes = if blockmem::policy::probes_source(&p, n, blockmem::policy::Probed::Cached)
-            {
-                2.0
-            } else {
-                1.0
-            };
+            let src = blockmem::policy::probes_source(&p, n, blockmem::policy::Probed::Cached);
+            let probes = if src { 2.0 } else { 1.0 };
             temporal_time(n, CacheState::Hot, CacheState::Hot)
-                .is_some_and(|t| probes * hot_probe_ns <= PROBE_HOT_SHARE * t)
+                .is_some_and(|t| probes * probe_hot_call <= PROBE_HOT_SHARE * t)
         };
         let from = sizes
             .iter()
             .copied()
             .filter(|&n| n >= p.stream_auto_cold_dst)
-            .find(|&n| gain(n) >= PROBE_PAYBACK * probe_ns && cheap_when_hot(n));
+            .find(|&n| gain(n) >= PROBE_PAYBACK * probe_cold_call && cheap_when_hot(n));
         p.probe_min = from.unwrap_or(0);
         why.push(format!(
-            "probe: lines in the LLC {hot_med:.0} cycles (p80 {hot_p80:.0}), flushed {cold_med:.0} (p20 {cold_p20:.0}): hit at <= {} cycles; a probe costs ~{probe_ns:.0} ns when the lines are cold, paid back {PROBE_PAYBACK}x, and ~{hot_probe_ns:.0} ns when cached, under {:.0}% of a cached copy, from {}",
+            "probe: lines in the LLC {hot_med:.0} cycles (p80 {hot_p80:.0}), flushed {cold_med:.0} (p20 {cold_p20:.0}): hit at <= {} cycles; a probe costs ~{probe_cold_call:.0} ns when the lines are cold, paid back {PROBE_PAYBACK}x, and ~{probe_hot_call:.0} ns when cached, under {:.0}% of a cached copy, from {}",
             p.probe_hit_max,
             PROBE_HOT_SHARE * 100.0,
             from.map_or("never".to_string(), |n| Size(n).to_string())

@@ -618,10 +618,9 @@ pub fn choose_probed(op: Op, n: usize, hint: Hint, overlap: bool, probes: Probes
 /// Chooses for a real call: probes the middle line of `dst` (and then of `src` where
 /// [`policy::probes_source`] says its state changes the kernel and its probe pays:
 /// from `probe_src_min`, not after a cold destination) when the profile says probing
-/// pays at this size and the
-/// result can change the kernel, and for `NoReuse` wherever it would stream (for every
-/// hint: a cached destination is never streamed and a cold one gets the
-/// cold-destination kernel).
+/// pays at this size and the result can change the kernel, and for `NoReuse` wherever
+/// it would stream (for every hint: a cached destination is never streamed and a cold
+/// one gets the cold-destination kernel).
 ///
 /// # Safety
 /// `dst` valid for a one-byte read; `src` null or valid for a one-byte read.
