@@ -171,6 +171,12 @@ impl Exporter for Markdown {
     }
     fn write(&self, run: &RunData, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "# blockmem lab: {}\n", run.experiment_name())?;
+        if run.host["timer"]["drain_stores"].as_bool() == Some(true) {
+            writeln!(
+                out,
+                "Every sample includes the drain of the call's stores (`--drain-stores`).\n"
+            )?;
+        }
         for t in &run.tables {
             writeln!(out, "## {}\n\n{}\n", t.title, t.note)?;
             writeln!(out, "| {} |", t.header.join(" | "))?;
@@ -273,5 +279,18 @@ pub(crate) mod tests {
         let mut buf = Vec::new();
         Markdown.write(&sample_run(), &mut buf).unwrap();
         assert!(String::from_utf8(buf).unwrap().contains("- noisy: x"));
+    }
+
+    #[test]
+    fn markdown_says_when_stores_were_drained() {
+        let mut run = sample_run();
+        let text = |run: &RunData| {
+            let mut buf = Vec::new();
+            Markdown.write(run, &mut buf).unwrap();
+            String::from_utf8(buf).unwrap()
+        };
+        assert!(!text(&run).contains("--drain-stores"));
+        run.host = serde_json::json!({"timer": {"drain_stores": true}});
+        assert!(text(&run).contains("drain of the call's stores (`--drain-stores`)"));
     }
 }

@@ -19,8 +19,9 @@
 //! use blockmem::kernel::Op;
 //! use blockmem_lab::lab::{engine, method::Method, runner::{After, Cell}, state::CacheState};
 //!
-//! // Clock + hierarchy; `Some(..)` skips the effective-LLC measurement.
-//! let mut runner = engine(Some(8 << 20));
+//! // Clock + hierarchy; `Some(..)` skips the effective-LLC measurement; `false`: stop
+//! // stamps do not wait for stores to drain.
+//! let mut runner = engine(Some(8 << 20), false);
 //! let (libc, portable) = (Method::libc().unwrap(), Method::kernel("portable").unwrap());
 //! let cell = |m| Cell {
 //!     experiment: "doc", method: m, op: Op::Copy, size: 64 << 10,
@@ -128,6 +129,13 @@ pub struct LabArgs {
     /// Agreement tolerance for --compare (relative, e.g. 0.10).
     #[arg(long, value_name = "FRACTION", default_value_t = 0.10)]
     pub tolerance: f64,
+    /// End every timed region with `mfence`, so samples include the time until the
+    /// call's stores are globally visible (by default a call ends when its last
+    /// instruction has executed, with stores possibly still buffered, as a caller that
+    /// goes on with other work sees it). Shows what small copies to cold destinations
+    /// cost a caller that fences or stores right after.
+    #[arg(long)]
+    pub drain_stores: bool,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -160,6 +168,8 @@ pub struct LabOptions {
     pub out: Option<PathBuf>,
     /// Fleet distributions.
     pub fleet_dir: Option<PathBuf>,
+    /// Timed regions end with the stores drained.
+    pub drain_stores: bool,
     /// No progress bars.
     pub quiet: bool,
 }
@@ -262,6 +272,7 @@ impl LabArgs {
             markdown: self.markdown.clone(),
             out,
             fleet_dir: self.fleet_dir.clone(),
+            drain_stores: self.drain_stores,
             quiet: self.quiet,
         })
     }
@@ -304,16 +315,23 @@ pub fn host_json(runner: &Runner, opts: &LabOptions, perf: &perf::PerfStatus) ->
             "sizes": opts.sizes,
             "methods": opts.methods.as_ref().map(|m| m.iter().map(|x| x.name().to_string()).collect::<Vec<_>>()),
             "llc_override": opts.llc,
+            "drain_stores": opts.drain_stores,
         },
         "started_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
     })
 }
 
-/// Builds the engine: timer, measured hierarchy, state builder.
-pub fn engine(llc: Option<usize>) -> Runner {
+/// Builds the engine: timer, measured hierarchy, state builder. With `drain_stores`
+/// the runner's samples include the drain of their stores (the hierarchy is measured
+/// with loads, on the plain clock, either way).
+pub fn engine(llc: Option<usize>, drain_stores: bool) -> Runner {
     let timer = Timer::calibrate(Duration::from_millis(30));
     let hier = Hierarchy::measure(&timer, llc);
-    Runner::new(StateBuilder::new(hier, timer))
+    let mut runner = Runner::new(StateBuilder::new(hier, timer));
+    if drain_stores {
+        runner.timer = timer.draining();
+    }
+    runner
 }
 
 /// Writes to stdout; a closed pipe (`blockmem lab | head`) silences the rest instead of
@@ -358,16 +376,21 @@ pub fn run(args: &LabArgs) -> Result<()> {
     check_outputs(&opts)?;
     let started = Instant::now();
     eprintln!("blockmem lab: measuring the timer and the cache hierarchy…");
-    let mut runner = engine(opts.llc);
+    let mut runner = engine(opts.llc, opts.drain_stores);
     runner.boost_cheap_cells = opts.reps.is_none();
     let perf = perf::status();
     {
         let h = &runner.states.hier;
         eprintln!(
-            "blockmem lab: TSC {:.3} GHz, timer overhead {:.0} ticks; L2 {}, LLC {} reported, {} effective ({}); \
+            "blockmem lab: TSC {:.3} GHz, timer overhead {:.0} ticks{}; L2 {}, LLC {} reported, {} effective ({}); \
              probe: resident {:.0}–{:.0} ns, DRAM {:.0} ns; eviction buffer {}",
             runner.timer.ticks_per_ns,
             runner.timer.overhead_ticks,
+            if runner.timer.drain_stores {
+                " (stop stamps wait for stores to drain)"
+            } else {
+                ""
+            },
             mib(h.l2),
             mib(h.llc_reported),
             mib(h.llc_effective),

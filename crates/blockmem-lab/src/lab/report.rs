@@ -144,7 +144,7 @@ pub fn write_html(
     let _ = write!(
         s,
         "<p><b>{}</b> — L1d {}, L2 {}, LLC {} as CPUID reports it, <b>{} effective</b> ({}); \
-         TSC {:.3} GHz; libc: {}; {}</p>",
+         TSC {:.3} GHz{}; libc: {}; {}</p>",
         esc(cpu),
         sz(&hier["l1d"]),
         sz(&hier["l2"]),
@@ -152,6 +152,11 @@ pub fn write_html(
         sz(&hier["llc_effective"]),
         esc(hier["llc_source"].as_str().unwrap_or("")),
         host["timer"]["ticks_per_ns"].as_f64().unwrap_or(0.0),
+        if host["timer"]["drain_stores"].as_bool() == Some(true) {
+            ", every sample includes the drain of its stores (<code>--drain-stores</code>)"
+        } else {
+            ""
+        },
         esc(host["libc"].as_str().unwrap_or("?")),
         esc(host["perf"]["detail"].as_str().unwrap_or("")),
     );

@@ -6,6 +6,14 @@
 //! after. `rdtscp` waits for every earlier instruction to execute, so the stop stamp
 //! is taken after the operation's last load; stores may still sit in the store buffer,
 //! exactly as they do for a real caller (non-temporal kernels end with `sfence`).
+//!
+//! That is the cost a caller sees when it goes on with other work, but a small copy to
+//! a cold destination can end with most of its stores still waiting for their lines: a
+//! kernel whose stores the buffer absorbs looks faster than one (`rep movsb`) that
+//! completes its stores before it retires. A timer built with
+//! [`Timer::draining`] (`blockmem lab --drain-stores`) puts an `mfence` before the
+//! stop stamp, so every sample includes the time until all the call's stores are
+//! globally visible: the cost a caller pays when it next fences, or fills the buffer.
 
 use std::time::{Duration, Instant};
 
@@ -35,6 +43,20 @@ pub fn stamp() -> u64 {
     }
 }
 
+/// Like [`stamp`], but first waits (`mfence`) until every earlier store is globally
+/// visible: the stop stamp of a [`Timer::draining`] timer.
+#[inline(always)]
+pub fn stamp_drained() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `mfence` exists on every x86-64 CPU (SSE2 baseline) and has no operands.
+    unsafe {
+        core::arch::x86_64::_mm_mfence();
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    stamp()
+}
+
 /// The clock the lab measures with.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Timer {
@@ -44,6 +66,8 @@ pub struct Timer {
     pub overhead_ticks: f64,
     /// Spread (max/min) of the frequency estimates; close to 1 when the TSC is stable.
     pub freq_spread: f64,
+    /// The stop stamp waits for the timed code's stores to drain ([`stamp_drained`]).
+    pub drain_stores: bool,
 }
 
 impl Timer {
@@ -62,18 +86,21 @@ impl Timer {
             .collect();
         est.sort_by(f64::total_cmp);
         let freq_spread = est[2] / est[0];
-        let mut ov: Vec<u64> = (0..2001)
-            .map(|_| {
-                let a = stamp();
-                let b = stamp();
-                b - a
-            })
-            .collect();
-        ov.sort_unstable();
         Timer {
             ticks_per_ns: est[1],
-            overhead_ticks: ov[ov.len() / 2] as f64,
+            overhead_ticks: overhead(stamp),
             freq_spread,
+            drain_stores: false,
+        }
+    }
+
+    /// The same clock with a stop stamp that waits for stores to drain (module docs),
+    /// and the overhead of an empty region measured again with that stamp.
+    pub fn draining(self) -> Timer {
+        Timer {
+            overhead_ticks: overhead(stamp_drained),
+            drain_stores: true,
+            ..self
         }
     }
 
@@ -83,6 +110,7 @@ impl Timer {
             ticks_per_ns: 1.0,
             overhead_ticks: 0.0,
             freq_spread: 1.0,
+            drain_stores: false,
         }
     }
 
@@ -97,9 +125,26 @@ impl Timer {
     pub fn time<F: FnOnce()>(&self, f: F) -> f64 {
         let t0 = stamp();
         f();
-        let t1 = stamp();
+        let t1 = if self.drain_stores {
+            stamp_drained()
+        } else {
+            stamp()
+        };
         self.to_ns(t1 - t0)
     }
+}
+
+/// Median ticks of an empty region between [`stamp`] and `stop`.
+fn overhead(stop: fn() -> u64) -> f64 {
+    let mut ov: Vec<u64> = (0..2001)
+        .map(|_| {
+            let a = stamp();
+            let b = stop();
+            b - a
+        })
+        .collect();
+    ov.sort_unstable();
+    ov[ov.len() / 2] as f64
 }
 
 #[cfg(test)]
@@ -112,6 +157,19 @@ mod tests {
         assert!(t.ticks_per_ns > 0.05 && t.ticks_per_ns < 20.0, "{t:?}");
         assert!(t.overhead_ticks >= 0.0);
         assert_eq!(t.to_ns(0), 0.0, "overhead subtraction never goes negative");
+    }
+
+    #[test]
+    fn a_draining_timer_keeps_the_clock_and_waits_for_stores() {
+        let t = Timer::calibrate(Duration::from_millis(5));
+        let d = t.draining();
+        assert!(d.drain_stores && !t.drain_stores);
+        assert_eq!(d.ticks_per_ns, t.ticks_per_ns);
+        assert!(d.overhead_ticks >= 0.0);
+        let mut buf = vec![0u8; 1 << 16];
+        let ns = d.time(|| buf.iter_mut().for_each(|b| *b = 1));
+        assert!(ns.is_finite() && ns >= 0.0);
+        assert!(buf.iter().all(|&b| b == 1));
     }
 
     #[test]
