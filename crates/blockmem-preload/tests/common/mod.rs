@@ -97,6 +97,7 @@ pub fn c_dir() -> PathBuf {
 /// no loop-to-memcpy rewriting).
 pub fn ref_object(dir: &Path) -> PathBuf {
     let obj = dir.join("ref.o");
+    let tmp = private_path(&obj);
     cc(&[
         "-O3",
         "-fno-builtin",
@@ -104,9 +105,31 @@ pub fn ref_object(dir: &Path) -> PathBuf {
         "-c",
         c_dir().join("ref.c").to_str().unwrap(),
         "-o",
-        obj.to_str().unwrap(),
+        tmp.to_str().unwrap(),
     ]);
+    publish(&tmp, &obj);
     obj
+}
+
+/// A path next to `target` that no other test thread or process writes: tests running
+/// in parallel build the same outputs, and one linking `ref.o` while another rewrote it
+/// found it empty (CI: undefined references to `ref_copy`).
+fn private_path(target: &Path) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let mut name = target.file_name().unwrap().to_os_string();
+    name.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    target.with_file_name(name)
+}
+
+/// Moves a finished build output into place in one step (`rename` replaces atomically).
+fn publish(tmp: &Path, target: &Path) {
+    std::fs::rename(tmp, target)
+        .unwrap_or_else(|e| panic!("rename {} to {}: {e}", tmp.display(), target.display()));
 }
 
 /// Runs the C compiler with `args`, panicking with its output on failure.
@@ -130,16 +153,18 @@ pub fn build_c_program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let exe = dir.join(name);
     let src = c_dir().join(format!("{name}.c"));
     let reference = ref_object(dir);
+    let tmp = private_path(&exe);
     let mut args = vec![
         "-O2",
         "-D_FORTIFY_SOURCE=2",
         src.to_str().unwrap(),
         reference.to_str().unwrap(),
         "-o",
-        exe.to_str().unwrap(),
+        tmp.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
     cc(&args);
+    publish(&tmp, &exe);
     exe
 }
 
