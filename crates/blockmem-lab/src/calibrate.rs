@@ -93,6 +93,10 @@ const MARGIN: f64 = 1.05;
 /// The smallest size at which one kernel may serve every cache state (see
 /// `copy_robust`): the probes' size. Below it the store buffer absorbs a copy's
 /// stores, and kernels that fetch the destination early lose 20-75% on a cold one.
+/// Not lower when the stores are drained (`HostFacts::drain_stores`), although
+/// `avx512_pw` then wins at 4 KiB too: below 64 KiB calls take the dispatcher's fast
+/// path, and a robust range starting lower sends them through the policy's path
+/// instead (measured: 4 KiB hot copies at 0.69x glibc).
 const ROBUST_MIN: usize = 64 << 10;
 /// Probing must promise at least this many times its own cost. The cost is counted as
 /// two DRAM round trips, which overstates it: a cold probe fetches a line the copy needs
@@ -482,11 +486,6 @@ pub fn derive(
     // alone at 1.05x.
     p.copy_robust_min = usize::MAX;
     p.copy_robust_max = usize::MAX;
-    // Not lower when the stores are drained (`HostFacts::drain_stores`), although
-    // `avx512_pw` then wins at 4 KiB too: below 64 KiB calls take the dispatcher's
-    // fast path, and a robust range starting lower sends them through the policy's
-    // path instead (measured: 4 KiB hot copies at 0.69x glibc).
-    let robust_min = ROBUST_MIN;
     let robust = measured(
         &[COPY_TEMPORAL.as_slice(), &COPY_COLD_SRC].concat(),
         Op::Copy,
@@ -527,7 +526,7 @@ pub fn derive(
     let below_stream: Vec<usize> = sizes
         .iter()
         .copied()
-        .filter(|&n| n >= robust_min && n < p.stream_auto)
+        .filter(|&n| n >= ROBUST_MIN && n < p.stream_auto)
         .collect();
     // Per kernel, its runs: the longest stretches of consecutive measured sizes where
     // it qualifies, each scored by its gain over the probing path (the sum over the
@@ -582,7 +581,7 @@ pub fn derive(
         None => why.push(format!(
             "copy_robust_min: never; no kernel without probes matched the probing path in every state (within {:.0}%) at any measured size from {} to stream_auto",
             (MARGIN - 1.0) * 100.0,
-            Size(robust_min)
+            Size(ROBUST_MIN)
         )),
     }
     // Reuse: seed 003 Fig. 3 has streaming pay again once the block exceeds the cache,
@@ -1249,12 +1248,14 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         ),
         format!(
             "written by `blockmem calibrate{}` {} in {:.1} s",
-            match (args.quick, args.drain_stores) {
-                (false, false) => "",
-                (true, false) => " --quick",
-                (false, true) => " --drain-stores",
-                (true, true) => " --quick --drain-stores",
-            },
+            [
+                (args.quick, " --quick"),
+                (args.drain_stores, " --drain-stores")
+            ]
+            .iter()
+            .filter(|f| f.0)
+            .map(|f| f.1)
+            .collect::<String>(),
             humantime_now(),
             elapsed.as_secs_f64()
         ),
