@@ -81,6 +81,56 @@ fn kind_name(k: CacheKind) -> &'static str {
 /// Sizes the decision table shows.
 const DECISION_SIZES: [usize; 5] = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20];
 
+/// How an `Auto` call of each size is dispatched, smallest first: `(from, below,
+/// route)` with `below` = `usize::MAX` for the last stretch. Routes: `inline` (the
+/// size ladder), a kernel name (a segment that runs it without the policy), `policy`
+/// (the policy's path: probes where they pay, then `decide`). `copies`: copy and move,
+/// else set and zero.
+pub fn routes(copies: bool) -> Vec<(usize, usize, String)> {
+    let op = if copies { Op::Copy } else { Op::Set };
+    let inline = dispatch::inline_max(op);
+    let (copy_below, copy_k, set_below, set_k) = dispatch::fast_path();
+    let (copy_rep, set_rep) = dispatch::rep_segments();
+    let (copy_tail, set_tail) = dispatch::fast_tails();
+    let (_, robust_below, robust_k) = dispatch::robust_segment();
+    let (fast_below, fast_k, rep_below, rep_k, tail_below) = if copies {
+        (
+            copy_below,
+            copy_k,
+            copy_rep,
+            blockmem::KernelId::RepMovsb,
+            copy_tail,
+        )
+    } else {
+        (
+            set_below,
+            set_k,
+            set_rep,
+            blockmem::KernelId::RepStosb,
+            set_tail,
+        )
+    };
+    let mut out = vec![(0, inline + 1, "inline".to_string())];
+    let mut at = inline + 1;
+    let mut push = |below: usize, route: &str| {
+        if below > at {
+            out.push((at, below, route.to_string()));
+            at = below;
+        }
+    };
+    if fast_below != 0 {
+        push(fast_below, fast_k.name());
+        push(rep_below, rep_k.name());
+        push(tail_below, fast_k.name());
+        // The robust segment starts where the ones before end (`robust_segment`).
+        if copies {
+            push(robust_below, robust_k.name());
+        }
+    }
+    push(usize::MAX, "policy");
+    out
+}
+
 /// The whole report as JSON (the text form is rendered from the same value).
 pub fn report(info: &CpuInfo) -> Value {
     let c = &info.caches;
@@ -165,8 +215,25 @@ pub fn report(info: &CpuInfo) -> Value {
                 (h.name().to_string(), if n == usize::MAX { Value::Null } else { json!(n) })
             }).collect::<serde_json::Map<String, Value>>(),
         },
+        "dispatch": {
+            "copy": route_json(true),
+            "set": route_json(false),
+        },
         "decisions": decisions,
     })
+}
+
+fn route_json(copies: bool) -> Vec<Value> {
+    routes(copies)
+        .into_iter()
+        .map(|(from, below, route)| {
+            json!({
+                "from": from,
+                "below": if below == usize::MAX { Value::Null } else { json!(below) },
+                "route": route,
+            })
+        })
+        .collect()
 }
 
 /// Runs `blockmem info`.
@@ -308,6 +375,23 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         "  probes from: {} (the first size where a probe result can change the kernel)",
         from.join(", ")
     );
+    println!();
+    println!("dispatch of an Auto call, by size (a kernel: run without consulting the policy):");
+    for (name, key) in [("copy/move", "copy"), ("set/zero", "set")] {
+        let parts: Vec<String> = r["dispatch"][key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|seg| {
+                let route = s(&seg["route"]);
+                match u(&seg["from"]) {
+                    0 => format!("{route} up to {}", u(&seg["below"]).saturating_sub(1)),
+                    from => format!("{route} from {}", fmt_bytes(from)),
+                }
+            })
+            .collect();
+        println!("  {name:<10} {}", parts.join(", "));
+    }
     println!();
     println!("decisions (first source/destination line hot or cold; no overlap):");
     print!("  {:<5} {:>8}  {:<10}", "op", "size", "src/dst");

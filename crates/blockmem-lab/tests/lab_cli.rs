@@ -257,3 +257,65 @@ fn fleet_runs_on_a_given_distribution_directory() {
         .iter()
         .any(|r| r["op"] == "move" && r["overlapping_calls"].as_u64().unwrap() > 0));
 }
+
+/// `blockmem info --json` reports how an `Auto` call of each size is dispatched: the
+/// stretches cover every size once, in order, and a calibrated robust range gets a
+/// segment of its own right after the `rep movsb` window.
+#[test]
+fn info_reports_the_dispatch_segments_of_the_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("profile");
+    std::fs::write(
+        &path,
+        "version = 1\nstream_auto = 16MiB\nstream_auto_cold_dst = 8MiB\nprobe_min = 1MiB\n\
+         copy_temporal = sse2\ncopy_cold_dst = rep_movsb\ncopy_robust = sse2\n\
+         copy_robust_min = 64KiB\ncopy_robust_max = 8MiB\nrep_movsb_min = 8KiB\n\
+         rep_movsb_max = 18446744073709551615\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("blockmem")
+        .unwrap()
+        .args(["info", "--json"])
+        .env("BLOCKMEM_PROFILE", &path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["profile"]["error"], Value::Null, "{}", v["profile"]);
+    for key in ["copy", "set"] {
+        let segs = v["dispatch"][key].as_array().unwrap();
+        assert_eq!(segs[0]["from"], 0, "{key}");
+        assert_eq!(segs[0]["route"], "inline");
+        for w in segs.windows(2) {
+            assert_eq!(w[0]["below"], w[1]["from"], "{key}: contiguous");
+            assert!(w[0]["from"].as_u64() < w[0]["below"].as_u64(), "{key}");
+        }
+        let last = segs.last().unwrap();
+        assert_eq!(
+            (&last["route"], &last["below"]),
+            (&Value::from("policy"), &Value::Null)
+        );
+    }
+    if cfg!(target_arch = "x86_64") {
+        let copy: Vec<(u64, &str)> = v["dispatch"]["copy"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["from"].as_u64().unwrap(), s["route"].as_str().unwrap()))
+            .collect();
+        let tail = &copy[copy.len() - 3..];
+        assert_eq!(
+            tail,
+            [
+                (8 << 10, "rep_movsb"),
+                (64 << 10, "sse2"),
+                (8 << 20, "policy")
+            ],
+            "{copy:?}"
+        );
+    }
+}

@@ -7,7 +7,9 @@
 //!   otherwise          n <= 32 scalar head/tail, n <= 128 SSE2 head/tail, inline
 //!   below the fast-path bound (Auto, or a hint below its streaming size): the
 //!                      calibrated temporal kernel through one published pointer,
-//!                      then rep movsb / rep stosb inside their windows
+//!                      then rep movsb / rep stosb inside their windows, then (copy
+//!                      and move) the robust kernel through its pointer over the
+//!                      profile's robust range, up to where a probe could matter
 //!   otherwise          probe the middle line if n >= probe_from(hint): from the
 //!                      profile's probe size (NoReuse: its streaming size), the first
 //!                      size where a probe result can change the kernel; never when
@@ -65,6 +67,13 @@ struct Published {
     // it down the policy's path (a 4 KiB hot copy took 40 ns there instead of 24).
     copy_tail_below: AtomicUsize,
     set_tail_below: AtomicUsize,
+    // From the end of those segments up to this, copies and moves run the robust
+    // kernel through these pointers (0 = none): where the profile has one kernel serve
+    // every cache state unprobed, the policy's path only read the profile to pick it.
+    // Published (Release) after the pointers; read with Acquire.
+    copy_robust_below: AtomicUsize,
+    copy_robust_fn: AtomicPtr<()>,
+    move_robust_fn: AtomicPtr<()>,
     // 0 = not initialised, 1 = a caller is initialising, 2 = published.
     state: AtomicU8,
     // 0 = no forced kernel, else KernelId as u8 + 1.
@@ -114,6 +123,9 @@ static P: Published = Published {
     set_rep_below: AtomicUsize::new(0),
     copy_tail_below: AtomicUsize::new(0),
     set_tail_below: AtomicUsize::new(0),
+    copy_robust_below: AtomicUsize::new(0),
+    copy_robust_fn: AtomicPtr::new(core::ptr::null_mut()),
+    move_robust_fn: AtomicPtr::new(core::ptr::null_mut()),
     set_fast: AtomicU8::new(0),
     state: AtomicU8::new(0),
     forced: AtomicU8::new(0),
@@ -190,6 +202,24 @@ pub fn fast_tails() -> (usize, usize) {
     )
 }
 
+/// The robust segment after them: `(from, below, kernel)`; copies and moves of
+/// `from..below` bytes run the profile's robust kernel through a published pointer
+/// (`below` = 0: no such segment; calls there take the policy's path).
+pub fn robust_segment() -> (usize, usize, KernelId) {
+    profile();
+    let below = P.copy_robust_below.load(Ordering::Acquire);
+    let from = [&P.copy_tail_below, &P.copy_rep_below, &P.copy_fast_below]
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .find(|&b| b != 0)
+        .unwrap_or(0);
+    (
+        if below == 0 { 0 } else { from },
+        below,
+        kernel_at(P.copy_robust.load(Ordering::Relaxed)),
+    )
+}
+
 /// Recomputes the fast path and the cached feature mask from the published profile,
 /// the forced kernel and `cpu::features()` (called whenever one of them changes).
 pub(crate) fn refresh_fast_path() {
@@ -200,6 +230,7 @@ pub(crate) fn refresh_fast_path() {
     P.set_rep_below.store(0, Ordering::Relaxed);
     P.copy_tail_below.store(0, Ordering::Relaxed);
     P.set_tail_below.store(0, Ordering::Relaxed);
+    P.copy_robust_below.store(0, Ordering::Relaxed);
     let f = cpu::features();
     P.features.store(f.bits(), Ordering::Relaxed);
     if P.state.load(Ordering::Acquire) != 2 {
@@ -219,9 +250,10 @@ pub(crate) fn refresh_fast_path() {
         .stream_auto
         .min(P.probe_from[hint_index(Hint::Auto)].load(Ordering::Relaxed));
     let policy_from = set_below;
-    // From `copy_robust_min` the copy kernel is the robust one: the fast path and the
-    // rep segment stop there.
-    let mut copy_below = set_below.min(p.copy_robust_min);
+    // From `copy_robust_min` the copy kernel is the robust one: the fast path, the rep
+    // segment and the fast path's tail stop there (the robust segment may follow).
+    let copy_end = policy_from.min(p.copy_robust_min);
+    let mut copy_below = copy_end;
     if p.rep_movsb_min < p.rep_movsb_max {
         copy_below = copy_below.min(p.rep_movsb_min);
     }
@@ -255,10 +287,7 @@ pub(crate) fn refresh_fast_path() {
     // the policy would pick the rep kernel at both ends (it does in between: only the
     // window, `stream_auto` and the probe size move the choice there).
     if cfg!(target_arch = "x86_64") && P.copy_fast_below.load(Ordering::Relaxed) != 0 {
-        let (lo, hi) = (
-            copy_below,
-            p.rep_movsb_max.min(policy_from).min(p.copy_robust_min),
-        );
+        let (lo, hi) = (copy_below, p.rep_movsb_max.min(copy_end));
         let rep_at = |n: usize| {
             policy::decide(Op::Copy, n, Hint::Auto, false, Probes::NONE, &p, f)
                 == KernelId::RepMovsb
@@ -272,10 +301,45 @@ pub(crate) fn refresh_fast_path() {
                 policy::decide(Op::Copy, n, Hint::Auto, false, Probes::NONE, &p, f) == fast
                     && policy::decide(Op::Move, n, Hint::Auto, true, Probes::NONE, &p, f) == fast
             };
-            if hi < policy_from && fast_at(hi) && fast_at(policy_from - 1) {
-                P.copy_tail_below.store(policy_from, Ordering::Relaxed);
+            if hi < copy_end && fast_at(hi) && fast_at(copy_end - 1) {
+                P.copy_tail_below.store(copy_end, Ordering::Relaxed);
             }
         }
+    }
+    // The robust segment: [copy_robust_min, where the policy would probe or stream
+    // or the range ends), right after the segments before it (the dispatcher tests
+    // only the upper bounds, in order), where the policy picks one kernel for copy
+    // and move, overlapping or not, at both ends (in between, unprobed, only the
+    // range's and the streaming bounds move the choice).
+    let chain_end = [&P.copy_tail_below, &P.copy_rep_below, &P.copy_fast_below]
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .find(|&b| b != 0)
+        .unwrap_or(0);
+    let (lo, hi) = (p.copy_robust_min, p.copy_robust_max.min(policy_from));
+    let at = |n: usize, op: Op, overlap: bool| {
+        policy::decide(op, n, Hint::Auto, overlap, Probes::NONE, &p, f)
+    };
+    let robust = at(lo, Op::Copy, false);
+    let same = |n: usize| {
+        [(Op::Copy, false), (Op::Move, false), (Op::Move, true)]
+            .iter()
+            .all(|&(op, overlap)| at(n, op, overlap) == robust)
+    };
+    let fns = entry(robust).and_then(|a| Some((a.copy_fn()?, a.move_fn()?)));
+    if let (true, Some((c, m))) = (
+        chain_end != 0
+            && chain_end == lo
+            && lo < hi
+            && robust == p.copy_robust
+            && !robust.streams()
+            && same(lo)
+            && same(hi - 1),
+        fns,
+    ) {
+        P.copy_robust_fn.store(c as *mut (), Ordering::Relaxed);
+        P.move_robust_fn.store(m as *mut (), Ordering::Relaxed);
+        P.copy_robust_below.store(hi, Ordering::Release);
     }
     if cfg!(target_arch = "x86_64") && P.set_fast_below.load(Ordering::Relaxed) != 0 {
         let (lo, hi) = (set_below, p.rep_stosb_max.min(policy_from));
@@ -901,6 +965,8 @@ enum Segment {
     Fast,
     /// `rep movsb` / `rep stosb`, inside their window.
     Rep,
+    /// The robust copy kernel, through its published pointer (copies and moves only).
+    Robust,
     /// The policy's path.
     Policy,
 }
@@ -924,6 +990,9 @@ fn segment(copies: bool, n: usize, hint: Hint) -> Segment {
         Segment::Rep
     } else if n < tail.load(Ordering::Relaxed) {
         Segment::Fast
+    } else if copies && n < P.copy_robust_below.load(Ordering::Acquire) {
+        // Acquire: the robust kernel's pointers were published before its bound.
+        Segment::Robust
     } else {
         return Segment::Policy;
     };
@@ -990,6 +1059,7 @@ unsafe fn copy_with(f: u32, dst: *mut u8, src: *const u8, n: usize, hint: Hint) 
         }
         match segment(true, n, hint) {
             Segment::Fast => fast_copy(&P.copy_fast_fn)(dst, src, n),
+            Segment::Robust => fast_copy(&P.copy_robust_fn)(dst, src, n),
             Segment::Rep => rep_copy(dst, src, n),
             Segment::Policy => by_policy(Op::Copy, dst, src, 0, n, hint),
         }
@@ -1045,6 +1115,7 @@ unsafe fn move_with(f: u32, dst: *mut u8, src: *const u8, n: usize, hint: Hint) 
         }
         match segment(true, n, hint) {
             Segment::Fast => fast_copy(&P.move_fast_fn)(dst, src, n),
+            Segment::Robust => fast_copy(&P.move_robust_fn)(dst, src, n),
             Segment::Rep => rep_move(dst, src, n),
             Segment::Policy if !core::ptr::eq(dst, src) => {
                 by_policy(Op::Move, dst, src, 0, n, hint)
@@ -1091,7 +1162,7 @@ unsafe fn set_with(f: u32, dst: *mut u8, byte: u8, n: usize, hint: Hint) {
         match segment(false, n, hint) {
             Segment::Fast => fast_set()(dst, byte, n),
             Segment::Rep => rep_set(dst, byte, n),
-            Segment::Policy => {
+            Segment::Policy | Segment::Robust => {
                 let op = if byte == 0 { Op::Zero } else { Op::Set };
                 by_policy(op, dst, core::ptr::null(), byte, n, hint)
             }
@@ -1133,6 +1204,7 @@ pub unsafe fn decide_for_call(
     match segment(copies, n, hint) {
         Segment::Fast => return Some(kernel_at(fast.load(Ordering::Relaxed))),
         Segment::Rep => return Some(rep),
+        Segment::Robust => return Some(kernel_at(P.copy_robust.load(Ordering::Relaxed))),
         Segment::Policy => {}
     }
     let overlap = op == Op::Move && !disjoint(dst, src, n);

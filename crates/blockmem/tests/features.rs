@@ -237,3 +237,106 @@ fn fast_path_agrees_with_the_policy() {
     );
     dispatch::force(None);
 }
+
+/// The robust segment (copies and moves from `copy_robust_min`, through one published
+/// pointer instead of the policy's path) must run what the policy would, follow the
+/// segments before it without a gap, stop where a probe could change the kernel, and
+/// copy correctly.
+#[test]
+fn the_robust_segment_runs_what_the_policy_would() {
+    use blockmem::KernelId;
+    let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
+    let base = dispatch::profile();
+    let f = cpu::features();
+    let usable = |k: KernelId| {
+        blockmem::policy::usable(k, Op::Copy, f) && blockmem::policy::usable(k, Op::Move, f)
+    };
+    let Some(robust) = [KernelId::Avx512Pw, KernelId::Avx2Pw, KernelId::Sse2]
+        .into_iter()
+        .find(|&k| usable(k))
+    else {
+        return; // no robust kernel on this target
+    };
+    let mut p = base;
+    p.probe_min = 1 << 20;
+    p.stream_auto = 16 << 20;
+    p.stream_auto_cold_dst = 8 << 20;
+    p.stream_no_reuse = 16 << 10;
+    p.stream_reuse = 8 << 20;
+    p.rep_movsb_min = 8 << 10;
+    p.rep_movsb_max = usize::MAX;
+    p.copy_cold_dst = KernelId::RepMovsb;
+    p.copy_robust = robust;
+    p.copy_robust_min = 64 << 10;
+    p.copy_robust_max = 8 << 20;
+    dispatch::install(&p);
+    assert_eq!(
+        dispatch::rep_segments().0,
+        64 << 10,
+        "the rep segment ends at it"
+    );
+    let (from, below, k) = dispatch::robust_segment();
+    assert_eq!((from, below, k), (64 << 10, 8 << 20, robust), "{p:?}");
+    assert!(dispatch::probe_from(Hint::Auto) >= below);
+    let len = below + 4096;
+    let src: Vec<u8> = (0..len as u32).map(|i| (i ^ (i >> 11)) as u8).collect();
+    let mut dst = vec![0u8; len];
+    for n in [from, from + 1, (from + below) / 2, below - 1] {
+        for (op, overlap) in [(Op::Copy, false), (Op::Move, false), (Op::Move, true)] {
+            let k = dispatch::choose_probed(op, n, Hint::Auto, overlap, Probes::NONE);
+            assert_eq!(k, robust, "{op:?} {n}");
+            // SAFETY: both buffers hold more than n bytes.
+            let ran =
+                unsafe { dispatch::decide_for_call(op, dst.as_ptr(), src.as_ptr(), n, Hint::Auto) };
+            assert_eq!(ran, Some(robust), "{op:?} {n}: what a call runs");
+        }
+        // Through the segment: a copy, and overlapping moves both ways.
+        dst.fill(0);
+        blockmem::copy(&mut dst[3..3 + n], &src[5..5 + n]);
+        assert!(dst[3..3 + n] == src[5..5 + n] && dst[..3] == [0; 3] && dst[3 + n] == 0);
+        let mut buf = src.clone();
+        blockmem::move_within(&mut buf, 0..n, 4095);
+        assert!(
+            buf[4095..4095 + n] == src[..n] && buf[..4095] == src[..4095],
+            "{n}"
+        );
+        let mut buf = src.clone();
+        blockmem::move_within(&mut buf, 4095..4095 + n, 0);
+        assert!(buf[..n] == src[4095..4095 + n], "{n}");
+    }
+    // From where a probe can make a call stream, the policy's path again.
+    let mut q = p;
+    q.probe_min = 256 << 10;
+    q.stream_auto_cold_dst = 512 << 10;
+    dispatch::install(&q);
+    assert_eq!(dispatch::robust_segment().1, 512 << 10, "{q:?}");
+    // No segment: an empty range, a robust kernel the policy would not run (a streaming
+    // one), streaming below the range, a forced kernel.
+    let mut none = vec![];
+    let mut q = p;
+    q.copy_robust_max = 64 << 10;
+    none.push(q);
+    let mut q = p;
+    q.copy_robust = KernelId::Avx2Nt;
+    none.push(q);
+    // The policy's path starts below the range: streaming from 32 KiB unprobed.
+    let mut q = p;
+    q.stream_auto = 32 << 10;
+    none.push(q);
+    for q in none {
+        dispatch::install(&q);
+        assert_eq!(dispatch::robust_segment().1, 0, "{q:?}");
+        let mut d = vec![0u8; 100_000];
+        blockmem::copy(&mut d, &src[..100_000]);
+        assert!(d == src[..100_000]);
+    }
+    dispatch::install(&p);
+    dispatch::force(Some(KernelId::Sse2));
+    assert_eq!(
+        dispatch::robust_segment().1,
+        0,
+        "forcing a kernel disables it"
+    );
+    dispatch::force(None);
+    dispatch::install(&base);
+}
