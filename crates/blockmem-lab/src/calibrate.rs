@@ -41,10 +41,12 @@ pub struct CalibrateArgs {
     /// Effective LLC size to assume instead of measuring it (e.g. 32M).
     #[arg(long, value_name = "SIZE")]
     pub llc: Option<String>,
-    /// Time every call until its stores have drained (as `blockmem lab
-    /// --drain-stores`): a profile for programs whose copies are followed by more
-    /// stores or copies, where a store the buffer absorbed is paid by the next one.
-    #[arg(long)]
+    /// Stop each call's clock at its last instruction, its stores possibly still
+    /// buffered (as `blockmem lab --no-drain-stores`): a profile for programs that go
+    /// on with work that does not store after their copies. By default every call is
+    /// timed until its stores have drained, the cost a program that copies or stores
+    /// again pays.
+    #[arg(long = "no-drain-stores", action = clap::ArgAction::SetFalse)]
     pub drain_stores: bool,
 }
 
@@ -91,12 +93,13 @@ const SET_STREAM: [KernelId; 3] = [KernelId::Avx2Nt, KernelId::Avx512Nt, KernelI
 /// A kernel must beat the incumbent by this factor to displace it (noise margin).
 const MARGIN: f64 = 1.05;
 /// The smallest size at which one kernel may serve every cache state (see
-/// `copy_robust`), timed as usual: the probes' size. Below it the store buffer absorbs
-/// a copy's stores, and kernels that fetch the destination early lose 20-75% on a cold
-/// one, a loss the caller does not see until it stores again.
+/// `copy_robust`) when calls are timed without draining their stores
+/// (`--no-drain-stores`): the probes' size. Below it the store buffer absorbs a copy's
+/// stores, and kernels that fetch the destination early lose 20-75% on a cold one, a
+/// loss the caller does not see until it stores again.
 const ROBUST_MIN: usize = 64 << 10;
-/// The same when the stores are drained (`HostFacts::drain_stores`): the probes' own
-/// minimum. Timed that way `avx512_pw` is the best 4 KiB copy to a cold destination
+/// The same when the stores are drained (`HostFacts::drain_stores`, the default): the
+/// probes' own minimum. Timed that way `avx512_pw` is the best 4 KiB copy to a cold destination
 /// (1.18-1.21x glibc, where `avx512` ran 0.91-1.10x), and the dispatcher runs a robust
 /// range through one pointer like its fast path (before that segment existed, a range
 /// from 4 KiB sent hot 4 KiB copies through the policy's path, at 0.69x glibc).
@@ -153,7 +156,8 @@ pub struct HostFacts {
     pub probe_call_ns: (f64, f64),
     /// TSC cycles per nanosecond.
     pub tsc_ghz: f64,
-    /// The calls were timed until their stores drained (`--drain-stores`).
+    /// The calls were timed until their stores drained (the default; false with
+    /// `--no-drain-stores`).
     pub drain_stores: bool,
 }
 
@@ -171,12 +175,14 @@ pub fn derive(
 ) -> (Profile, Evidence) {
     let mut p = base;
     let mut why = Vec::new();
-    if facts.drain_stores {
-        why.push(
-            "timing: every call timed until its stores drained (--drain-stores): the cost to a caller that stores or fences next"
-                .to_string(),
-        );
-    }
+    why.push(
+        if facts.drain_stores {
+            "timing: every call timed until its stores drained: the cost to a caller that stores, copies or fences next"
+        } else {
+            "timing: every call timed to its last instruction, its stores possibly still buffered (--no-drain-stores): the cost to a caller that goes on without storing"
+        }
+        .to_string(),
+    );
     let sizes: Vec<usize> = {
         let mut s: Vec<usize> = m.keys().map(|k| k.2).collect();
         s.sort_unstable();
@@ -1258,7 +1264,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
             "written by `blockmem calibrate{}` {} in {:.1} s",
             [
                 (args.quick, " --quick"),
-                (args.drain_stores, " --drain-stores")
+                (!args.drain_stores, " --no-drain-stores")
             ]
             .iter()
             .filter(|f| f.0)
@@ -1407,10 +1413,7 @@ mod tests {
         let (m, mut facts) = synthetic();
         let (p, why) = derive(&m, &Measurements::new(), &facts, Profile::FALLBACK);
         assert_eq!(p.copy_temporal, KernelId::Avx2);
-        assert!(
-            !why.iter().any(|w| w.contains("--drain-stores")),
-            "{why:#?}"
-        );
+        assert!(why[0].contains("--no-drain-stores"), "{why:#?}");
         // The timing mode is stated in the evidence and changes one rule: drained, the
         // robust range may start at 4 KiB (here `rep movsb`, the fastest 4 KiB copy in
         // every state, takes 4..64 KiB); undrained it starts at 64 KiB at the earliest.
@@ -1435,7 +1438,7 @@ mod tests {
             (p.copy_robust, p.copy_robust_min, p.copy_robust_max);
         assert_eq!(same, p);
         assert!(
-            why_drained[0].contains("--drain-stores"),
+            why_drained[0].starts_with("timing: every call timed until its stores drained"),
             "{why_drained:#?}"
         );
         assert_eq!(

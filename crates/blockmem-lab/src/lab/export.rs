@@ -171,10 +171,10 @@ impl Exporter for Markdown {
     }
     fn write(&self, run: &RunData, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "# blockmem lab: {}\n", run.experiment_name())?;
-        if run.host["timer"]["drain_stores"].as_bool() == Some(true) {
+        if run.host["timer"]["drain_stores"].as_bool() == Some(false) {
             writeln!(
                 out,
-                "Every sample includes the drain of the call's stores (`--drain-stores`).\n"
+                "Samples end at the call's last instruction, its stores possibly still buffered (`--no-drain-stores`).\n"
             )?;
         }
         for t in &run.tables {
@@ -282,15 +282,16 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn markdown_says_when_stores_were_drained() {
+    fn markdown_says_when_stores_were_not_drained() {
         let mut run = sample_run();
         let text = |run: &RunData| {
             let mut buf = Vec::new();
             Markdown.write(run, &mut buf).unwrap();
             String::from_utf8(buf).unwrap()
         };
-        assert!(!text(&run).contains("--drain-stores"));
         run.host = serde_json::json!({"timer": {"drain_stores": true}});
-        assert!(text(&run).contains("drain of the call's stores (`--drain-stores`)"));
+        assert!(!text(&run).contains("--no-drain-stores"));
+        run.host = serde_json::json!({"timer": {"drain_stores": false}});
+        assert!(text(&run).contains("stores possibly still buffered (`--no-drain-stores`)"));
     }
 }

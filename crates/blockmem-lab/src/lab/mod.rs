@@ -129,12 +129,13 @@ pub struct LabArgs {
     /// Agreement tolerance for --compare (relative, e.g. 0.10).
     #[arg(long, value_name = "FRACTION", default_value_t = 0.10)]
     pub tolerance: f64,
-    /// End every timed region with `mfence`, so samples include the time until the
-    /// call's stores are globally visible (by default a call ends when its last
-    /// instruction has executed, with stores possibly still buffered, as a caller that
-    /// goes on with other work sees it). Shows what small copies to cold destinations
-    /// cost a caller that fences or stores right after.
-    #[arg(long)]
+    /// Stop the clock when the call's last instruction has executed, with its stores
+    /// possibly still in the store buffer: the cost a caller sees when it goes on with
+    /// work that does not store. By default every timed region ends with `mfence`, so a
+    /// sample includes the time until the call's stores are globally visible, which
+    /// every method pays sooner or later and the streaming kernels pay inside the call
+    /// (their `sfence`).
+    #[arg(long = "no-drain-stores", action = clap::ArgAction::SetFalse)]
     pub drain_stores: bool,
     /// No progress bars.
     #[arg(long)]
@@ -389,7 +390,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
             if runner.timer.drain_stores {
                 " (stop stamps wait for stores to drain)"
             } else {
-                ""
+                " (stop stamps do not wait for stores: --no-drain-stores)"
             },
             mib(h.l2),
             mib(h.llc_reported),

@@ -152,10 +152,10 @@ pub fn write_html(
         sz(&hier["llc_effective"]),
         esc(hier["llc_source"].as_str().unwrap_or("")),
         host["timer"]["ticks_per_ns"].as_f64().unwrap_or(0.0),
-        if host["timer"]["drain_stores"].as_bool() == Some(true) {
-            ", every sample includes the drain of its stores (<code>--drain-stores</code>)"
+        if host["timer"]["drain_stores"].as_bool() == Some(false) {
+            ", samples end at the call's last instruction, its stores possibly still buffered (<code>--no-drain-stores</code>)"
         } else {
-            ""
+            ", every sample includes the drain of its stores"
         },
         esc(host["libc"].as_str().unwrap_or("?")),
         esc(host["perf"]["detail"].as_str().unwrap_or("")),
