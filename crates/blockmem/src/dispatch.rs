@@ -208,16 +208,21 @@ pub fn fast_tails() -> (usize, usize) {
 pub fn robust_segment() -> (usize, usize, KernelId) {
     profile();
     let below = P.copy_robust_below.load(Ordering::Acquire);
-    let from = [&P.copy_tail_below, &P.copy_rep_below, &P.copy_fast_below]
-        .iter()
-        .map(|a| a.load(Ordering::Relaxed))
-        .find(|&b| b != 0)
-        .unwrap_or(0);
     (
-        if below == 0 { 0 } else { from },
+        if below == 0 { 0 } else { copy_chain_end() },
         below,
         kernel_at(P.copy_robust.load(Ordering::Relaxed)),
     )
+}
+
+/// Where the copy segments before the robust one end: the last published of the
+/// fast path's tail, the rep window and the fast path (0: none published).
+fn copy_chain_end() -> usize {
+    [&P.copy_tail_below, &P.copy_rep_below, &P.copy_fast_below]
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .find(|&b| b != 0)
+        .unwrap_or(0)
 }
 
 /// Recomputes the fast path and the cached feature mask from the published profile,
@@ -311,11 +316,7 @@ pub(crate) fn refresh_fast_path() {
     // only the upper bounds, in order), where the policy picks one kernel for copy
     // and move, overlapping or not, at both ends (in between, unprobed, only the
     // range's and the streaming bounds move the choice).
-    let chain_end = [&P.copy_tail_below, &P.copy_rep_below, &P.copy_fast_below]
-        .iter()
-        .map(|a| a.load(Ordering::Relaxed))
-        .find(|&b| b != 0)
-        .unwrap_or(0);
+    let chain_end = copy_chain_end();
     let (lo, hi) = (p.copy_robust_min, p.copy_robust_max.min(policy_from));
     let at = |n: usize, op: Op, overlap: bool| {
         policy::decide(op, n, Hint::Auto, overlap, Probes::NONE, &p, f)
