@@ -9,8 +9,9 @@
 //!
 //! That is the cost a caller sees when it goes on with other work, but a small copy to
 //! a cold destination can end with most of its stores still waiting for their lines: a
-//! kernel whose stores the buffer absorbs looks faster than one (`rep movsb`) that
-//! completes its stores before it retires. A timer built with
+//! kernel whose stores the buffer absorbs looks faster than one that pays inside the
+//! call (a streaming kernel's `sfence`, or `avx512_pw`'s early fetches of the
+//! destination). A timer built with
 //! [`Timer::draining`] (`blockmem lab`, unless `--no-drain-stores`) puts an `mfence` before the
 //! stop stamp, so every sample includes the time until all the call's stores are
 //! globally visible: the cost a caller pays when it next fences, or fills the buffer.
