@@ -48,6 +48,10 @@ pub struct CalibrateArgs {
     /// again pays.
     #[arg(long = "no-drain-stores", action = clap::ArgAction::SetFalse)]
     pub drain_stores: bool,
+    /// Time every call until its stores have drained: the default (the flag is kept
+    /// for scripts written when it was not; the last of the two flags wins).
+    #[arg(long = "drain-stores", overrides_with = "drain_stores")]
+    pub drain_stores_default: bool,
 }
 
 /// Median time (ns) of one call, keyed by (kernel, op, size, src state, dst state).

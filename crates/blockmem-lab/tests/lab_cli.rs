@@ -182,17 +182,25 @@ fn tiny_run_writes_every_output_and_verifies_every_result() {
 }
 
 /// Stores are drained by default; `--no-drain-stores` stops the clock at the last
-/// instruction. Either way the mode is recorded and every result verifies.
+/// instruction (`--drain-stores`, the default stated, wins when it comes last).
+/// Either way the mode is recorded and every result verifies.
 #[test]
 fn the_store_drain_mode_is_recorded_and_results_still_verify() {
     let d = tempfile::tempdir().unwrap();
     let json = d.path().join("r.json");
-    for (flag, drained, said) in [
-        (None, true, "stop stamps wait for stores to drain"),
+    let undrained = "stop stamps do not wait for stores: --no-drain-stores";
+    for (flags, drained, said) in [
+        (&[][..], true, "stop stamps wait for stores to drain"),
+        (&["--no-drain-stores"][..], false, undrained),
         (
-            Some("--no-drain-stores"),
+            &["--no-drain-stores", "--drain-stores"][..],
+            true,
+            "stop stamps wait for stores to drain",
+        ),
+        (
+            &["--drain-stores", "--no-drain-stores"][..],
             false,
-            "stop stamps do not wait for stores: --no-drain-stores",
+            undrained,
         ),
     ] {
         lab()
@@ -208,7 +216,7 @@ fn the_store_drain_mode_is_recorded_and_results_still_verify() {
                 "4M",
                 "--quiet",
             ])
-            .args(flag)
+            .args(flags)
             .arg("--json")
             .arg(&json)
             .assert()

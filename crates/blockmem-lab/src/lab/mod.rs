@@ -137,6 +137,10 @@ pub struct LabArgs {
     /// (their `sfence`).
     #[arg(long = "no-drain-stores", action = clap::ArgAction::SetFalse)]
     pub drain_stores: bool,
+    /// Drain every call's stores before the stop stamp: the default (the flag is kept
+    /// for scripts written when it was not; the last of the two flags wins).
+    #[arg(long = "drain-stores", overrides_with = "drain_stores")]
+    pub drain_stores_default: bool,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
