@@ -21,8 +21,8 @@ use blockmem::profile::{self, Profile, Size};
 use crate::info::profile_path;
 use crate::lab::experiments::probe::probe_call_samples;
 use crate::lab::method::Method;
-use crate::lab::runner::{After, Cell, Runner};
-use crate::lab::state::{read_lines, read_pages, CacheState, Hierarchy, StateBuilder};
+use crate::lab::runner::{After, Cell};
+use crate::lab::state::{read_lines, read_pages, CacheState, Hierarchy};
 use crate::lab::timer::Timer;
 
 /// Flags of `blockmem calibrate`.
@@ -1046,10 +1046,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         hier.llc_source
     );
     let llc_eff = hier.llc_effective;
-    let mut runner = Runner::new(StateBuilder::new(hier, timer));
-    if args.drain_stores {
-        runner.timer = timer.draining();
-    }
+    let mut runner = crate::lab::timed_runner(hier, timer, args.drain_stores);
     // Hot cells time a mix of sizes around each size, as a program's calls come: the
     // thresholds must price the loop-exit mispredictions a repeated size never has.
     runner.size_mix = true;

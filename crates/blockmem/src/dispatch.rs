@@ -273,6 +273,15 @@ pub(crate) fn refresh_fast_path() {
     let set = policy::decide(Op::Set, n, Hint::Auto, false, Probes::NONE, &p, f);
     let zero = policy::decide(Op::Zero, n, Hint::Auto, false, Probes::NONE, &p, f);
     let entry = |k: KernelId| k.kernel().and_then(|e| e.available());
+    // Whether the policy, unprobed and unhinted, runs `k` for `n` bytes for every one
+    // of `calls` (op, overlap): what a segment that skips it must agree with.
+    const COPIES: &[(Op, bool)] = &[(Op::Copy, false), (Op::Move, false), (Op::Move, true)];
+    const SETS: &[(Op, bool)] = &[(Op::Set, false), (Op::Zero, false)];
+    let picks = |calls: &[(Op, bool)], n: usize, k: KernelId| {
+        calls.iter().all(|&(op, overlap)| {
+            policy::decide(op, n, Hint::Auto, overlap, Probes::NONE, &p, f) == k
+        })
+    };
     let copy_fns = entry(copy).and_then(|a| Some((a.copy_fn()?, entry(mov)?.move_fn()?)));
     if let (true, Some((c, m))) = (copy == mov && copy_below > n, copy_fns) {
         P.copy_fast.store(copy as u8, Ordering::Relaxed);
@@ -293,19 +302,11 @@ pub(crate) fn refresh_fast_path() {
     // window, `stream_auto` and the probe size move the choice there).
     if cfg!(target_arch = "x86_64") && P.copy_fast_below.load(Ordering::Relaxed) != 0 {
         let (lo, hi) = (copy_below, p.rep_movsb_max.min(copy_end));
-        let rep_at = |n: usize| {
-            policy::decide(Op::Copy, n, Hint::Auto, false, Probes::NONE, &p, f)
-                == KernelId::RepMovsb
-                && policy::decide(Op::Move, n, Hint::Auto, true, Probes::NONE, &p, f)
-                    == KernelId::RepMovsb
-        };
+        let rep_at = |n: usize| picks(COPIES, n, KernelId::RepMovsb);
         if lo == p.rep_movsb_min && lo < hi && rep_at(lo) && rep_at(hi - 1) {
             P.copy_rep_below.store(hi, Ordering::Relaxed);
             let fast = kernel_at(P.copy_fast.load(Ordering::Relaxed));
-            let fast_at = |n: usize| {
-                policy::decide(Op::Copy, n, Hint::Auto, false, Probes::NONE, &p, f) == fast
-                    && policy::decide(Op::Move, n, Hint::Auto, true, Probes::NONE, &p, f) == fast
-            };
+            let fast_at = |n: usize| picks(COPIES, n, fast);
             if hi < copy_end && fast_at(hi) && fast_at(copy_end - 1) {
                 P.copy_tail_below.store(copy_end, Ordering::Relaxed);
             }
@@ -313,29 +314,19 @@ pub(crate) fn refresh_fast_path() {
     }
     // The robust segment: [copy_robust_min, where the policy would probe or stream
     // or the range ends), right after the segments before it (the dispatcher tests
-    // only the upper bounds, in order), where the policy picks one kernel for copy
-    // and move, overlapping or not, at both ends (in between, unprobed, only the
-    // range's and the streaming bounds move the choice).
+    // only the upper bounds, in order), where the policy picks the profile's robust
+    // kernel for copy and move, overlapping or not, at both ends (in between, unprobed,
+    // only the range's and the streaming bounds move the choice).
     let chain_end = copy_chain_end();
     let (lo, hi) = (p.copy_robust_min, p.copy_robust_max.min(policy_from));
-    let at = |n: usize, op: Op, overlap: bool| {
-        policy::decide(op, n, Hint::Auto, overlap, Probes::NONE, &p, f)
-    };
-    let robust = at(lo, Op::Copy, false);
-    let same = |n: usize| {
-        [(Op::Copy, false), (Op::Move, false), (Op::Move, true)]
-            .iter()
-            .all(|&(op, overlap)| at(n, op, overlap) == robust)
-    };
+    let robust = p.copy_robust;
     let fns = entry(robust).and_then(|a| Some((a.copy_fn()?, a.move_fn()?)));
     if let (true, Some((c, m))) = (
         chain_end != 0
             && chain_end == lo
             && lo < hi
-            && robust == p.copy_robust
-            && !robust.streams()
-            && same(lo)
-            && same(hi - 1),
+            && picks(COPIES, lo, robust)
+            && picks(COPIES, hi - 1, robust),
         fns,
     ) {
         P.copy_robust_fn.store(c as *mut (), Ordering::Relaxed);
@@ -344,19 +335,11 @@ pub(crate) fn refresh_fast_path() {
     }
     if cfg!(target_arch = "x86_64") && P.set_fast_below.load(Ordering::Relaxed) != 0 {
         let (lo, hi) = (set_below, p.rep_stosb_max.min(policy_from));
-        let rep_at = |n: usize| {
-            [Op::Set, Op::Zero].iter().all(|&op| {
-                policy::decide(op, n, Hint::Auto, false, Probes::NONE, &p, f) == KernelId::RepStosb
-            })
-        };
+        let rep_at = |n: usize| picks(SETS, n, KernelId::RepStosb);
         if lo == p.rep_stosb_min && lo < hi && rep_at(lo) && rep_at(hi - 1) {
             P.set_rep_below.store(hi, Ordering::Relaxed);
             let fast = kernel_at(P.set_fast.load(Ordering::Relaxed));
-            let fast_at = |n: usize| {
-                [Op::Set, Op::Zero].iter().all(|&op| {
-                    policy::decide(op, n, Hint::Auto, false, Probes::NONE, &p, f) == fast
-                })
-            };
+            let fast_at = |n: usize| picks(SETS, n, fast);
             if hi < policy_from && fast_at(hi) && fast_at(policy_from - 1) {
                 P.set_tail_below.store(policy_from, Ordering::Relaxed);
             }

@@ -326,12 +326,17 @@ pub fn host_json(runner: &Runner, opts: &LabOptions, perf: &perf::PerfStatus) ->
     })
 }
 
-/// Builds the engine: timer, measured hierarchy, state builder. With `drain_stores`
-/// the runner's samples include the drain of their stores (the hierarchy is measured
-/// with loads, on the plain clock, either way).
+/// Builds the engine: timer, measured hierarchy, state builder (see [`timed_runner`]).
 pub fn engine(llc: Option<usize>, drain_stores: bool) -> Runner {
     let timer = Timer::calibrate(Duration::from_millis(30));
     let hier = Hierarchy::measure(&timer, llc);
+    timed_runner(hier, timer, drain_stores)
+}
+
+/// A runner over a measured hierarchy. With `drain_stores` its samples include the
+/// drain of their stores (the hierarchy is measured with loads, on the plain clock,
+/// either way).
+pub fn timed_runner(hier: Hierarchy, timer: Timer, drain_stores: bool) -> Runner {
     let mut runner = Runner::new(StateBuilder::new(hier, timer));
     if drain_stores {
         runner.timer = timer.draining();
