@@ -50,12 +50,13 @@
 //! load of the first byte of the source and the destination (seed 003's first-line
 //! probe), then up to 8 lines spread across each block (see `trace_file`). The probe
 //! loads warm those lines, so a sampled call's own time is slightly flattered; the
-//! middle line, which blockmem's policy may probe itself (a calibrated profile's
-//! `probe_min`), is left out so that its decision is not changed by the tracer.
+//! line blockmem's policy may probe itself (the middle one, past the LLC one half the
+//! LLC from the end: `blockmem::policy::probe_offset`; a calibrated profile's
+//! `probe_min`) is left out so that its decision is not changed by the tracer.
 
 use core::cell::UnsafeCell;
 use core::ffi::c_int;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use blockmem::{Hint, Op};
 
@@ -142,6 +143,8 @@ static FORK_TSC: AtomicU64 = AtomicU64::new(0);
 /// Settings published by the constructor.
 static SAMPLE_EVERY: AtomicU32 = AtomicU32::new(0);
 static HIT_MAX: AtomicU32 = AtomicU32::new(0);
+/// The profile's effective LLC, for the line the policy probes (skipped here).
+static LLC: AtomicUsize = AtomicUsize::new(0);
 static TSC_KHZ: AtomicU64 = AtomicU64::new(0);
 static OVERHEAD: AtomicU32 = AtomicU32::new(0);
 /// Header flags every file of this process tree carries (the fork mechanism).
@@ -363,8 +366,10 @@ unsafe fn timed_load(p: *const u8) -> u64 {
 /// `p` valid for `n` reads, `n > 0`.
 unsafe fn probe_spread(p: *const u8, n: usize, hit_max: u64) -> u8 {
     let first = p as usize >> 6;
-    let mid = if n > INLINE_MAX {
-        (p as usize).wrapping_add(n / 2) >> 6
+    // The line the policy probes (see the module docs).
+    let mid = if n >= blockmem::policy::PROBE_MIN_BYTES {
+        let llc = LLC.load(Ordering::Relaxed);
+        (p as usize).wrapping_add(blockmem::policy::probe_offset(n, llc)) >> 6
     } else {
         usize::MAX
     };
@@ -790,10 +795,9 @@ pub(crate) unsafe fn start(path: &[u8], sample: u32, argv0: &[u8]) -> Result<(),
         0
     };
     SAMPLE_EVERY.store(sample, Ordering::Relaxed);
-    HIT_MAX.store(
-        blockmem::dispatch::profile().probe_hit_max,
-        Ordering::Relaxed,
-    );
+    let profile = blockmem::dispatch::profile();
+    HIT_MAX.store(profile.probe_hit_max, Ordering::Relaxed);
+    LLC.store(profile.llc_effective, Ordering::Relaxed);
     OVERHEAD.store(measure_overhead(), Ordering::Relaxed);
     TSC_KHZ.store(measure_tsc_khz(), Ordering::Relaxed);
     let bytes = core::mem::size_of::<Pool>().next_multiple_of(4096);

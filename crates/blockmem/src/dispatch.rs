@@ -10,7 +10,8 @@
 //!                      then rep movsb / rep stosb inside their windows, then (copy
 //!                      and move) the robust kernel through its pointer over the
 //!                      profile's robust range, up to where a probe could matter
-//!   otherwise          probe the middle line if n >= probe_from(hint): from the
+//!   otherwise          probe a line (policy::probe_offset: the middle, past the
+//!                      LLC half the LLC from the end) if n >= probe_from(hint): from the
 //!                      profile's probe size (NoReuse: its streaming size), the first
 //!                      size where a probe result can change the kernel; never when
 //!                      the ranges overlap,
@@ -663,7 +664,8 @@ pub fn choose_probed(op: Op, n: usize, hint: Hint, overlap: bool, probes: Probes
     )
 }
 
-/// Chooses for a real call: probes the middle line of `dst` (and then of `src` where
+/// Chooses for a real call: probes a line of `dst` ([`policy::probe_offset`]: the
+/// middle, past the LLC half the LLC from the end) (and then of `src` where
 /// [`policy::probes_source`] says its state changes the kernel and its probe pays:
 /// from `probe_src_min`, not after a cold destination) when the profile says probing
 /// pays at this size and the result can change the kernel, and for `NoReuse` wherever
@@ -694,32 +696,33 @@ unsafe fn choose_for_call(
     if n >= P.probe_from[hint_index(hint)].load(Ordering::Relaxed) && !overlap {
         // SAFETY: forwarded contract (one-byte reads inside the ranges).
         unsafe {
-            probes.dst = probe_block(dst, n, p.probe_hit_max);
+            probes.dst = probe_block(dst, n, &p);
             // The source's state matters only where it changes the kernel.
             if !src.is_null() && policy::probes_source(&p, n, probes.dst) {
-                probes.src = probe_block(src, n, p.probe_hit_max);
+                probes.src = probe_block(src, n, &p);
             }
         }
     }
     policy::decide(op, n, hint, overlap, probes, &p, published_features())
 }
 
-/// The state of a block from one timed load of its middle line (after an untimed load
-/// 2 KiB away in the same page fills the TLB: see `probe::load_cycles_tlb_warm`).
-///
-/// The middle, not the first: a block touched front to back and then partly evicted
-/// loses its *first* lines first (LRU), so near the cache's capacity the first line
-/// reads cold while most of the block is cached; the middle line is cached only if at
-/// least the back half is, and cold only if at least the front half is.
+/// The state of a block from one timed load of its middle line, or past the LLC of a
+/// line half the LLC from its end ([`policy::probe_offset`]), after an untimed load
+/// 2 KiB away in the same page fills the TLB (see `probe::load_cycles_tlb_warm`).
 ///
 /// # Safety
-/// `p` valid for `n` one-byte reads, `n >= 4096` (so the page mate of the middle line,
-/// 2 KiB away, is inside the block too).
+/// `b` valid for `n` one-byte reads, `n >= 4096`.
 #[inline]
-unsafe fn probe_block(p: *const u8, n: usize, hit_max: u32) -> policy::Probed {
+unsafe fn probe_block(b: *const u8, n: usize, p: &Profile) -> policy::Probed {
     debug_assert!(n >= policy::PROBE_MIN_BYTES);
-    // SAFETY: n/2 ± 2048 lies in [0, n) for n >= 4096.
-    unsafe { crate::probe::probe(p.add(n / 2), hit_max) }
+    // SAFETY: probe_offset(n, _) < n for n >= 4096; the page mate needs no more (see
+    // load_cycles_tlb_warm).
+    unsafe {
+        crate::probe::probe(
+            b.add(policy::probe_offset(n, p.llc_effective)),
+            p.probe_hit_max,
+        )
+    }
 }
 
 /// Calls kernel `k` for `op`: a direct call for every kernel, no table lookup (the
@@ -1163,7 +1166,7 @@ unsafe fn set_with(f: u32, dst: *mut u8, byte: u8, n: usize, hint: Hint) {
 /// move onto itself (which [`move_`] skips).
 ///
 /// `op` is the op the kernel runs: `Zero` for a fill with byte 0 (what [`set`] does);
-/// a move's overlap is computed here. Like a real call it may probe the middle line of
+/// a move's overlap is computed here. Like a real call it may probe a line of
 /// `src` and `dst` (a timed load that leaves the line cached), so decide once per
 /// operation. Allocation-free and `memcpy`-free like every path here.
 ///

@@ -25,9 +25,11 @@
 //!    only cost). Elsewhere they use the cold-destination
 //!    kernel when the destination probed cold (`rep movsb` here: its fast-string
 //!    stores skip the read-for-ownership of whole lines), else the cold-source kernel
-//!    (`avx512_pw` here) when the source probed cold, else `rep movsb`
-//!    inside its calibrated window, else the temporal kernel (its large-block variant
-//!    from [`Profile::stream_auto`] up); sets and zeroes likewise
+//!    (`avx512_pw` here) when the source probed cold, else from
+//!    [`Profile::stream_auto`] up the large-block kernel
+//!    ([`Profile::copy_temporal_large`], which calibration judges against `rep movsb`
+//!    there), else `rep movsb` inside its calibrated window, else the temporal kernel;
+//!    sets and zeroes likewise
 //!    with the cold-destination set kernel, the `rep stosb` window and the temporal set
 //!    kernel.
 //! 4. A kernel the CPU cannot run (or that lacks the op) is replaced by the best one it
@@ -123,8 +125,10 @@ pub fn decide(
         }
         Op::Copy | Op::Move if probes.dst == Probed::Cold => p.copy_cold_dst,
         Op::Copy | Op::Move if probes.src == Probed::Cold => p.copy_cold_src,
-        Op::Copy | Op::Move if n >= p.rep_movsb_min && n < p.rep_movsb_max => KernelId::RepMovsb,
+        // Past the cache the large-block kernel, the rep movsb window included
+        // (calibration judged rep movsb there as one of its candidates).
         Op::Copy | Op::Move if n >= p.stream_auto => p.copy_temporal_large,
+        Op::Copy | Op::Move if n >= p.rep_movsb_min && n < p.rep_movsb_max => KernelId::RepMovsb,
         Op::Copy | Op::Move => p.copy_temporal,
         Op::Set | Op::Zero if probes.dst == Probed::Cold => p.set_cold_dst,
         Op::Set | Op::Zero if n >= p.rep_stosb_min && n < p.rep_stosb_max => KernelId::RepStosb,
@@ -218,9 +222,30 @@ pub fn probes_source(p: &Profile, n: usize, dst: Probed) -> bool {
     p.copy_cold_src != p.copy_temporal && n >= p.probe_src_min && dst != Probed::Cold
 }
 
-/// No block smaller than this is probed: the probe reads the middle line after its
-/// page mate 2 KiB away, both inside the block.
+/// No block smaller than this is probed: the probe reads a line near the middle after
+/// its page mate 2 KiB away (see [`probe_offset`]).
 pub const PROBE_MIN_BYTES: usize = 4096;
+
+/// The byte of an `n`-byte block (`n >= PROBE_MIN_BYTES`) whose line the dispatcher
+/// probes: the middle, or for a block larger than the effective LLC `llc`, the byte
+/// `llc / 2` before its end.
+///
+/// A block touched front to back keeps its *last* lines longest (LRU). Up to the LLC
+/// the middle line is cached only if at least the back half is, and cold only if at
+/// least the front half is. Past the LLC the middle is never cached: after a pass over
+/// a 64 MiB block here (LLC ~15-20 MiB in effect) only its last 15-20 MiB were, and
+/// the middle line read cold, as for a block never touched. The two want different
+/// kernels: streaming won 1.4-1.7x to a cold 64 MiB destination and lost 5-30% to one
+/// just written (the lab's `policy` grid, stores drained). The line `llc / 2` from the
+/// end is cached when the back half of what the cache can hold is.
+///
+/// Kept 2 KiB inside both ends, so the page mate (2 KiB away in the same page) lies in
+/// the block; a block of exactly 4 KiB leaves no room for that, and its mate may be the
+/// byte just past it, in the probed line's own page (see `probe::page_mate`).
+pub fn probe_offset(n: usize, llc: usize) -> usize {
+    let o = (n / 2).max(n.saturating_sub(llc / 2));
+    o.min(n.saturating_sub(2049)).max(2048)
+}
 
 /// The widest temporal kernel the CPU can run.
 pub fn best_temporal(f: Features) -> KernelId {
@@ -503,6 +528,49 @@ mod tests {
             ),
             KernelId::RepMovsb
         );
+        // A rep movsb window with no upper end stops at stream_auto, where the
+        // large-block kernel takes over (calibration judged rep movsb there too); a
+        // cold source keeps its own kernel.
+        p.copy_temporal_large = KernelId::Avx2PfNt;
+        (p.rep_movsb_min, p.rep_movsb_max) = (4 << 10, usize::MAX);
+        let at =
+            |n: usize, probes: Probes| decide(Op::Copy, n, Hint::Auto, false, probes, &p, AVX2);
+        assert_eq!(at(p.stream_auto - 1, hot), KernelId::RepMovsb);
+        assert_eq!(
+            at(p.stream_auto, hot),
+            KernelId::Avx2,
+            "a streaming kernel is never run as temporal"
+        );
+        p.copy_temporal_large = KernelId::Sse2;
+        let at =
+            |n: usize, probes: Probes| decide(Op::Copy, n, Hint::Auto, false, probes, &p, AVX2);
+        assert_eq!(at(p.stream_auto, hot), KernelId::Sse2);
+        assert_eq!(at(1 << 30, hot), KernelId::Sse2);
+        assert_eq!(at(1 << 30, COLD_SRC), p.copy_cold_src);
+    }
+
+    #[test]
+    fn the_probed_line_is_the_middle_up_to_the_llc_then_half_the_llc_from_the_end() {
+        let llc = 16 << 20;
+        for n in [4097, 64 << 10, 1 << 20, llc] {
+            assert_eq!(probe_offset(n, llc), n / 2, "{n}");
+        }
+        for n in [llc + 4096, 64 << 20, 1 << 30] {
+            assert_eq!(probe_offset(n, llc), n - llc / 2, "{n}");
+        }
+        // Continuous at the LLC, and never past the half of the block that a
+        // front-to-back pass leaves cached.
+        assert_eq!(probe_offset(llc + 2, llc), llc / 2 + 2);
+        // The page mate (2 KiB away, either side) stays inside the block from 4 KiB + 1
+        // up, whatever the LLC (0 in a profile written by hand included).
+        for llc in [0, 4096, 1 << 20, usize::MAX] {
+            for n in (4097..20_000).chain([1 << 20, 1 << 30, usize::MAX]) {
+                let o = probe_offset(n, llc);
+                assert!(o >= 2048 && o + 2048 < n, "n {n} llc {llc}: {o}");
+            }
+        }
+        // A 4 KiB block has no line with its mate inside on every alignment: the middle.
+        assert_eq!(probe_offset(4096, llc), 2048);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The timed-load probe of seed 003 §IV: time one load of a line of a region with the
 //! time-stamp counter and compare it with a calibrated threshold. Seed 003 probed the
 //! first line, which predicts small kernel blocks well (its Table 2; the lab's `probe`
-//! experiment measures the same here); the dispatcher probes the middle line instead,
-//! which also holds for large blocks partly evicted in LRU order. The probe costs two fenced `rdtsc` reads plus the load
+//! experiment measures the same here); the dispatcher probes the middle line instead
+//! (past the LLC, a line half the LLC from the end: `policy::probe_offset`), which also
+//! holds for large blocks partly evicted in LRU order. The probe costs two fenced
+//! `rdtsc` reads plus the load
 //! itself (a DRAM round trip when the line is cold), so the policy only probes above
 //! the size where calibration found it pays. The probe leaves the line cached.
 
@@ -59,14 +61,25 @@ pub fn page_mate(p: *const u8) -> *const u8 {
 /// cycles) made an LLC hit as slow as a DRAM access with a warm TLB: the two could not
 /// be told apart.
 ///
+/// The page mate is read with an instruction of our own, not a Rust load: it lies in
+/// `p`'s page, so it is mapped whenever `p` is, but it may lie outside the object `p`
+/// belongs to (the byte just past a 4 KiB block; see `policy::probe_offset`).
+///
 /// # Safety
-/// `p` and `page_mate(p)` must be valid for a one-byte read.
+/// `p` must be valid for a one-byte read.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub unsafe fn load_cycles_tlb_warm(p: *const u8) -> u64 {
-    // SAFETY: forwarded contract.
+    // SAFETY: the mate is in the same 4 KiB page as `p`, which is readable per the
+    // contract, and pages are the unit of mapping and protection on x86-64; the asm
+    // reads one byte and writes nothing but its scratch register.
     unsafe {
-        core::ptr::read_volatile(page_mate(p));
+        core::arch::asm!(
+            "movzx {scratch:e}, byte ptr [{mate}]",
+            mate = in(reg) page_mate(p),
+            scratch = out(reg) _,
+            options(nostack, preserves_flags, readonly),
+        );
         load_cycles(p)
     }
 }
@@ -75,7 +88,7 @@ pub unsafe fn load_cycles_tlb_warm(p: *const u8) -> u64 {
 /// time-stamp counter, `Unknown`.
 ///
 /// # Safety
-/// `p` and `page_mate(p)` must be valid for a one-byte read.
+/// `p` must be valid for a one-byte read.
 #[inline]
 pub unsafe fn probe(p: *const u8, hit_max: u32) -> Probed {
     #[cfg(target_arch = "x86_64")]

@@ -33,7 +33,8 @@ pub struct Profile {
     pub stream_no_reuse: usize,
     /// `Reuse`: stream only at and above this (the block cannot stay cached anyway).
     pub stream_reuse: usize,
-    /// Every hint probes the middle line of the destination (and of the source where its
+    /// Every hint probes a line of the destination (the middle, past `llc_effective` half
+    /// of it from the end: [`crate::policy::probe_offset`]) (and of the source where its
     /// state changes the kernel) from this size up, `NoReuse` also from its streaming
     /// size (0 disables probing).
     pub probe_min: usize,
@@ -188,7 +189,7 @@ const KEYS: [Key; 24] = [
     },
     Key {
         name: "probe_min",
-        doc: "probe the middle line of dst (and of src from probe_src_min) from this size, NoReuse from its streaming size (0 = never)",
+        doc: "probe a line of dst (the middle; past llc_effective, llc_effective/2 from its end) (and of src from probe_src_min) from this size, NoReuse from its streaming size (0 = never)",
         kind: Kind::Size(|p| &mut p.probe_min),
     },
     Key {
@@ -208,7 +209,7 @@ const KEYS: [Key; 24] = [
     },
     Key {
         name: "copy_temporal_large",
-        doc: "copy kernel with temporal stores from stream_auto up",
+        doc: "copy kernel with temporal stores from stream_auto up (there it replaces the rep movsb window)",
         kind: Kind::Kernel(|p| &mut p.copy_temporal_large),
     },
     Key {
