@@ -22,7 +22,7 @@ use crate::lab::method::Method;
 use crate::lab::report::Table;
 use crate::lab::runner::{Record, SET_BYTE};
 use crate::lab::state::{Access, CacheState, Region};
-use crate::lab::stats::Summary;
+use crate::lab::stats::{paired_median_ratio, Summary};
 
 /// Name in JSON and on the command line.
 pub const NAME: &str = "fleet";
@@ -603,8 +603,8 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         let mut header = vec!["workload".to_string(), "mean B".to_string()];
         header.extend(methods.iter().cloned());
         let mut t = Table::new(
-            format!("fleet, {ws} working set: ns per call (libc time / method time)"),
-            "fleetbench distributions; a fixed sequence of calls replayed by every method",
+            format!("fleet, {ws} working set: ns per call (speed-up over libc)"),
+            "fleetbench distributions; a fixed sequence of calls replayed by every method; ns per call: the median; the speed-up over libc is paired: the median over repetitions of libc's time / the method's in the same repetition (the methods run interleaved, so what a repetition shares cancels)",
             header,
         );
         for w in distinct(&recs, wl) {
@@ -616,13 +616,16 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
                 w.clone(),
                 format!("{:.0}", first.extra_f64("mean_size").unwrap_or(0.0)),
             ];
+            let libc = recs.iter().find(|r| r.method == "libc" && same(r));
             for m in &methods {
                 row.push(match recs.iter().find(|r| &r.method == m && same(r)) {
-                    Some(r) => with_ratio(
-                        format!("{:.1}", r.extra_f64("ns_per_call").unwrap_or(f64::NAN)),
-                        r.summary.median,
-                        libc_median(&recs, same),
-                    ),
+                    Some(r) => {
+                        let ns = format!("{:.1}", r.extra_f64("ns_per_call").unwrap_or(f64::NAN));
+                        match libc.and_then(|l| paired_median_ratio(&l.samples_ns, &r.samples_ns)) {
+                            Some(x) => format!("{ns} ({x:.2}×)"),
+                            None => with_ratio(ns, r.summary.median, libc_median(&recs, same)),
+                        }
+                    }
                     None => "-".into(),
                 });
             }

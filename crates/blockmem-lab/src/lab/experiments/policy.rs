@@ -26,7 +26,7 @@ use crate::lab::method::{Kind, Method};
 use crate::lab::report::Table;
 use crate::lab::runner::{After, Cell, Record, Shape};
 use crate::lab::state::CacheState;
-use crate::lab::stats::{median_of, median_ratio_ci, BOOTSTRAP_RESAMPLES};
+use crate::lab::stats::{median_of, paired_median_ratio, paired_ratio_ci, BOOTSTRAP_RESAMPLES};
 
 /// Name in JSON and on the command line.
 pub const NAME: &str = "policy";
@@ -183,17 +183,34 @@ struct CellTimes {
     oracle_cv: Option<f64>,
     methods: BTreeMap<String, f64>,
     samples: BTreeMap<String, Vec<f64>>,
-    /// The 95% bootstrap interval of `libc / m` for each of [`WITH_INTERVALS`].
+    /// The paired speed-up over libc (`paired_median_ratio`) of each of [`PAIRED`].
+    paired: BTreeMap<&'static str, f64>,
+    /// The 95% bootstrap interval of that speed-up.
     intervals: BTreeMap<&'static str, (f64, f64)>,
 }
 
-/// The methods whose per-cell ratio to libc carries an interval.
-const WITH_INTERVALS: [&str; 3] = ["auto", "auto_hinted", LIBC_AGAIN];
+/// The methods whose per-cell speed-up over libc is the paired one, with an interval:
+/// the median over repetitions of libc's time over theirs in the same repetition.
+const PAIRED: [&str; 3] = ["auto", "auto_hinted", LIBC_AGAIN];
 
 impl CellTimes {
-    /// The 95% bootstrap interval of `libc / m` in this cell.
+    /// The 95% bootstrap interval of `m`'s paired speed-up over libc in this cell.
     fn ci(&self, m: &str) -> Option<(f64, f64)> {
         self.intervals.get(m).copied()
+    }
+
+    /// `m`'s speed-up over libc in this cell: the paired one for [`PAIRED`] methods
+    /// whose samples pair with libc's, else the ratio of the medians.
+    fn vs_libc(&self, m: &str) -> Option<f64> {
+        self.paired
+            .get(m)
+            .copied()
+            .or_else(|| self.vs_libc_medians(m))
+    }
+
+    /// libc's median time over `m`'s.
+    fn vs_libc_medians(&self, m: &str) -> Option<f64> {
+        Some(self.libc? / self.methods.get(m)?)
     }
 }
 
@@ -238,13 +255,14 @@ impl Grid {
             }
         }
         for (i, c) in cells.values_mut().enumerate() {
-            for m in WITH_INTERVALS {
-                let ci = c
-                    .samples
-                    .get("libc")
-                    .zip(c.samples.get(m))
-                    .and_then(|(l, t)| median_ratio_ci(l, t, LEVEL, BOOTSTRAP_RESAMPLES, i as u64));
-                if let Some(ci) = ci {
+            for m in PAIRED {
+                let Some((l, t)) = c.samples.get("libc").zip(c.samples.get(m)) else {
+                    continue;
+                };
+                if let Some(r) = paired_median_ratio(l, t) {
+                    c.paired.insert(m, r);
+                }
+                if let Some(ci) = paired_ratio_ci(l, t, LEVEL, BOOTSTRAP_RESAMPLES, i as u64) {
                     c.intervals.insert(m, ci);
                 }
             }
@@ -259,16 +277,17 @@ impl Grid {
         Grid { cells }
     }
 
-    /// How many cells' `libc / m` ratio lies below `floor`: by the median ratio, and
-    /// with the cell's whole 95% interval below it; and how many cells there are.
+    /// How many cells' speed-up of `m` over libc ([`CellTimes::vs_libc`]) lies below
+    /// `floor`: by the point estimate, and with the cell's whole 95% interval below
+    /// it; and how many cells there are.
     fn below(&self, m: &str, floor: f64) -> (usize, usize, usize) {
         let (mut point, mut sure, mut cells) = (0, 0, 0);
         for c in self.cells.values() {
-            let (Some(l), Some(t)) = (c.libc, c.methods.get(m)) else {
+            let Some(r) = c.vs_libc(m) else {
                 continue;
             };
             cells += 1;
-            if l / t < floor {
+            if r < floor {
                 point += 1;
                 if c.ci(m).is_some_and(|(_, hi)| hi < floor) {
                     sure += 1;
@@ -278,19 +297,17 @@ impl Grid {
         (point, sure, cells)
     }
 
-    /// (geometric mean of `base / time` over the cells that have both, worst cell
-    /// ratio and that cell).
+    /// (geometric mean of `ratio` over the cells that have one, worst cell ratio and
+    /// that cell).
     fn ratio(
         &self,
-        base: impl Fn(&CellTimes) -> Option<f64>,
-        time: impl Fn(&CellTimes) -> Option<f64>,
+        ratio: impl Fn(&CellTimes) -> Option<f64>,
     ) -> Option<(f64, f64, &CellTimes, &CellKey)> {
         let (mut sum, mut n, mut worst) = (0.0, 0, None);
         for (k, c) in &self.cells {
-            let (Some(b), Some(t)) = (base(c), time(c)) else {
+            let Some(r) = ratio(c) else {
                 continue;
             };
-            let r = b / t;
             sum += r.ln();
             n += 1;
             if worst.is_none_or(|(w, _, _)| r < w) {
@@ -323,8 +340,13 @@ pub type Ratio = Option<(f64, f64, String)>;
 pub struct Row {
     /// `auto`, `auto_hinted`, `libc_again`, `oracle` or [`ORACLE_CV`].
     pub method: String,
-    /// Against libc.
+    /// Against libc: the paired speed-up per cell for measured methods
+    /// ([`crate::lab::stats::paired_median_ratio`]), the ratio of medians for the
+    /// oracles.
     pub vs_libc: Ratio,
+    /// Against libc as the ratio of the two medians per cell (measured methods): the
+    /// unpaired figure, shown beside the paired one.
+    pub vs_libc_medians: Ratio,
     /// The 95% bootstrap interval of the worst cell's ratio to libc (measured methods).
     pub worst_ci: Option<(f64, f64)>,
     /// The floor its worst cell is held to.
@@ -342,7 +364,6 @@ pub struct Row {
 /// closing checks.
 pub fn summary(recs: &[Record], op: &str) -> Vec<Row> {
     let g = Grid::of(recs, op);
-    let libc = |c: &CellTimes| c.libc;
     let oracle = |c: &CellTimes| c.oracle.as_ref().map(|o| o.1);
     let oracle_cv = |c: &CellTimes| c.oracle_cv;
     ["auto", "auto_hinted", LIBC_AGAIN, "oracle", ORACLE_CV]
@@ -357,17 +378,26 @@ pub fn summary(recs: &[Record], op: &str) -> Vec<Row> {
                 r.map(|(geo, w, _, k)| (geo, w, label(k)))
             };
             let row = |time: &dyn Fn(&CellTimes) -> Option<f64>, measured: bool| {
-                let vs_libc = g.ratio(libc, time);
+                let over = |base: &dyn Fn(&CellTimes) -> Option<f64>| {
+                    g.ratio(|c: &CellTimes| Some(base(c)? / time(c)?))
+                };
+                let medians = over(&|c: &CellTimes| c.libc);
+                let vs_libc = if measured {
+                    g.ratio(|c: &CellTimes| c.vs_libc(m))
+                } else {
+                    medians
+                };
                 Row {
                     method: m.to_string(),
                     worst_ci: vs_libc
                         .filter(|_| measured)
                         .and_then(|(_, _, c, _)| c.ci(m)),
                     vs_libc: labelled(vs_libc),
+                    vs_libc_medians: labelled(medians.filter(|_| measured)),
                     floor,
                     below: measured.then(|| g.below(m, floor)),
-                    vs_oracle: labelled(g.ratio(oracle, time)),
-                    vs_oracle_cv: labelled(g.ratio(oracle_cv, time)),
+                    vs_oracle: labelled(over(&oracle)),
+                    vs_oracle_cv: labelled(over(&oracle_cv)),
                 }
             };
             match m {
@@ -394,8 +424,8 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         }
         let mut t = Table::new(
             format!("policy, {op}: speed-up over libc and fraction of the per-cell best kernel"),
-            "ratios are time ratios (libc or oracle time / method time; >1 = faster); geometric mean over the grid, and the worst cell with its 95% bootstrap interval; below floor: cells whose ratio is under the floor (0.90, auto_hinted 0.95), and how many of them have their whole interval under it (surely below); libc_again is libc measured a second time in every cell: its worst cell is the grid's noise floor; oracle is the smallest kernel median per cell (biased low: the luckiest of a dozen), oracle_cv the best kernel picked on half the repetitions and timed on the other half",
-            ["method", "vs libc (geomean)", "worst vs libc", "95% interval", "worst cell", "below floor", "vs oracle (geomean)", "vs oracle_cv (geomean)", "worst vs oracle", "worst cell"].map(String::from).to_vec(),
+            "ratios are time ratios (libc or oracle time / method time; >1 = faster). vs libc, for auto, auto_hinted and libc_again: per cell the paired speed-up, the median over repetitions of libc's time over the method's in the same repetition (the methods of a cell run interleaved, so what a repetition shares cancels), with its 95% bootstrap interval; geometric mean over the grid and the worst cell; below floor: cells under the floor (0.90, auto_hinted 0.95), and how many of them have their whole interval under it (surely below); of medians: the same as the ratio of the two medians per cell, geometric mean and worst. libc_again is libc measured a second time in every cell: its worst cell is the grid's noise floor; oracle is the smallest kernel median per cell (biased low: the luckiest of a dozen), oracle_cv the best kernel picked on half the repetitions and timed on the other half",
+            ["method", "vs libc (geomean)", "worst vs libc", "95% interval", "worst cell", "below floor", "of medians (geomean, worst)", "vs oracle (geomean)", "vs oracle_cv (geomean)", "worst vs oracle", "worst cell"].map(String::from).to_vec(),
         );
         for r in summary(recs, op) {
             let geo = |x: &Ratio| x.as_ref().map_or("-".into(), |x| format!("{:.2}×", x.0));
@@ -414,6 +444,9 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
                 r.below.map_or("-".into(), |(p, s, n)| {
                     format!("{p} of {n} < {:.2} ({s} surely)", r.floor)
                 }),
+                r.vs_libc_medians
+                    .as_ref()
+                    .map_or("-".into(), |(g, w, _)| format!("{g:.2}×, {w:.2}×")),
                 geo(&r.vs_oracle),
                 geo(&r.vs_oracle_cv),
                 wo,
@@ -423,23 +456,28 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         out.push(t);
         let mut cells = Table::new(
             format!("policy, {op}: every cell"),
-            "times are medians; auto, auto_hinted and libc_again (libc's second measurement) as libc time / their time, with the 95% bootstrap interval; the oracle is the fastest kernel in the cell",
-            ["cell", "libc", "auto", "auto_hinted", "libc_again", "oracle kernel", "oracle vs libc"].map(String::from).to_vec(),
+            "libc: its median time; auto, auto_hinted and libc_again (libc's second measurement): the paired speed-up over libc (median over repetitions of libc's time / theirs), with the 95% bootstrap interval; of medians: libc's median / theirs, in the same order; the oracle is the kernel with the smallest median in the cell",
+            ["cell", "libc", "auto", "auto_hinted", "libc_again", "of medians", "oracle kernel", "oracle vs libc"].map(String::from).to_vec(),
         );
         for (k, c) in &g.cells {
-            let ratio = |m: &str| match (c.libc, c.methods.get(m)) {
-                (Some(l), Some(t)) => match c.ci(m) {
-                    Some(ci) => format!("{:.2}× ({})", l / t, fmt_ci(Some(ci))),
-                    None => format!("{:.2}×", l / t),
-                },
+            let ratio = |m: &str| match (c.vs_libc(m), c.ci(m)) {
+                (Some(r), Some(ci)) => format!("{r:.2}× ({})", fmt_ci(Some(ci))),
+                (Some(r), None) => format!("{r:.2}×"),
                 _ => "-".into(),
             };
+            let medians = PAIRED
+                .map(|m| {
+                    c.vs_libc_medians(m)
+                        .map_or("-".into(), |r| format!("{r:.2}"))
+                })
+                .join(" / ");
             cells.rows.push(vec![
                 label(k),
                 c.libc.map_or("-".into(), |l| format!("{:.0} ns", l)),
                 ratio("auto"),
                 ratio("auto_hinted"),
                 ratio(LIBC_AGAIN),
+                medians,
                 c.oracle.as_ref().map_or("-".into(), |o| o.0.clone()),
                 match (c.libc, &c.oracle) {
                     (Some(l), Some((_, o))) => format!("{:.2}×", l / o),
@@ -568,6 +606,49 @@ mod tests {
         assert_eq!(row(LIBC_AGAIN).below.unwrap().1, 0);
         let (lo, hi) = row(LIBC_AGAIN).worst_ci.unwrap();
         assert!(lo < 1.0 && hi > 0.9, "{lo} {hi}");
+    }
+
+    #[test]
+    fn speed_ups_over_libc_are_paired_by_repetition() {
+        // Sample i of every method comes from repetition i. auto is twice as fast as
+        // libc in two repetitions of three: paired 2x; its median (150) against
+        // libc's (200) says 1.33x, shown beside it.
+        let with = |m: &str, s: [f64; 3]| {
+            let mut r = rec(m, 4096, "hot", 0.0);
+            r.summary = Summary::of(&s);
+            r.samples_ns = s.to_vec();
+            r
+        };
+        let mut recs = vec![
+            with("libc", [100.0, 200.0, 300.0]),
+            with("auto", [50.0, 400.0, 150.0]),
+            with(LIBC_AGAIN, [100.0, 200.0, 300.0]),
+            with("avx2", [100.0, 100.0, 100.0]),
+        ];
+        // auto_hinted's samples do not pair with libc's: the ratio of medians.
+        let mut h = with("auto_hinted", [100.0, 100.0, 100.0]);
+        h.samples_ns.push(100.0);
+        recs.push(h);
+        let s = summary(&recs, "copy");
+        let row = |m: &str| s.iter().find(|r| r.method == m).unwrap().clone();
+        let auto = row("auto");
+        assert_eq!(auto.vs_libc.as_ref().unwrap().0, 2.0);
+        let (g, w, _) = auto.vs_libc_medians.unwrap();
+        assert!((g - 200.0 / 150.0).abs() < 1e-9 && g == w);
+        assert_eq!(auto.below, Some((0, 0, 1)));
+        assert_eq!(row(LIBC_AGAIN).vs_libc.unwrap().0, 1.0);
+        assert_eq!(row(LIBC_AGAIN).worst_ci, Some((1.0, 1.0)));
+        let hinted = row("auto_hinted");
+        assert_eq!(hinted.vs_libc.unwrap().0, 2.0);
+        assert_eq!(hinted.worst_ci, None);
+        // The oracles are ratios of medians, with no unpaired twin.
+        assert_eq!(row("oracle").vs_libc.unwrap().0, 2.0);
+        assert!(row("oracle").vs_libc_medians.is_none());
+        // The cell table shows both: paired with its interval, then the medians.
+        let t = tables(&recs);
+        let cell = &t[1].rows[0];
+        assert_eq!(cell[2], "2.00× (0.50–2.00)");
+        assert_eq!(cell[5], "1.33 / 2.00 / 1.00");
     }
 
     #[test]
