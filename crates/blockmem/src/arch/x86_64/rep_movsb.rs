@@ -35,6 +35,7 @@ pub(crate) unsafe fn rep_movsb(dst: *mut u8, src: *const u8, n: usize) {
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+#[inline]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: forwarded contract; the ladder handles n <= SMALL_MAX.
     unsafe {
@@ -50,6 +51,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes.
+#[inline]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: ascending rep movsb only when dst is below src or the ranges are
     // disjoint; otherwise the SSE2 move, which handles dst > src.

@@ -7,6 +7,7 @@ use crate::arch::all::small::{set_le32, SMALL_MAX};
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
+#[inline]
 pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
     // SAFETY: the ladder handles n <= SMALL_MAX; rep stosb writes exactly [dst, dst+n)
     // ascending (DF = 0 per the SysV ABI); consumed registers are declared clobbered.
@@ -29,6 +30,7 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
+#[inline]
 pub unsafe fn zero(dst: *mut u8, n: usize) {
     // SAFETY: forwarded.
     unsafe { set(dst, 0, n) }
