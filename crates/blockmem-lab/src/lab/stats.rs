@@ -138,12 +138,14 @@ pub fn median_ratio_ci(
         }
         ratios.push(mb / my);
     }
-    ratios.sort_by(f64::total_cmp);
+    Some(central(ratios, level))
+}
+
+/// The central `level` of bootstrap replicates `v`: the percentile interval.
+fn central(mut v: Vec<f64>, level: f64) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
     let tail = (1.0 - level.clamp(0.0, 1.0)) / 2.0;
-    Some((
-        quantile_sorted(&ratios, tail),
-        quantile_sorted(&ratios, 1.0 - tail),
-    ))
+    (quantile_sorted(&v, tail), quantile_sorted(&v, 1.0 - tail))
 }
 
 /// The pairs `base[i] / x[i]` of two sample lists taken side by side (sample `i` of
@@ -201,12 +203,7 @@ pub fn paired_ratio_ci(
         }
         meds.push(median_of(&mut draw));
     }
-    meds.sort_by(f64::total_cmp);
-    let tail = (1.0 - level.clamp(0.0, 1.0)) / 2.0;
-    Some((
-        quantile_sorted(&meds, tail),
-        quantile_sorted(&meds, 1.0 - tail),
-    ))
+    Some(central(meds, level))
 }
 
 #[cfg(test)]
