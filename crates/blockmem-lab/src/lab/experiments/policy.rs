@@ -170,6 +170,12 @@ const LEVEL: f64 = 0.95;
 /// The oracle as `cross_validated_best` computes it, in the summary's rows.
 pub const ORACLE_CV: &str = "oracle_cv";
 
+/// The best choice blind to reuse ([`blind_choices`]), in the summary's rows.
+pub const ORACLE_BLIND: &str = "oracle_blind";
+
+/// The best choice blind to reuse that keeps every cell at or above [`FLOOR`].
+pub const ORACLE_BLIND_FLOOR: &str = "oracle_blind_floor";
+
 /// Per cell: libc's time, the oracle (best kernel, its time), and every method's time.
 struct Grid {
     cells: BTreeMap<CellKey, CellTimes>,
@@ -181,6 +187,10 @@ struct CellTimes {
     oracle: Option<(String, f64)>,
     /// The best kernel's time without the winner's curse (`cross_validated_best`).
     oracle_cv: Option<f64>,
+    /// The best choice blind to reuse and its time here ([`blind_choices`]).
+    blind: Option<(String, f64)>,
+    /// The same among the choices that keep every cell of the group at the floor.
+    blind_floor: Option<(String, f64)>,
     methods: BTreeMap<String, f64>,
     samples: BTreeMap<String, Vec<f64>>,
     /// The paired speed-up over libc (`paired_median_ratio`) of each of [`PAIRED`].
@@ -274,6 +284,7 @@ impl Grid {
                 .collect();
             c.oracle_cv = cross_validated_best(&kernels);
         }
+        blind_choices(&mut cells);
         Grid { cells }
     }
 
@@ -319,6 +330,64 @@ impl Grid {
     }
 }
 
+/// The cells that differ only in reuse: what a call sees is the same in all of them.
+type GroupKey = (String, usize, String, String);
+
+fn group_of(k: &CellKey) -> GroupKey {
+    (k.0.clone(), k.1, k.2.clone(), k.3.clone())
+}
+
+/// The best a choice blind to reuse could do: per op, size and cache states (the
+/// cells that differ only in whether the destination is read after), the one method,
+/// a kernel or libc itself, with the best geometric mean of libc's median over its
+/// own across those cells; and the same among the methods that keep each of those
+/// cells at or above [`FLOOR`] (libc always does).
+///
+/// `auto` sees the size and, by its probes, the cache states, but not what the
+/// program does with the destination after the call: in the two cells of a group it
+/// gets the same inputs, so it runs the same kernel. Even with perfect probes that
+/// cost nothing it cannot beat this oracle; `oracle` may pick a streaming kernel when
+/// nothing reads the destination and a temporal one when something does, which only
+/// the hint tells.
+fn blind_choices(cells: &mut BTreeMap<CellKey, CellTimes>) {
+    let mut groups: BTreeMap<GroupKey, Vec<CellKey>> = BTreeMap::new();
+    for k in cells.keys() {
+        groups.entry(group_of(k)).or_default().push(k.clone());
+    }
+    for keys in groups.values() {
+        let ratios = |m: &str| -> Option<Vec<f64>> {
+            keys.iter()
+                .map(|k| Some(cells[k].libc? / cells[k].methods.get(m)?))
+                .collect()
+        };
+        let candidates: Vec<(String, Vec<f64>)> = cells[&keys[0]]
+            .methods
+            .keys()
+            .filter(|m| !NOT_KERNELS.contains(&m.as_str()))
+            .filter_map(|m| Some((m.clone(), ratios(m)?)))
+            .collect();
+        let score = |v: &[f64]| v.iter().map(|r| r.ln()).sum::<f64>();
+        let best = |it: &mut dyn Iterator<Item = &(String, Vec<f64>)>| {
+            it.max_by(|a, b| score(&a.1).total_cmp(&score(&b.1)))
+                .map(|(m, _)| m.clone())
+        };
+        let blind = best(&mut candidates.iter());
+        let kept = best(
+            &mut candidates
+                .iter()
+                .filter(|(_, v)| v.iter().all(|&r| r >= FLOOR)),
+        );
+        for k in keys {
+            let c = cells.get_mut(k).expect("grouped from these cells");
+            let time = |m: &Option<String>| {
+                let m = m.as_ref()?;
+                Some((m.clone(), *c.methods.get(m)?))
+            };
+            (c.blind, c.blind_floor) = (time(&blind), time(&kept));
+        }
+    }
+}
+
 fn label(k: &CellKey) -> String {
     let reuse = if k.4 == "read" {
         ", dst read after"
@@ -338,7 +407,8 @@ pub type Ratio = Option<(f64, f64, String)>;
 /// One method's summary over an op's grid.
 #[derive(Clone, Debug)]
 pub struct Row {
-    /// `auto`, `auto_hinted`, `libc_again`, `oracle` or [`ORACLE_CV`].
+    /// `auto`, `auto_hinted`, `libc_again`, `oracle`, [`ORACLE_CV`], [`ORACLE_BLIND`]
+    /// or [`ORACLE_BLIND_FLOOR`].
     pub method: String,
     /// Against libc: the paired speed-up per cell for measured methods
     /// ([`crate::lab::stats::paired_median_ratio`]), the ratio of medians for the
@@ -366,47 +436,59 @@ pub fn summary(recs: &[Record], op: &str) -> Vec<Row> {
     let g = Grid::of(recs, op);
     let oracle = |c: &CellTimes| c.oracle.as_ref().map(|o| o.1);
     let oracle_cv = |c: &CellTimes| c.oracle_cv;
-    ["auto", "auto_hinted", LIBC_AGAIN, "oracle", ORACLE_CV]
-        .iter()
-        .map(|&m| {
-            let floor = if m == "auto_hinted" {
-                FLOOR_HINTED
+    let blind = |c: &CellTimes| c.blind.as_ref().map(|b| b.1);
+    let blind_floor = |c: &CellTimes| c.blind_floor.as_ref().map(|b| b.1);
+    [
+        "auto",
+        "auto_hinted",
+        LIBC_AGAIN,
+        "oracle",
+        ORACLE_CV,
+        ORACLE_BLIND,
+        ORACLE_BLIND_FLOOR,
+    ]
+    .iter()
+    .map(|&m| {
+        let floor = if m == "auto_hinted" {
+            FLOOR_HINTED
+        } else {
+            FLOOR
+        };
+        let labelled = |r: Option<(f64, f64, &CellTimes, &CellKey)>| -> Ratio {
+            r.map(|(geo, w, _, k)| (geo, w, label(k)))
+        };
+        let row = |time: &dyn Fn(&CellTimes) -> Option<f64>, measured: bool| {
+            let over = |base: &dyn Fn(&CellTimes) -> Option<f64>| {
+                g.ratio(|c: &CellTimes| Some(base(c)? / time(c)?))
+            };
+            let medians = over(&|c: &CellTimes| c.libc);
+            let vs_libc = if measured {
+                g.ratio(|c: &CellTimes| c.vs_libc(m))
             } else {
-                FLOOR
+                medians
             };
-            let labelled = |r: Option<(f64, f64, &CellTimes, &CellKey)>| -> Ratio {
-                r.map(|(geo, w, _, k)| (geo, w, label(k)))
-            };
-            let row = |time: &dyn Fn(&CellTimes) -> Option<f64>, measured: bool| {
-                let over = |base: &dyn Fn(&CellTimes) -> Option<f64>| {
-                    g.ratio(|c: &CellTimes| Some(base(c)? / time(c)?))
-                };
-                let medians = over(&|c: &CellTimes| c.libc);
-                let vs_libc = if measured {
-                    g.ratio(|c: &CellTimes| c.vs_libc(m))
-                } else {
-                    medians
-                };
-                Row {
-                    method: m.to_string(),
-                    worst_ci: vs_libc
-                        .filter(|_| measured)
-                        .and_then(|(_, _, c, _)| c.ci(m)),
-                    vs_libc: labelled(vs_libc),
-                    vs_libc_medians: labelled(medians.filter(|_| measured)),
-                    floor,
-                    below: measured.then(|| g.below(m, floor)),
-                    vs_oracle: labelled(over(&oracle)),
-                    vs_oracle_cv: labelled(over(&oracle_cv)),
-                }
-            };
-            match m {
-                "oracle" => row(&oracle, false),
-                ORACLE_CV => row(&oracle_cv, false),
-                _ => row(&|c: &CellTimes| c.methods.get(m).copied(), true),
+            Row {
+                method: m.to_string(),
+                worst_ci: vs_libc
+                    .filter(|_| measured)
+                    .and_then(|(_, _, c, _)| c.ci(m)),
+                vs_libc: labelled(vs_libc),
+                vs_libc_medians: labelled(medians.filter(|_| measured)),
+                floor,
+                below: measured.then(|| g.below(m, floor)),
+                vs_oracle: labelled(over(&oracle)),
+                vs_oracle_cv: labelled(over(&oracle_cv)),
             }
-        })
-        .collect()
+        };
+        match m {
+            "oracle" => row(&oracle, false),
+            ORACLE_CV => row(&oracle_cv, false),
+            ORACLE_BLIND => row(&blind, false),
+            ORACLE_BLIND_FLOOR => row(&blind_floor, false),
+            _ => row(&|c: &CellTimes| c.methods.get(m).copied(), true),
+        }
+    })
+    .collect()
 }
 
 /// `(lo–hi)` for an interval, `-` without one.
@@ -424,7 +506,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         }
         let mut t = Table::new(
             format!("policy, {op}: speed-up over libc and fraction of the per-cell best kernel"),
-            "ratios are time ratios (libc or oracle time / method time; >1 = faster). vs libc, for auto, auto_hinted and libc_again: per cell the paired speed-up, the median over repetitions of libc's time over the method's in the same repetition (the methods of a cell run interleaved, so what a repetition shares cancels), with its 95% bootstrap interval; geometric mean over the grid and the worst cell; below floor: cells under the floor (0.90, auto_hinted 0.95), and how many of them have their whole interval under it (surely below); of medians: the same as the ratio of the two medians per cell, geometric mean and worst. libc_again is libc measured a second time in every cell: its worst cell is the grid's noise floor; oracle is the smallest kernel median per cell (biased low: the luckiest of a dozen), oracle_cv the best kernel picked on half the repetitions and timed on the other half",
+            "ratios are time ratios (libc or oracle time / method time; >1 = faster). vs libc, for auto, auto_hinted and libc_again: per cell the paired speed-up, the median over repetitions of libc's time over the method's in the same repetition (the methods of a cell run interleaved, so what a repetition shares cancels), with its 95% bootstrap interval; geometric mean over the grid and the worst cell; below floor: cells under the floor (0.90, auto_hinted 0.95), and how many of them have their whole interval under it (surely below); of medians: the same as the ratio of the two medians per cell, geometric mean and worst. libc_again is libc measured a second time in every cell: its worst cell is the grid's noise floor; oracle is the smallest kernel median per cell (biased low: the luckiest of a dozen), oracle_cv the best kernel picked on half the repetitions and timed on the other half; oracle_blind the best single method (a kernel or libc) per size and cache states across the cells that differ only in reuse, the most a choice could reach that knows the cache states but not whether the destination is read after (auto's case, with perfect probes that cost nothing); oracle_blind_floor the same among the methods that keep each of those cells at or above 0.90× libc",
             ["method", "vs libc (geomean)", "worst vs libc", "95% interval", "worst cell", "below floor", "of medians (geomean, worst)", "vs oracle (geomean)", "vs oracle_cv (geomean)", "worst vs oracle", "worst cell"].map(String::from).to_vec(),
         );
         for r in summary(recs, op) {
@@ -486,8 +568,69 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
             ]);
         }
         out.push(cells);
+        if let Some(t) = blind_table(&g, op) {
+            out.push(t);
+        }
     }
     out
+}
+
+/// The reuse-blind choices per size and cache states ([`blind_choices`]), beside
+/// `auto` and the oracle in the same cells; `None` when no group has more than one
+/// reuse cell.
+fn blind_table(g: &Grid, op: &str) -> Option<Table> {
+    let mut groups: BTreeMap<GroupKey, Vec<(&CellKey, &CellTimes)>> = BTreeMap::new();
+    for (k, c) in &g.cells {
+        groups.entry(group_of(k)).or_default().push((k, c));
+    }
+    if groups.values().all(|v| v.len() < 2) {
+        return None;
+    }
+    let reuses: Vec<&str> = groups
+        .values()
+        .find(|v| v.len() > 1)?
+        .iter()
+        .map(|(k, _)| k.4.as_str())
+        .collect();
+    let mut t = Table::new(
+        format!("policy, {op}: the best choice blind to reuse"),
+        format!(
+            "per size and cache states, the one method (kernel or libc) with the best geometric mean over the cells that differ only in reuse ({}): what a choice that knows the cache states but not whether the destination is read after can reach at most; kept: the best that keeps each of those cells at or above {FLOOR:.2}× libc; ratios are libc's median over the method's, in that order of reuse",
+            reuses.join(", ")
+        ),
+        ["size and states", "kept (floor)", "its ratios", "unconstrained", "its ratios", "auto", "oracle"]
+            .map(String::from)
+            .to_vec(),
+    );
+    for (gk, cells) in &groups {
+        let ratios = |f: &dyn Fn(&CellTimes) -> Option<f64>| {
+            cells
+                .iter()
+                .map(|(_, c)| match (c.libc, f(c)) {
+                    (Some(l), Some(t)) => format!("{:.2}", l / t),
+                    _ => "-".into(),
+                })
+                .collect::<Vec<_>>()
+                .join(" / ")
+        };
+        let name = |b: &Option<(String, f64)>| b.as_ref().map_or("-".into(), |b| b.0.clone());
+        let (_, first) = cells[0];
+        let (k0, k1, k2, k3) = gk.clone();
+        t.rows.push(vec![
+            label(&(k0, k1, k2, k3, String::new())),
+            name(&first.blind_floor),
+            ratios(&|c| c.blind_floor.as_ref().map(|b| b.1)),
+            name(&first.blind),
+            ratios(&|c| c.blind.as_ref().map(|b| b.1)),
+            cells
+                .iter()
+                .map(|(_, c)| c.vs_libc("auto").map_or("-".into(), |r| format!("{r:.2}")))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            ratios(&|c| c.oracle.as_ref().map(|o| o.1)),
+        ]);
+    }
+    Some(t)
 }
 
 #[cfg(test)]
@@ -649,6 +792,70 @@ mod tests {
         let cell = &t[1].rows[0];
         assert_eq!(cell[2], "2.00× (0.50–2.00)");
         assert_eq!(cell[5], "1.33 / 2.00 / 1.00");
+    }
+
+    #[test]
+    fn the_reuse_blind_oracle_runs_one_method_in_both_reuse_cells() {
+        // One size and states, two reuse cells. The streaming kernel wins 2x when
+        // nothing reads the destination and loses (0.8x) when something does; the
+        // temporal one gains 1.1x and 1.05x; auto runs temporal in both.
+        let cell = |m: &str, reuse: &str, t: f64| {
+            let mut r = rec(m, 65536, "clean", t);
+            r.reuse = reuse.into();
+            r
+        };
+        let mut recs = vec![];
+        for (reuse, stream, temporal) in
+            [("none", 50.0, 100.0 / 1.1), ("read", 125.0, 100.0 / 1.05)]
+        {
+            recs.extend([
+                cell("libc", reuse, 100.0),
+                cell("auto", reuse, temporal),
+                cell(LIBC_AGAIN, reuse, 100.0),
+                cell("avx512_nt", reuse, stream),
+                cell("avx512", reuse, temporal),
+            ]);
+        }
+        let s = summary(&recs, "copy");
+        let row = |m: &str| s.iter().find(|r| r.method == m).unwrap().clone();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // The oracle picks per cell: 2x and 1.05x.
+        let (g, _, _) = row("oracle").vs_libc.unwrap();
+        assert!(close(g, (2.0f64 * 1.05).sqrt()), "{g}");
+        // Blind to reuse, streaming has the better product (1.6 > 1.155) ...
+        let (g, w, cell) = row(ORACLE_BLIND).vs_libc.unwrap();
+        assert!(close(g, 1.6f64.sqrt()) && close(w, 0.8), "{g} {w}");
+        assert_eq!(cell, "64 KiB hot→clean, dst read after");
+        // ... but costs 0.8x there; the best that keeps the floor is temporal, which
+        // is what auto ran: it reaches the blind oracle.
+        let (g, w, _) = row(ORACLE_BLIND_FLOOR).vs_libc.unwrap();
+        assert!(
+            close(g, (1.1f64 * 1.05).sqrt()) && close(w, 1.05),
+            "{g} {w}"
+        );
+        let (g, _, _) = row("auto").vs_libc.unwrap();
+        assert!(close(g, (1.1f64 * 1.05).sqrt()));
+
+        // libc itself is a candidate: with every kernel below the floor somewhere,
+        // the floor-kept choice is libc (1x), never a kernel that breaks the floor.
+        let recs: Vec<Record> = recs.into_iter().filter(|r| r.method != "avx512").collect();
+        let s = summary(&recs, "copy");
+        let kept = s.iter().find(|r| r.method == ORACLE_BLIND_FLOOR).unwrap();
+        assert_eq!(kept.vs_libc.as_ref().unwrap().0, 1.0);
+
+        // The table: one row per size and states, both reuse cells in each.
+        let t = tables(&recs);
+        let blind = t
+            .iter()
+            .find(|t| t.title.contains("blind to reuse"))
+            .unwrap();
+        assert_eq!(blind.rows.len(), 1);
+        assert_eq!(blind.rows[0][0], "64 KiB hot→clean");
+        assert_eq!(blind.rows[0][1], "libc");
+        assert_eq!(blind.rows[0][2], "1.00 / 1.00");
+        assert_eq!(blind.rows[0][3], "avx512_nt");
+        assert_eq!(blind.rows[0][4], "2.00 / 0.80");
+        assert!(blind.rows.iter().all(|r| r.len() == blind.header.len()));
     }
 
     #[test]
