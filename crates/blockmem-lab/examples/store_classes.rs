@@ -27,7 +27,7 @@ use std::time::Instant;
 /// The CPU has MOVDIR64B; `dst` 64-byte aligned; `n` a multiple of 64; both ranges
 /// valid for `n` bytes (the source read whole lines at `src + i`).
 unsafe fn movdir64b_copy(dst: *mut u8, src: *const u8, n: usize) {
-    debug_assert!(dst as usize % 64 == 0 && n % 64 == 0);
+    debug_assert!((dst as usize).is_multiple_of(64) && n.is_multiple_of(64));
     let mut i = 0;
     while i < n {
         // SAFETY: per the contract; MOVDIR64B reads 64 bytes at src + i and writes 64
@@ -55,6 +55,7 @@ static ZERO_LINE: Line = Line([0; 64]);
 /// # Safety
 /// As [`movdir64b_copy`] for `dst`.
 unsafe fn movdir64b_zero(dst: *mut u8, _src: *const u8, n: usize) {
+    debug_assert!((dst as usize).is_multiple_of(64) && n.is_multiple_of(64));
     let mut i = 0;
     while i < n {
         // SAFETY: as in movdir64b_copy; the source is the static zero line.
