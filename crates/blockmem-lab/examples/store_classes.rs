@@ -21,22 +21,24 @@ use blockmem_lab::lab::method::Method;
 use blockmem_lab::lab::state::{flush, median, read_lines};
 use std::time::Instant;
 
-/// One 64-byte direct store per line from `src` to `dst`, then `sfence`.
+/// One 64-byte direct store per line of `dst`, then `sfence`: from the source line at
+/// the same offset when `step` is 64 (a copy), from the line at `src` every time when
+/// it is 0 (a fill with that line).
 ///
 /// # Safety
-/// The CPU has MOVDIR64B; `dst` 64-byte aligned; `n` a multiple of 64; both ranges
-/// valid for `n` bytes (the source read whole lines at `src + i`).
-unsafe fn movdir64b_copy(dst: *mut u8, src: *const u8, n: usize) {
+/// The CPU has MOVDIR64B; `dst` 64-byte aligned and valid for `n` bytes, `n` a
+/// multiple of 64; `src` valid for `n` bytes when `step` is 64, for 64 when it is 0.
+unsafe fn movdir64b(dst: *mut u8, src: *const u8, n: usize, step: usize) {
     debug_assert!((dst as usize).is_multiple_of(64) && n.is_multiple_of(64));
     let mut i = 0;
     while i < n {
-        // SAFETY: per the contract; MOVDIR64B reads 64 bytes at src + i and writes 64
-        // at the aligned dst + i.
+        // SAFETY: per the contract; MOVDIR64B reads 64 bytes at src + i / 64 * step
+        // and writes 64 at the aligned dst + i.
         unsafe {
             core::arch::asm!(
                 "movdir64b {d}, zmmword ptr [{s}]",
                 d = in(reg) dst.add(i),
-                s = in(reg) src.add(i),
+                s = in(reg) src.add(i / 64 * step),
                 options(nostack, preserves_flags),
             );
         }
@@ -49,29 +51,6 @@ unsafe fn movdir64b_copy(dst: *mut u8, src: *const u8, n: usize) {
 #[repr(align(64))]
 struct Line([u8; 64]);
 static ZERO_LINE: Line = Line([0; 64]);
-
-/// Zeroes with one direct store per line, all from the same cached zero line.
-///
-/// # Safety
-/// As [`movdir64b_copy`] for `dst`.
-unsafe fn movdir64b_zero(dst: *mut u8, _src: *const u8, n: usize) {
-    debug_assert!((dst as usize).is_multiple_of(64) && n.is_multiple_of(64));
-    let mut i = 0;
-    while i < n {
-        // SAFETY: as in movdir64b_copy; the source is the static zero line.
-        unsafe {
-            core::arch::asm!(
-                "movdir64b {d}, zmmword ptr [{s}]",
-                d = in(reg) dst.add(i),
-                s = in(reg) ZERO_LINE.0.as_ptr(),
-                options(nostack, preserves_flags),
-            );
-        }
-        i += 64;
-    }
-    // SAFETY: as above.
-    unsafe { core::arch::x86_64::_mm_sfence() };
-}
 
 fn has_movdir64b() -> bool {
     // Leaf 7 only where leaf 0 reports it; MOVDIR64B is leaf 7, ECX bit 28.
@@ -132,7 +111,7 @@ fn main() {
         // SAFETY (when called): buffers are page-aligned and sizes multiples of 64.
         copies.push((
             "movdir64b",
-            Box::new(|d, s, n| unsafe { movdir64b_copy(d, s, n) }),
+            Box::new(|d, s, n| unsafe { movdir64b(d, s, n, 64) }),
         ));
     }
     let mut zeroes: Vec<(&str, Call)> = ["libc", "avx512_nt", "avx2_nt", "rep_stosb", wide]
@@ -143,7 +122,7 @@ fn main() {
         // SAFETY (when called): as above.
         zeroes.push((
             "movdir64b",
-            Box::new(|d, s, n| unsafe { movdir64b_zero(d, s, n) }),
+            Box::new(|d, _, n| unsafe { movdir64b(d, ZERO_LINE.0.as_ptr(), n, 0) }),
         ));
     }
 
