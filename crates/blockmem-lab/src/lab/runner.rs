@@ -476,12 +476,49 @@ struct GroupRun {
     per_sweep: usize,
     /// Timed repetitions plus state-check preparations.
     total: usize,
+    /// The timed repetitions of the first passes, once the group was extended.
+    first_reps: Option<usize>,
     samples: Vec<Vec<f64>>,
     after_samples: Vec<Vec<f64>>,
     base_samples: Vec<Vec<f64>>,
     verified: Vec<bool>,
     checks: Vec<StateCheck>,
     background: Vec<BackgroundCheck>,
+}
+
+impl GroupRun {
+    /// Timed repetitions so far (each gives every method `per_sweep` samples).
+    fn timed_reps(&self) -> usize {
+        self.samples.iter().map(Vec::len).max().unwrap_or(0) / self.per_sweep.max(1)
+    }
+
+    /// Per cell, the samples its record's summary is built from: the call's time,
+    /// plus the destination's read where the cell reads it after.
+    fn timed_totals(&self, after: After) -> Vec<Vec<f64>> {
+        self.samples
+            .iter()
+            .zip(&self.after_samples)
+            .map(|(s, a)| match after {
+                After::ReadDst => s.iter().zip(a).map(|(x, y)| x + y).collect(),
+                _ => s.clone(),
+            })
+            .collect()
+    }
+}
+
+/// How often [`Runner::measure_rounds_extending`] asks a group for more repetitions.
+pub const MAX_EXTENSIONS: usize = 4;
+
+/// A group's samples so far, as [`Runner::measure_rounds_extending`] shows them.
+pub struct SoFar<'s> {
+    /// Timed repetitions made.
+    pub reps: usize,
+    /// Timed repetitions of the first passes.
+    pub first: usize,
+    /// Per cell (in the group's order), the samples its record would be built from
+    /// (the call plus the destination's read for [`After::ReadDst`]), paired by
+    /// index across the cells; empty for a method lacking the op.
+    pub totals: &'s [Vec<f64>],
 }
 
 fn cell_name(c: &Cell<'_>) -> String {
@@ -689,6 +726,28 @@ impl Runner {
         &mut self,
         groups: &[Vec<Cell<'_>>],
         rounds: usize,
+        tick: impl FnMut(usize),
+    ) -> Vec<Vec<Option<Record>>> {
+        self.measure_rounds_extending(groups, rounds, |_, _| 0, tick)
+    }
+
+    /// [`Runner::measure_rounds`], then more repetitions for the groups that ask for
+    /// them: after the passes, `extend(cells, so_far)` sees each group's samples and
+    /// returns how many timed repetitions to add (0: none). The groups that asked get
+    /// them in `rounds` further passes, on fresh buffers as before, and are asked
+    /// again, at most [`MAX_EXTENSIONS`] times. Every method of a group gets the same
+    /// repetitions, interleaved as before, so samples stay paired by repetition; the
+    /// records are built once, from all of them, and name how many timed repetitions
+    /// the first passes made (`reps_extended_from`).
+    ///
+    /// Why: some cells are much noisier than others (a 64 MiB "hot" cell depends on
+    /// how much of the shared LLC the neighbours leave), and a fixed count sized for
+    /// them would waste time on the steady ones.
+    pub fn measure_rounds_extending(
+        &mut self,
+        groups: &[Vec<Cell<'_>>],
+        rounds: usize,
+        mut extend: impl FnMut(&[Cell<'_>], &SoFar<'_>) -> usize,
         mut tick: impl FnMut(usize),
     ) -> Vec<Vec<Option<Record>>> {
         // Split mixed groups into single cells, remembering where each came from.
@@ -711,6 +770,53 @@ impl Runner {
                 let hi = g.total * (r + 1) / rounds;
                 self.group_reps(u, g, lo..hi);
                 tick(u.len());
+            }
+        }
+        for _ in 0..MAX_EXTENSIONS {
+            let extra: Vec<usize> = units
+                .iter()
+                .zip(&runs)
+                .map(|((_, u), g)| {
+                    let after = u.first().map_or(After::Nothing, |c| c.after);
+                    let totals = g.timed_totals(after);
+                    let reps = g.timed_reps();
+                    let first = g.first_reps.unwrap_or(reps);
+                    extend(
+                        u,
+                        &SoFar {
+                            reps,
+                            first,
+                            totals: &totals,
+                        },
+                    )
+                })
+                .collect();
+            if extra.iter().all(|&e| e == 0) {
+                break;
+            }
+            // The added repetitions, and one more state check after them (the last
+            // index of a group is a check).
+            let starts: Vec<usize> = runs.iter().map(|g| g.total).collect();
+            for (g, &e) in runs.iter_mut().zip(&extra) {
+                if e > 0 {
+                    g.first_reps.get_or_insert(g.timed_reps());
+                    g.total += e + 1;
+                }
+            }
+            for r in 0..rounds {
+                self.pool = Pool::default();
+                for (((_, u), g), (&s, &e)) in units
+                    .iter()
+                    .zip(runs.iter_mut())
+                    .zip(starts.iter().zip(&extra))
+                {
+                    if e == 0 {
+                        continue;
+                    }
+                    let span = g.total - s;
+                    self.group_reps(u, g, s + span * r / rounds..s + span * (r + 1) / rounds);
+                    tick(u.len());
+                }
             }
         }
         let mut out: Vec<Vec<Option<Record>>> = groups.iter().map(|_| Vec::new()).collect();
@@ -779,6 +885,7 @@ impl Runner {
             verified: vec![true; m],
             checks: Vec::new(),
             background: Vec::new(),
+            first_reps: None,
         }
     }
 
@@ -981,7 +1088,7 @@ impl Runner {
         (0..cells.len())
             .map(|j| {
                 g.entries[j]?;
-                Some(self.finish(
+                let mut rec = self.finish(
                     &cells[j],
                     g.batch,
                     g.per_sweep,
@@ -993,7 +1100,12 @@ impl Runner {
                     std::mem::take(&mut g.base_samples[j]),
                     &g.checks,
                     &g.background,
-                ))
+                );
+                if let Some(first) = g.first_reps {
+                    rec.extras
+                        .insert("reps_extended_from".into(), json!(first * g.per_sweep));
+                }
+                Some(rec)
             })
             .collect()
     }
@@ -1384,6 +1496,80 @@ pub(crate) mod tests {
         let rec = out[0][0].as_ref().unwrap();
         assert_eq!(rec.summary.n as u64, 3 * per(rec));
         assert!(r.warnings.has_errors());
+    }
+
+    #[test]
+    fn extended_groups_get_paired_repetitions_and_say_so() {
+        let mut r = small_runner();
+        let (a, b) = (Method::auto(), Method::libc().unwrap());
+        let mut read = cell(&a, Op::Copy, 3000);
+        read.after = After::ReadDst;
+        let mut read_b = read.clone();
+        read_b.method = &b;
+        let groups = vec![
+            vec![cell(&a, Op::Copy, 3000), cell(&b, Op::Copy, 3000)],
+            vec![read, read_b],
+            vec![cell(&a, Op::Zero, 100)],
+        ];
+        // Group 0: two more repetitions once; group 1: one more each time it is
+        // asked (so until the cap); group 2: none.
+        let mut asked = [0usize; 3];
+        let out = r.measure_rounds_extending(
+            &groups,
+            2,
+            |cells, so_far| {
+                let g = match (cells[0].op, cells[0].after) {
+                    (Op::Zero, _) => 2,
+                    (_, After::ReadDst) => 1,
+                    _ => 0,
+                };
+                asked[g] += 1;
+                // What the callback sees: every cell's samples, paired, and the
+                // repetitions so far.
+                assert_eq!(so_far.totals.len(), cells.len());
+                assert!(so_far
+                    .totals
+                    .iter()
+                    .all(|t| t.len() == so_far.totals[0].len()));
+                assert!(so_far.totals[0].len() >= so_far.reps);
+                assert_eq!(so_far.first, 3);
+                match g {
+                    0 if so_far.reps == 3 => 2,
+                    1 => 1,
+                    _ => 0,
+                }
+            },
+            |_| {},
+        );
+        // Every group is asked before each possible extension while any group wants
+        // one (group 1 always does, so MAX_EXTENSIONS times).
+        assert_eq!(asked[0], MAX_EXTENSIONS);
+        assert_eq!(asked[1], MAX_EXTENSIONS);
+        assert_eq!(asked[2], MAX_EXTENSIONS);
+        let per = |rec: &Record| {
+            rec.extras
+                .get("calls_per_sweep")
+                .map_or(1, |v| v.as_u64().unwrap())
+        };
+        for (r0, r1) in out[0].iter().zip(&out[1]) {
+            let rec = r0.as_ref().unwrap();
+            assert!(rec.verified);
+            assert_eq!(rec.summary.n as u64, 5 * per(rec));
+            assert_eq!(
+                rec.extra_f64("reps_extended_from"),
+                Some(3.0 * per(rec) as f64)
+            );
+            let rec = r1.as_ref().unwrap();
+            assert!(rec.verified);
+            assert_eq!(rec.reuse, "read");
+            assert_eq!(rec.summary.n as u64, (3 + MAX_EXTENSIONS as u64) * per(rec));
+            assert_eq!(rec.samples_ns.len(), rec.summary.n);
+            assert!(rec.extras.get("read_samples_ns").is_some());
+        }
+        let rec = out[2][0].as_ref().unwrap();
+        assert_eq!(rec.summary.n as u64, 3 * per(rec));
+        assert!(rec.extras.get("reps_extended_from").is_none());
+        assert!(!r.warnings.has_errors());
     }
 
     #[test]

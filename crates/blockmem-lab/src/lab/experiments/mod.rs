@@ -18,7 +18,7 @@ use blockmem::kernel::Op;
 
 use super::method::Method;
 use super::report::Table;
-use super::runner::{Cell, Record, Runner, Shape};
+use super::runner::{Cell, Record, Runner, Shape, SoFar};
 
 /// The experiments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -223,11 +223,31 @@ impl Ctx<'_> {
         groups: &[Vec<Cell<'_>>],
         title: &str,
     ) -> Vec<Vec<Option<Record>>> {
+        self.measure_plan_extending(groups, title, |_, _| 0)
+    }
+
+    /// [`Ctx::measure_plan`], with more repetitions for the groups `extend` asks for
+    /// ([`Runner::measure_rounds_extending`]).
+    pub fn measure_plan_extending(
+        &mut self,
+        groups: &[Vec<Cell<'_>>],
+        title: &str,
+        mut extend: impl FnMut(&[Cell<'_>], &SoFar<'_>) -> usize,
+    ) -> Vec<Vec<Option<Record>>> {
         let cells: usize = groups.iter().map(Vec::len).sum();
         let pb = self.bar(cells * ROUNDS, title);
-        let out = self
-            .runner
-            .measure_rounds(groups, ROUNDS, |k| pb.inc(k as u64));
+        let out = self.runner.measure_rounds_extending(
+            groups,
+            ROUNDS,
+            |cells, so_far| {
+                let more = extend(cells, so_far);
+                if more > 0 {
+                    pb.inc_length((cells.len() * ROUNDS) as u64);
+                }
+                more
+            },
+            |k| pb.inc(k as u64),
+        );
         pb.finish_and_clear();
         out
     }

@@ -24,7 +24,7 @@ use serde_json::json;
 use super::{fmt_size, Ctx};
 use crate::lab::method::{Kind, Method};
 use crate::lab::report::Table;
-use crate::lab::runner::{After, Cell, Record, Shape};
+use crate::lab::runner::{After, Cell, Record, Shape, SoFar};
 use crate::lab::state::CacheState;
 use crate::lab::stats::{median_of, paired_median_ratio, paired_ratio_ci, BOOTSTRAP_RESAMPLES};
 
@@ -128,7 +128,20 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 }
             }
         }
-        let results = ctx.measure_plan(&groups, &format!("{NAME} {}", op.name()));
+        // `--reps` fixes the count; otherwise noisy cells get more (`more_reps`).
+        let fixed = ctx.reps.is_some();
+        let results = ctx.measure_plan_extending(
+            &groups,
+            &format!("{NAME} {}", op.name()),
+            |cells, so_far| {
+                if fixed {
+                    0
+                } else {
+                    let names: Vec<&str> = cells.iter().map(|c| c.method.name()).collect();
+                    more_reps(&names, so_far)
+                }
+            },
+        );
         for (recs, after) in results.into_iter().zip(afters) {
             for mut r in recs.into_iter().flatten() {
                 if r.method == "auto_hinted" {
@@ -144,6 +157,50 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         }
     }
     out
+}
+
+/// A cell whose interval for any of [`PAIRED`] is wider than this, relative to its
+/// speed-up ((hi − lo) / speed-up, so ±5%), gets more repetitions ([`more_reps`]).
+pub const WIDE: f64 = 0.10;
+
+/// [`more_reps`] stops at this many times the first passes' repetitions.
+pub const MAX_REPS_FACTOR: usize = 3;
+
+/// How many repetitions to add to a cell whose methods are `names` (in the order of
+/// `so_far.totals`): as many as its first passes made, while the 95% interval of
+/// `auto`'s, `auto_hinted`'s or `libc_again`'s paired speed-up over libc is wider than
+/// [`WIDE`] and the cell has fewer than [`MAX_REPS_FACTOR`] times those repetitions.
+///
+/// The rule looks at how wide the intervals are, never where they lie: a cell is not
+/// measured again for being below the floor, only for being too noisy to tell. Large
+/// "hot" cells depend on how much of the host's shared LLC the neighbours leave, and
+/// their intervals ran 3–4 times wider than those of the steady cells (session 17:
+/// `auto` at 64 MiB hot→hot, read after, 0.88× with an interval of 0.79–1.14×), so a
+/// worst cell was often just the noisiest one.
+pub fn more_reps(names: &[&str], so_far: &SoFar<'_>) -> usize {
+    let cap = MAX_REPS_FACTOR * so_far.first;
+    if so_far.reps >= cap {
+        return 0;
+    }
+    let series = |m: &str| {
+        names
+            .iter()
+            .position(|n| *n == m)
+            .and_then(|i| so_far.totals.get(i))
+    };
+    let Some(libc) = series("libc") else {
+        return 0;
+    };
+    let wide = PAIRED.iter().filter_map(|m| series(m)).any(|t| {
+        let r = paired_median_ratio(libc, t);
+        let ci = paired_ratio_ci(libc, t, LEVEL, BOOTSTRAP_RESAMPLES, 0);
+        r.zip(ci).is_some_and(|(r, (lo, hi))| (hi - lo) / r > WIDE)
+    });
+    if wide {
+        so_far.first.min(cap - so_far.reps)
+    } else {
+        0
+    }
 }
 
 /// One grid cell's identity.
@@ -197,6 +254,9 @@ struct CellTimes {
     paired: BTreeMap<&'static str, f64>,
     /// The 95% bootstrap interval of that speed-up.
     intervals: BTreeMap<&'static str, (f64, f64)>,
+    /// libc's samples, and how many the first passes took if the cell was measured
+    /// again ([`more_reps`]).
+    reps: (usize, Option<usize>),
 }
 
 /// The methods whose per-cell speed-up over libc is the paired one, with an interval:
@@ -258,6 +318,10 @@ impl Grid {
             c.samples.insert(r.method.clone(), r.samples_ns.clone());
             if r.method == "libc" {
                 c.libc = Some(t);
+                c.reps = (
+                    r.summary.n,
+                    r.extra_f64("reps_extended_from").map(|f| f as usize),
+                );
             } else if !NOT_KERNELS.contains(&r.method.as_str())
                 && c.oracle.as_ref().is_none_or(|o| t < o.1)
             {
@@ -538,10 +602,11 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
             ]);
         }
         out.push(t);
+        let extended = g.cells.values().filter(|c| c.reps.1.is_some()).count();
         let mut cells = Table::new(
             format!("policy, {op}: every cell"),
-            "libc: its median time; auto, auto_hinted and libc_again (libc's second measurement): the paired speed-up over libc (median over repetitions of libc's time / theirs), with the 95% bootstrap interval; of medians: libc's median / theirs, in the same order; the oracle is the kernel with the smallest median in the cell",
-            ["cell", "libc", "auto", "auto_hinted", "libc_again", "of medians", "oracle kernel", "oracle vs libc"].map(String::from).to_vec(),
+            format!("libc: its median time; auto, auto_hinted and libc_again (libc's second measurement): the paired speed-up over libc (median over repetitions of libc's time / theirs), with the 95% bootstrap interval; of medians: libc's median / theirs, in the same order; the oracle is the kernel with the smallest median in the cell; samples: each method's in the cell, `a→b` where an interval was wider than ±{:.0}% after a and every method was measured again, up to {MAX_REPS_FACTOR}× (whatever the ratios: {extended} of {} cells)", WIDE * 50.0, g.cells.len()),
+            ["cell", "libc", "auto", "auto_hinted", "libc_again", "of medians", "oracle kernel", "oracle vs libc", "samples"].map(String::from).to_vec(),
         );
         for (k, c) in &g.cells {
             let ratio = |m: &str| match (c.vs_libc(m), c.ci(m)) {
@@ -566,6 +631,10 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
                 match (c.libc, &c.oracle) {
                     (Some(l), Some((_, o))) => format!("{:.2}×", l / o),
                     _ => "-".into(),
+                },
+                match c.reps {
+                    (n, Some(first)) => format!("{first}→{n}"),
+                    (n, None) => n.to_string(),
                 },
             ]);
         }
@@ -628,6 +697,70 @@ fn blind_table(g: &Grid, op: &str) -> Option<Table> {
 mod tests {
     use super::*;
     use crate::lab::stats::Summary;
+
+    #[test]
+    fn noisy_cells_get_more_repetitions_whatever_their_ratio() {
+        let names = ["libc", "auto", "auto_hinted", LIBC_AGAIN, "avx2"];
+        let steady = |t: f64| vec![t; 20];
+        // ±20% around t, deterministic.
+        let noisy = |t: f64, seed: u64| {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            (0..20)
+                .map(|_| t * (0.8 + 0.4 * rng.f64()))
+                .collect::<Vec<f64>>()
+        };
+        let ask = |totals: &[Vec<f64>], reps: usize, first: usize| {
+            more_reps(
+                &names,
+                &SoFar {
+                    reps,
+                    first,
+                    totals,
+                },
+            )
+        };
+        // Every paired interval narrow: nothing more, whether auto wins or loses.
+        for auto in [50.0, 100.0, 200.0] {
+            let t = [
+                steady(100.0),
+                steady(auto),
+                steady(90.0),
+                steady(100.0),
+                noisy(10.0, 1),
+            ];
+            assert_eq!(ask(&t, 20, 20), 0, "auto {auto}");
+        }
+        // One noisy paired method (a kernel's noise does not count): as many as the
+        // first passes made, whether that method is ahead or behind.
+        for (i, t) in [(1, 60.0), (2, 150.0), (3, 100.0)] {
+            let mut v = vec![
+                steady(100.0),
+                steady(100.0),
+                steady(100.0),
+                steady(100.0),
+                steady(1.0),
+            ];
+            v[i] = noisy(t, i as u64);
+            assert_eq!(ask(&v, 20, 20), 20, "method {i}");
+            // Up to MAX_REPS_FACTOR times the first passes' repetitions.
+            assert_eq!(ask(&v, 50, 20), 10);
+            assert_eq!(ask(&v, MAX_REPS_FACTOR * 20, 20), 0);
+        }
+        // Without libc there is nothing to pair with.
+        let v: Vec<Vec<f64>> = (0..5).map(|i| noisy(100.0, 7 + i)).collect();
+        assert_eq!(
+            more_reps(
+                &["a", "auto", "b", "c", "d"],
+                &SoFar {
+                    reps: 20,
+                    first: 20,
+                    totals: &v
+                }
+            ),
+            0
+        );
+        assert_eq!(ask(&v, 20, 20), 20);
+    }
 
     fn rec(method: &str, size: usize, dst: &str, t: f64) -> Record {
         Record {
