@@ -14,6 +14,10 @@
 //! measured the same way, so its ratio to `libc` is the noise floor of the grid. A cell
 //! where `auto` runs the same instruction as libc (`rep movsb` from 4 KiB here) can
 //! only be told apart from libc by more than that.
+//!
+//! Cells too noisy to tell (an interval of `auto`, `auto_hinted` or `libc_again`
+//! wider than ±5%) are measured again, every method, up to three times as long
+//! ([`more_reps`]); the rule never looks at where the ratios lie.
 
 use std::collections::BTreeMap;
 
