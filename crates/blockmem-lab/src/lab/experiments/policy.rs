@@ -231,7 +231,7 @@ const LEVEL: f64 = 0.95;
 /// The oracle as `cross_validated_best` computes it, in the summary's rows.
 pub const ORACLE_CV: &str = "oracle_cv";
 
-/// The best choice blind to reuse ([`blind_choices`]), in the summary's rows.
+/// The best choice blind to reuse (`blind_choices`: per size and cache states, one method for both reuse cells), in the summary's rows.
 pub const ORACLE_BLIND: &str = "oracle_blind";
 
 /// The best choice blind to reuse that keeps every cell at or above [`FLOOR`].
@@ -265,7 +265,7 @@ struct CellTimes {
 
 /// The methods whose per-cell speed-up over libc is the paired one, with an interval:
 /// the median over repetitions of libc's time over theirs in the same repetition.
-const PAIRED: [&str; 3] = ["auto", "auto_hinted", LIBC_AGAIN];
+pub const PAIRED: [&str; 3] = ["auto", "auto_hinted", LIBC_AGAIN];
 
 impl CellTimes {
     /// The 95% bootstrap interval of `m`'s paired speed-up over libc in this cell.
