@@ -499,11 +499,16 @@ impl GroupRun {
             .iter()
             .zip(&self.after_samples)
             .map(|(s, a)| match after {
-                After::ReadDst => s.iter().zip(a).map(|(x, y)| x + y).collect(),
+                After::ReadDst => call_and_read(s, a),
                 _ => s.clone(),
             })
             .collect()
     }
+}
+
+/// Per sample, the call's time plus the destination's read after it.
+fn call_and_read(calls: &[f64], reads: &[f64]) -> Vec<f64> {
+    calls.iter().zip(reads).map(|(a, b)| a + b).collect()
 }
 
 /// How often [`Runner::measure_rounds_extending`] asks a group for more repetitions.
@@ -761,58 +766,40 @@ impl Runner {
         }
         let mut runs: Vec<GroupRun> = units.iter().map(|(_, u)| self.group_begin(u)).collect();
         let rounds = rounds.max(1);
-        for r in 0..rounds {
-            if r > 0 {
-                self.pool = Pool::default();
-            }
-            for ((_, u), g) in units.iter().zip(runs.iter_mut()) {
-                let lo = g.total * r / rounds;
-                let hi = g.total * (r + 1) / rounds;
-                self.group_reps(u, g, lo..hi);
-                tick(u.len());
-            }
-        }
-        for _ in 0..MAX_EXTENSIONS {
-            let extra: Vec<usize> = units
-                .iter()
-                .zip(&runs)
-                .map(|((_, u), g)| {
+        // Per unit, the first repetition this phase runs (None: none): phase 0 runs
+        // every repetition, each later phase the ones `extend` asked for.
+        let mut from: Vec<Option<usize>> = vec![Some(0); units.len()];
+        for phase in 0..=MAX_EXTENSIONS {
+            if phase > 0 {
+                let mut any = false;
+                for (((_, u), g), f) in units.iter().zip(runs.iter_mut()).zip(from.iter_mut()) {
                     let after = u.first().map_or(After::Nothing, |c| c.after);
-                    let totals = g.timed_totals(after);
                     let reps = g.timed_reps();
-                    let first = g.first_reps.unwrap_or(reps);
-                    extend(
-                        u,
-                        &SoFar {
-                            reps,
-                            first,
-                            totals: &totals,
-                        },
-                    )
-                })
-                .collect();
-            if extra.iter().all(|&e| e == 0) {
-                break;
-            }
-            // The added repetitions, and one more state check after them (the last
-            // index of a group is a check).
-            let starts: Vec<usize> = runs.iter().map(|g| g.total).collect();
-            for (g, &e) in runs.iter_mut().zip(&extra) {
-                if e > 0 {
-                    g.first_reps.get_or_insert(g.timed_reps());
-                    g.total += e + 1;
+                    let so_far = SoFar {
+                        reps,
+                        first: g.first_reps.unwrap_or(reps),
+                        totals: &g.timed_totals(after),
+                    };
+                    let e = extend(u, &so_far);
+                    *f = (e > 0).then_some(g.total);
+                    if e > 0 {
+                        // The added repetitions, and one more state check after them
+                        // (the last index of a group is a check).
+                        g.first_reps.get_or_insert(reps);
+                        g.total += e + 1;
+                        any = true;
+                    }
+                }
+                if !any {
+                    break;
                 }
             }
             for r in 0..rounds {
-                self.pool = Pool::default();
-                for (((_, u), g), (&s, &e)) in units
-                    .iter()
-                    .zip(runs.iter_mut())
-                    .zip(starts.iter().zip(&extra))
-                {
-                    if e == 0 {
-                        continue;
-                    }
+                if phase > 0 || r > 0 {
+                    self.pool = Pool::default();
+                }
+                for (((_, u), g), f) in units.iter().zip(runs.iter_mut()).zip(&from) {
+                    let Some(s) = *f else { continue };
                     let span = g.total - s;
                     self.group_reps(u, g, s + span * r / rounds..s + span * (r + 1) / rounds);
                     tick(u.len());
@@ -1166,11 +1153,7 @@ impl Runner {
         let copy_sum = Summary::of(&samples);
         let (summary, all) = match c.after {
             After::ReadDst => {
-                let total: Vec<f64> = samples
-                    .iter()
-                    .zip(&after_samples)
-                    .map(|(a, b)| a + b)
-                    .collect();
+                let total = call_and_read(&samples, &after_samples);
                 let read = Summary::of(&after_samples);
                 extras.insert("copy_median_ns".into(), json!(copy_sum.median));
                 extras.insert("read_median_ns".into(), json!(read.median));
