@@ -12,6 +12,24 @@ use std::sync::Mutex;
 /// each holds this lock so they never observe one another mid-change.
 static GLOBAL: Mutex<()> = Mutex::new(());
 
+/// The profile the variants below start from: the defaults of a fixed synthetic host
+/// (96 KiB L2, so a probe that finds the destination cold streams from 48 KiB; 32 MiB
+/// LLC), never the profile of the machine running the tests, whose
+/// cache sizes would move every threshold the assertions name.
+fn synthetic_base() -> blockmem::profile::Profile {
+    use blockmem::cpu::{SizeSource, UsedCaches, UsedSize};
+    let size = |size| UsedSize {
+        size,
+        source: SizeSource::PerLevelLeaf,
+    };
+    blockmem::profile::Profile::from_caches(&UsedCaches {
+        l1d: size(48 << 10),
+        l2: size(96 << 10),
+        llc: size(32 << 20),
+        line: 64,
+    })
+}
+
 #[test]
 fn masking_avx_removes_avx2_kernels_and_decisions() {
     let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -80,7 +98,8 @@ fn forcing_a_kernel_applies_only_where_it_can_run() {
 #[test]
 fn fast_path_agrees_with_the_policy() {
     let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
-    let base = dispatch::profile();
+    let host = dispatch::profile();
+    let base = synthetic_base();
     let mut variants = vec![base];
     let mut p = base;
     p.probe_min = 8192;
@@ -236,6 +255,7 @@ fn fast_path_agrees_with_the_policy() {
         "forcing a kernel disables the fast path"
     );
     dispatch::force(None);
+    dispatch::install(&host);
 }
 
 /// The robust segment (copies and moves from `copy_robust_min`, through one published
@@ -246,7 +266,8 @@ fn fast_path_agrees_with_the_policy() {
 fn the_robust_segment_runs_what_the_policy_would() {
     use blockmem::KernelId;
     let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
-    let base = dispatch::profile();
+    let host = dispatch::profile();
+    let base = synthetic_base();
     let f = cpu::features();
     let usable = |k: KernelId| {
         blockmem::policy::usable(k, Op::Copy, f) && blockmem::policy::usable(k, Op::Move, f)
@@ -338,5 +359,5 @@ fn the_robust_segment_runs_what_the_policy_would() {
         "forcing a kernel disables it"
     );
     dispatch::force(None);
-    dispatch::install(&base);
+    dispatch::install(&host);
 }
