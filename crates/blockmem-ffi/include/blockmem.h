@@ -34,9 +34,15 @@
 #define BLOCKMEM_ERR_PROFILE -3
 
 /*
- An argument is invalid (a null pointer, a zero threshold).
+ An argument is invalid (a null pointer).
  */
 #define BLOCKMEM_ERR_INVALID -4
+
+/*
+ [`blockmem_choose`]: the call probes its destination first, and the kernel depends
+ on what the probe finds ([`blockmem_choose_state`] says which for each state).
+ */
+#define BLOCKMEM_CHOICE_PROBES -5
 
 /*
  What the caller knows about the destination's future. A value outside the
@@ -104,22 +110,22 @@ typedef uint32_t BlockmemOp;
 #endif // __cplusplus
 
 /*
- The size thresholds the policy uses, in bytes (what a calibration profile sets).
+ What a probe found of the destination ([`blockmem_choose_state`]).
  */
-typedef struct BlockmemThresholds {
+typedef enum BlockmemState {
   /*
-   `BLOCKMEM_HINT_AUTO`: stream (non-temporal stores) at and above this size.
+   Not probed.
    */
-  size_t stream_auto;
+  BLOCKMEM_STATE_UNKNOWN = 0,
   /*
-   `BLOCKMEM_HINT_NO_REUSE`: stream at and above this size.
+   The destination's probed line was in cache.
    */
-  size_t stream_no_reuse;
+  BLOCKMEM_STATE_CACHED = 1,
   /*
-   `BLOCKMEM_HINT_REUSE`: stream only at and above this size.
+   The destination's probed line came from memory (or was never touched).
    */
-  size_t stream_reuse;
-} BlockmemThresholds;
+  BLOCKMEM_STATE_COLD = 2,
+} BlockmemState;
 
 #ifdef __cplusplus
 extern "C" {
@@ -196,9 +202,17 @@ bool blockmem_kernel_supports(size_t index, BlockmemOp op);
 /*
  The kernel index a call of `op` on `n` bytes with `hint` would use above the inline
  size ladder (what `blockmem info` prints), honouring a forced kernel. `overlap` says
- whether a move's ranges overlap. -1 if `op` is out of range.
+ whether a move's ranges overlap. [`BLOCKMEM_CHOICE_PROBES`] where the call probes
+ its destination first; -1 if `op` is out of range.
  */
 int blockmem_choose(BlockmemOp op, size_t n, BlockmemHint hint, bool overlap);
+
+/*
+ As [`blockmem_choose`], for a call whose probe found the destination in `state`
+ (a `BlockmemState` value; 0, unknown, is [`blockmem_choose`]). -1 if `op` or
+ `state` is out of range.
+ */
+int blockmem_choose_state(BlockmemOp op, size_t n, BlockmemHint hint, bool overlap, uint32_t state);
 
 /*
  Forces the kernel named `name` for every op it implements (ops it lacks keep the
@@ -218,32 +232,25 @@ int blockmem_force(const char *name);
 int blockmem_forced(void);
 
 /*
- Writes the thresholds in use (derived from CPUID on first use) to `*out`; does
- nothing if `out` is NULL.
+ Writes the decision table in use, in the profile format (`blockmem info` prints the
+ same), NUL-terminated into `buf` (truncated to `cap - 1` bytes). Returns the text's
+ full length. `buf` may be NULL when `cap` is 0, to ask for the length. Not
+ async-signal-safe (it allocates).
 
  # Safety
- `out` is NULL or valid for writing one `BlockmemThresholds`.
+ `buf` is valid for `cap` writes (or `cap` is 0).
  */
-void blockmem_thresholds(struct BlockmemThresholds *out);
-
-/*
- Replaces the thresholds process-wide (what loading a calibration profile does).
- Returns `BLOCKMEM_OK`, or `BLOCKMEM_ERR_INVALID` for NULL or a zero field.
-
- # Safety
- `t` is NULL or valid for reading one `BlockmemThresholds`.
- */
-int blockmem_set_thresholds(const struct BlockmemThresholds *t);
+size_t blockmem_table(char *buf, size_t cap);
 
 /*
  Loads a calibration profile and installs it for the whole process.
 
- With a path, reads and parses that file (keys it does not set keep their CPUID
- defaults); with NULL, loads again from `BLOCKMEM_PROFILE` or the default path
+ With a path, reads and parses that file (rows it does not give keep the
+ built-in table's); with NULL, loads again from `BLOCKMEM_PROFILE` or the default path
  (`$XDG_CACHE_HOME/blockmem/profile`, else `~/.cache/blockmem/profile`), as the
  library does by itself on first use. Returns `BLOCKMEM_OK`, or
  `BLOCKMEM_ERR_PROFILE` when the file is unreadable or malformed: the profile in use
- is then left unchanged (path given) or falls back to CPUID defaults (NULL), and
+ is then left unchanged (path given) or falls back to the built-in table (NULL), and
  [`blockmem_profile_error`] says why. Not async-signal-safe (it reads a file and
  allocates); call it at start-up.
 
@@ -253,9 +260,9 @@ int blockmem_set_thresholds(const struct BlockmemThresholds *t);
 int blockmem_profile_load(const char *path);
 
 /*
- Where the profile in use came from (static storage): `cpuid-defaults`,
- `BLOCKMEM_PROFILE`, `default-path`, `installed` (loaded with a path, or thresholds
- set by the program), or `cpuid-defaults (AT_SECURE: environment ignored)`.
+ Where the decision table in use came from (static storage): `built-in` (the CPU
+ class's table), `BLOCKMEM_PROFILE`, `default-path`, `installed` (loaded with a
+ path), or `built-in (AT_SECURE: environment ignored)`.
  */
 const char *blockmem_profile_source(void);
 

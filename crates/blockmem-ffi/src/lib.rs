@@ -38,7 +38,7 @@
 //!   async-signal-safe, usable before any initialisation.
 //! * **Introspection and control**, what `blockmem info` shows: the version, the kernel
 //!   table (count, names, availability, ops), the decision for an `(op, size, hint,
-//!   overlap)`, forcing a kernel, the thresholds, and the calibration profile (loaded
+//!   overlap)`, forcing a kernel, the decision table, and the calibration profile (loaded
 //!   by the core on first use from `BLOCKMEM_PROFILE` or the default path; reloadable
 //!   or replaceable from here).
 //!
@@ -62,8 +62,7 @@ use std::sync::{Mutex, OnceLock};
 
 use blockmem::autoload::Source;
 use blockmem::kernel::{self, KernelId, Op};
-use blockmem::policy::Thresholds;
-use blockmem::profile::{self, Profile};
+use blockmem::profile::{self, State};
 use blockmem::{dispatch, Hint};
 
 /// What the caller knows about the destination's future. A value outside the
@@ -105,19 +104,24 @@ pub const BLOCKMEM_ERR_UNKNOWN_KERNEL: c_int = -1;
 pub const BLOCKMEM_ERR_UNAVAILABLE: c_int = -2;
 /// The profile was rejected or could not be read (`blockmem_profile_error` says why).
 pub const BLOCKMEM_ERR_PROFILE: c_int = -3;
-/// An argument is invalid (a null pointer, a zero threshold).
+/// An argument is invalid (a null pointer).
 pub const BLOCKMEM_ERR_INVALID: c_int = -4;
 
-/// The size thresholds the policy uses, in bytes (what a calibration profile sets).
+/// [`blockmem_choose`]: the call probes its destination first, and the kernel depends
+/// on what the probe finds ([`blockmem_choose_state`] says which for each state).
+pub const BLOCKMEM_CHOICE_PROBES: c_int = -5;
+
+/// What a probe found of the destination ([`blockmem_choose_state`]).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BlockmemThresholds {
-    /// `BLOCKMEM_HINT_AUTO`: stream (non-temporal stores) at and above this size.
-    pub stream_auto: usize,
-    /// `BLOCKMEM_HINT_NO_REUSE`: stream at and above this size.
-    pub stream_no_reuse: usize,
-    /// `BLOCKMEM_HINT_REUSE`: stream only at and above this size.
-    pub stream_reuse: usize,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum BlockmemState {
+    /// Not probed.
+    BLOCKMEM_STATE_UNKNOWN = 0,
+    /// The destination's probed line was in cache.
+    BLOCKMEM_STATE_CACHED = 1,
+    /// The destination's probed line came from memory (or was never touched).
+    BLOCKMEM_STATE_COLD = 2,
 }
 
 /// How the functions receive a [`BlockmemHint`]: as its `uint32_t` value, so that any
@@ -288,7 +292,8 @@ pub extern "C" fn blockmem_kernel_supports(index: usize, op: BlockmemOpArg) -> b
 
 /// The kernel index a call of `op` on `n` bytes with `hint` would use above the inline
 /// size ladder (what `blockmem info` prints), honouring a forced kernel. `overlap` says
-/// whether a move's ranges overlap. -1 if `op` is out of range.
+/// whether a move's ranges overlap. [`BLOCKMEM_CHOICE_PROBES`] where the call probes
+/// its destination first; -1 if `op` is out of range.
 #[no_mangle]
 pub extern "C" fn blockmem_choose(
     op: BlockmemOpArg,
@@ -296,9 +301,26 @@ pub extern "C" fn blockmem_choose(
     hint: BlockmemHintArg,
     overlap: bool,
 ) -> c_int {
-    match to_op(op) {
-        Some(o) => index_of(dispatch::choose(o, n, to_hint(hint), overlap)),
-        None => -1,
+    blockmem_choose_state(op, n, hint, overlap, 0)
+}
+
+/// As [`blockmem_choose`], for a call whose probe found the destination in `state`
+/// (a `BlockmemState` value; 0, unknown, is [`blockmem_choose`]). -1 if `op` or
+/// `state` is out of range.
+#[no_mangle]
+pub extern "C" fn blockmem_choose_state(
+    op: BlockmemOpArg,
+    n: usize,
+    hint: BlockmemHintArg,
+    overlap: bool,
+    state: u32,
+) -> c_int {
+    let (Some(o), Some(&st)) = (to_op(op), State::ALL.get(state as usize)) else {
+        return -1;
+    };
+    match dispatch::choose_probed(o, n, to_hint(hint), overlap, st) {
+        Some(k) => index_of(k),
+        None => BLOCKMEM_CHOICE_PROBES,
     }
 }
 
@@ -340,48 +362,37 @@ pub extern "C" fn blockmem_forced() -> c_int {
     dispatch::forced().map_or(-1, index_of)
 }
 
-/// Writes the thresholds in use (derived from CPUID on first use) to `*out`; does
-/// nothing if `out` is NULL.
+/// Writes the decision table in use, in the profile format (`blockmem info` prints the
+/// same), NUL-terminated into `buf` (truncated to `cap - 1` bytes). Returns the text's
+/// full length. `buf` may be NULL when `cap` is 0, to ask for the length. Not
+/// async-signal-safe (it allocates).
 ///
 /// # Safety
-/// `out` is NULL or valid for writing one `BlockmemThresholds`.
+/// `buf` is valid for `cap` writes (or `cap` is 0).
 #[no_mangle]
-pub unsafe extern "C" fn blockmem_thresholds(out: *mut BlockmemThresholds) {
-    if out.is_null() {
-        return;
-    }
-    let t = dispatch::thresholds();
-    // SAFETY: non-null and valid for a write by the caller's contract.
-    unsafe {
-        out.write(BlockmemThresholds {
-            stream_auto: t.stream_auto,
-            stream_no_reuse: t.stream_no_reuse,
-            stream_reuse: t.stream_reuse,
-        })
-    };
+pub unsafe extern "C" fn blockmem_table(buf: *mut c_char, cap: usize) -> usize {
+    let mut text = String::new();
+    let source = format!("source: {}", dispatch::status().0.name());
+    let _ = profile::render(&mut text, dispatch::table(), &[&source], &|_, _, _| None);
+    // SAFETY: forwarded contract.
+    unsafe { write_c_string(&text, buf, cap) }
 }
 
-/// Replaces the thresholds process-wide (what loading a calibration profile does).
-/// Returns `BLOCKMEM_OK`, or `BLOCKMEM_ERR_INVALID` for NULL or a zero field.
+/// Writes `msg` NUL-terminated into `buf` (truncated to `cap - 1` bytes); returns its
+/// full length.
 ///
 /// # Safety
-/// `t` is NULL or valid for reading one `BlockmemThresholds`.
-#[no_mangle]
-pub unsafe extern "C" fn blockmem_set_thresholds(t: *const BlockmemThresholds) -> c_int {
-    if t.is_null() {
-        return BLOCKMEM_ERR_INVALID;
+/// `buf` is valid for `cap` writes (or `cap` is 0).
+unsafe fn write_c_string(msg: &str, buf: *mut c_char, cap: usize) -> usize {
+    if cap > 0 && !buf.is_null() {
+        let n = msg.len().min(cap - 1);
+        // SAFETY: `buf` is valid for `cap > n` writes; the message does not overlap it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(msg.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
     }
-    // SAFETY: non-null and valid for a read by the caller's contract.
-    let t = unsafe { t.read() };
-    if t.stream_auto == 0 || t.stream_no_reuse == 0 || t.stream_reuse == 0 {
-        return BLOCKMEM_ERR_INVALID;
-    }
-    dispatch::set_thresholds(Thresholds {
-        stream_auto: t.stream_auto,
-        stream_no_reuse: t.stream_no_reuse,
-        stream_reuse: t.stream_reuse,
-    });
-    BLOCKMEM_OK
+    msg.len()
 }
 
 /// The message of the last rejected profile load through [`blockmem_profile_load`]
@@ -394,12 +405,12 @@ fn set_load_error(e: Option<String>) {
 
 /// Loads a calibration profile and installs it for the whole process.
 ///
-/// With a path, reads and parses that file (keys it does not set keep their CPUID
-/// defaults); with NULL, loads again from `BLOCKMEM_PROFILE` or the default path
+/// With a path, reads and parses that file (rows it does not give keep the
+/// built-in table's); with NULL, loads again from `BLOCKMEM_PROFILE` or the default path
 /// (`$XDG_CACHE_HOME/blockmem/profile`, else `~/.cache/blockmem/profile`), as the
 /// library does by itself on first use. Returns `BLOCKMEM_OK`, or
 /// `BLOCKMEM_ERR_PROFILE` when the file is unreadable or malformed: the profile in use
-/// is then left unchanged (path given) or falls back to CPUID defaults (NULL), and
+/// is then left unchanged (path given) or falls back to the built-in table (NULL), and
 /// [`blockmem_profile_error`] says why. Not async-signal-safe (it reads a file and
 /// allocates); call it at start-up.
 ///
@@ -424,11 +435,10 @@ pub unsafe extern "C" fn blockmem_profile_load(path: *const c_char) -> c_int {
             return BLOCKMEM_ERR_PROFILE;
         }
     };
-    let defaults = Profile::from_caches(&blockmem::cpu::detect().caches.used);
-    match profile::parse(&text, defaults) {
-        Ok((p, _)) => {
+    match profile::parse(&text, dispatch::builtin_class().table()) {
+        Ok((t, _)) => {
             set_load_error(None);
-            dispatch::install(&p);
+            dispatch::install(&t);
             BLOCKMEM_OK
         }
         Err(e) => {
@@ -438,18 +448,18 @@ pub unsafe extern "C" fn blockmem_profile_load(path: *const c_char) -> c_int {
     }
 }
 
-/// Where the profile in use came from (static storage): `cpuid-defaults`,
-/// `BLOCKMEM_PROFILE`, `default-path`, `installed` (loaded with a path, or thresholds
-/// set by the program), or `cpuid-defaults (AT_SECURE: environment ignored)`.
+/// Where the decision table in use came from (static storage): `built-in` (the CPU
+/// class's table), `BLOCKMEM_PROFILE`, `default-path`, `installed` (loaded with a
+/// path), or `built-in (AT_SECURE: environment ignored)`.
 #[no_mangle]
 pub extern "C" fn blockmem_profile_source() -> *const c_char {
     match dispatch::status().0 {
         Source::NotLoaded => c"not-loaded",
-        Source::Defaults => c"cpuid-defaults",
+        Source::Defaults => c"built-in",
         Source::Env => c"BLOCKMEM_PROFILE",
         Source::DefaultPath => c"default-path",
         Source::Installed => c"installed",
-        Source::Secure => c"cpuid-defaults (AT_SECURE: environment ignored)",
+        Source::Secure => c"built-in (AT_SECURE: environment ignored)",
     }
     .as_ptr()
 }
@@ -470,15 +480,8 @@ pub unsafe extern "C" fn blockmem_profile_error(buf: *mut c_char, cap: usize) ->
     let Some(msg) = explicit.or_else(|| dispatch::status().1.map(|e| e.to_string())) else {
         return 0;
     };
-    if cap > 0 && !buf.is_null() {
-        let n = msg.len().min(cap - 1);
-        // SAFETY: `buf` is valid for `cap > n` writes; the message does not overlap it.
-        unsafe {
-            std::ptr::copy_nonoverlapping(msg.as_ptr(), buf.cast::<u8>(), n);
-            *buf.add(n) = 0;
-        }
-    }
-    msg.len()
+    // SAFETY: forwarded contract.
+    unsafe { write_c_string(&msg, buf, cap) }
 }
 
 #[cfg(test)]

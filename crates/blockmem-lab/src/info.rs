@@ -2,9 +2,8 @@
 
 use blockmem::cpu::{self, CacheKind, CpuInfo};
 use blockmem::kernel::{self, Op};
-use blockmem::policy::{Probed, Probes};
-use blockmem::profile::{self, Profile};
-use blockmem::{dispatch, Hint};
+use blockmem::profile;
+use blockmem::dispatch;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -20,42 +19,6 @@ pub fn profile_path() -> Option<PathBuf> {
         return Some(PathBuf::from(x).join("blockmem/profile"));
     }
     var("HOME").map(|h| PathBuf::from(h).join(".cache/blockmem/profile"))
-}
-
-/// The cache states of the decision table: (label, src, dst).
-const STATES: [(&str, Probed, Probed); 4] = [
-    ("hot/hot", Probed::Cached, Probed::Cached),
-    ("cold/cold", Probed::Cold, Probed::Cold),
-    ("hot/cold", Probed::Cached, Probed::Cold),
-    ("cold/hot", Probed::Cold, Probed::Cached),
-];
-
-/// The kernel the library picks for a call of `n` bytes whose first source and
-/// destination lines are in the given states (probes only count where the library
-/// probes: from [`blockmem::policy::probe_from`] for the hint, where a result can
-/// change the kernel).
-pub fn decision(
-    op: Op,
-    n: usize,
-    hint: Hint,
-    src: Probed,
-    dst: Probed,
-    p: &Profile,
-) -> &'static str {
-    let probes = if n >= blockmem::policy::probe_from(p, hint, blockmem::cpu::features()) {
-        Probes {
-            // As the dispatcher: the source is probed only where its kernel differs.
-            src: if op == Op::Copy && blockmem::policy::probes_source(p, n, dst) {
-                src
-            } else {
-                Probed::Unknown
-            },
-            dst,
-        }
-    } else {
-        Probes::NONE
-    };
-    dispatch::choose_probed(op, n, hint, false, probes).name()
 }
 
 /// Flags of `blockmem info`.
@@ -78,57 +41,62 @@ fn kind_name(k: CacheKind) -> &'static str {
     }
 }
 
-/// Sizes the decision table shows.
-const DECISION_SIZES: [usize; 5] = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20];
+/// The decision table in force as JSON: every row of the table in use (as written)
+/// and as compiled for this CPU (kernels it cannot run replaced by their stand-ins,
+/// forced kernel applied, equal neighbours merged).
+pub fn table_json() -> Value {
+    let t = dispatch::table();
+    let plan = dispatch::plan();
+    let rows: Vec<Value> = t
+        .keyed_rows()
+        .map(|(fam, hint, st, row)| {
+            let written: Vec<Value> = row
+                .bands()
+                .iter()
+                .map(|b| json!({"from": b.from, "action": b.action.name()}))
+                .collect();
+            let [op_a, op_b] = fam.ops();
+            let compiled: Vec<Value> = plan
+                .row(fam, hint, st)
+                .bands()
+                .map(|(from, ks)| match ks {
+                    None => json!({"from": from, "action": "probe"}),
+                    Some((a, b)) if a == b => json!({"from": from, "action": a.name()}),
+                    Some((a, b)) => json!({"from": from, "action": a.name(),
+                        op_a.name(): a.name(), op_b.name(): b.name()}),
+                })
+                .collect();
+            json!({
+                "family": fam.name(), "hint": hint.name(), "state": st.name(),
+                "bands": written, "compiled": compiled,
+            })
+        })
+        .collect();
+    let mut text = String::new();
+    profile::render(&mut text, t, &[], &|_, _, _| None).expect("render to a String");
+    json!({
+        "builtin_class": dispatch::builtin_class().name(),
+        "llc_effective": plan.llc_effective(),
+        "probe_hit_max": plan.probe_hit_max(),
+        "forced": dispatch::forced().map(|k| k.name()),
+        "rows": rows,
+        "text": text,
+    })
+}
 
-/// How an `Auto` call of each size is dispatched, smallest first: `(from, below,
-/// route)` with `below` = `usize::MAX` for the last stretch. Routes: `inline` (the
-/// size ladder), a kernel name (a segment that runs it without the policy), `policy`
-/// (the policy's path: probes where they pay, then `decide`). `copies`: copy and move,
-/// else set and zero.
-pub fn routes(copies: bool) -> Vec<(usize, usize, String)> {
-    let op = if copies { Op::Copy } else { Op::Set };
-    let inline = dispatch::inline_max(op);
-    let (copy_below, copy_k, set_below, set_k) = dispatch::fast_path();
-    let (copy_rep, set_rep) = dispatch::rep_segments();
-    let (copy_tail, set_tail) = dispatch::fast_tails();
-    let (_, robust_below, robust_k) = dispatch::robust_segment();
-    let (fast_below, fast_k, rep_below, rep_k, tail_below) = if copies {
-        (
-            copy_below,
-            copy_k,
-            copy_rep,
-            blockmem::KernelId::RepMovsb,
-            copy_tail,
-        )
-    } else {
-        (
-            set_below,
-            set_k,
-            set_rep,
-            blockmem::KernelId::RepStosb,
-            set_tail,
-        )
-    };
-    let mut out = vec![(0, inline + 1, "inline".to_string())];
-    let mut at = inline + 1;
-    let mut push = |below: usize, route: &str| {
-        if below > at {
-            out.push((at, below, route.to_string()));
-            at = below;
-        }
-    };
-    if fast_below != 0 {
-        push(fast_below, fast_k.name());
-        push(rep_below, rep_k.name());
-        push(tail_below, fast_k.name());
-        // The robust segment starts where the ones before end (`robust_segment`).
-        if copies {
-            push(robust_below, robust_k.name());
-        }
-    }
-    push(usize::MAX, "policy");
-    out
+/// A compiled row as one line: `avx2 · 4KiB rep_movsb · 1MiB probe`.
+fn row_line(bands: &[Value]) -> String {
+    bands
+        .iter()
+        .map(|b| {
+            let action = b["action"].as_str().unwrap_or("?");
+            match b["from"].as_u64().unwrap_or(0) {
+                0 => action.to_string(),
+                from => format!("{} {action}", fmt_bytes(from as usize)),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// The whole report as JSON (the text form is rendered from the same value).
@@ -161,34 +129,7 @@ pub fn report(info: &CpuInfo) -> Value {
             })
         })
         .collect();
-    let p = dispatch::profile();
     let (source, error) = dispatch::status();
-    let mut decisions = Vec::new();
-    for op in [Op::Copy, Op::Zero] {
-        for &n in &DECISION_SIZES {
-            for (label, src, dst) in STATES {
-                if op == Op::Zero && src != dst {
-                    continue;
-                }
-                for hint in Hint::ALL {
-                    decisions.push(json!({
-                        "op": op.name(), "size": n, "hint": hint.name(),
-                        "src": if op == Op::Zero { "-" } else { label.split('/').next().unwrap() },
-                        "dst": label.split('/').nth(1).unwrap(),
-                        "kernel": decision(op, n, hint, src, dst, &p),
-                    }));
-                }
-            }
-        }
-    }
-    let mut text = String::new();
-    profile::render(&mut text, &p, &[]).expect("render to String");
-    let keys: serde_json::Map<String, Value> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty() && !l.starts_with("version"))
-        .filter_map(|l| l.split_once(" = "))
-        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
-        .collect();
     json!({
         "cpu": {
             "vendor": info.vendor_str(),
@@ -209,31 +150,10 @@ pub fn report(info: &CpuInfo) -> Value {
             "source": source.name(),
             "path": profile_path().map(|p| p.display().to_string()),
             "error": error.map(|e| e.to_string()),
-            "keys": keys,
-            "probe_from": Hint::ALL.iter().map(|&h| {
-                let n = dispatch::probe_from(h);
-                (h.name().to_string(), if n == usize::MAX { Value::Null } else { json!(n) })
-            }).collect::<serde_json::Map<String, Value>>(),
+            "inline_max": {"copy": dispatch::inline_max(Op::Copy), "set": dispatch::inline_max(Op::Set)},
         },
-        "dispatch": {
-            "copy": route_json(true),
-            "set": route_json(false),
-        },
-        "decisions": decisions,
+        "table": table_json(),
     })
-}
-
-fn route_json(copies: bool) -> Vec<Value> {
-    routes(copies)
-        .into_iter()
-        .map(|(from, below, route)| {
-            json!({
-                "from": from,
-                "below": if below == usize::MAX { Value::Null } else { json!(below) },
-                "route": route,
-            })
-        })
-        .collect()
 }
 
 /// Runs `blockmem info`.
@@ -343,74 +263,29 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let path = pr["path"]
         .as_str()
         .unwrap_or("(no HOME or XDG_CACHE_HOME: none)");
+    let class = s(&r["table"]["builtin_class"]);
     match (pr["error"].as_str(), s(&pr["source"]).as_str()) {
         (Some(e), _) => println!(
-            "profile: {path}: rejected, {e}; using CPUID defaults (fix the file or re-run `blockmem calibrate`)"
+            "profile: {path}: rejected, {e}; using the built-in table ({class}) (fix the file or re-run `blockmem calibrate`)"
         ),
-        (None, "cpuid-defaults") => {
-            println!("profile: none at {path}; using CPUID defaults (run `blockmem calibrate` to measure this host)")
-        }
-        (None, src) => println!("profile: {path} ({src})"),
+        (None, "built-in") => println!(
+            "profile: none at {path}; using the built-in table for {class} CPUs (run `blockmem calibrate` to measure this host)"
+        ),
+        (None, src) => println!("profile: {path} ({src}; rows it lacks from the built-in {class} table)"),
     }
-    for (k, v) in pr["keys"].as_object().into_iter().flatten() {
-        // The file's "no limit" (usize::MAX) as `Size` shows it to people.
-        let v = v.as_str().unwrap_or("");
-        let v = match v.parse::<usize>() {
-            Ok(usize::MAX) => profile::Size(usize::MAX).to_string(),
-            _ => v.to_string(),
-        };
-        println!("  {k:<22} {v}");
-    }
-    let from: Vec<String> = Hint::ALL
-        .iter()
-        .map(|h| {
-            let v = &pr["probe_from"][h.name()];
-            let at = v
-                .as_u64()
-                .map_or("never".to_string(), |n| fmt_bytes(n as usize));
-            format!("{} {at}", h.name())
-        })
-        .collect();
+    let t = &r["table"];
     println!(
-        "  probes from: {} (the first size where a probe result can change the kernel)",
-        from.join(", ")
+        "decision table in force (calls up to {} bytes (copy) / {} (set) run inline first; effective LLC {}; a probe hit is <= {} cycles{}):",
+        u(&pr["inline_max"]["copy"]),
+        u(&pr["inline_max"]["set"]),
+        fmt_bytes(u(&t["llc_effective"])),
+        u(&t["probe_hit_max"]),
+        t["forced"].as_str().map(|k| format!("; forced kernel {k}")).unwrap_or_default()
     );
-    println!();
-    println!("dispatch of an Auto call, by size (a kernel: run without consulting the policy):");
-    for (name, key) in [("copy/move", "copy"), ("set/zero", "set")] {
-        let parts: Vec<String> = r["dispatch"][key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|seg| {
-                let route = s(&seg["route"]);
-                match u(&seg["from"]) {
-                    0 => format!("{route} up to {}", u(&seg["below"]).saturating_sub(1)),
-                    from => format!("{route} from {}", fmt_bytes(from)),
-                }
-            })
-            .collect();
-        println!("  {name:<10} {}", parts.join(", "));
-    }
-    println!();
-    println!("decisions (first source/destination line hot or cold; no overlap):");
-    print!("  {:<5} {:>8}  {:<10}", "op", "size", "src/dst");
-    for h in Hint::ALL {
-        print!("  {:<11}", h.name());
-    }
-    println!();
-    for d in r["decisions"].as_array().unwrap().chunks(3) {
-        let state = format!("{}/{}", s(&d[0]["src"]), s(&d[0]["dst"]));
-        print!(
-            "  {:<5} {:>8}  {:<10}",
-            s(&d[0]["op"]),
-            fmt_bytes(u(&d[0]["size"])),
-            state
-        );
-        for x in d {
-            print!("  {:<11}", s(&x["kernel"]));
-        }
-        println!();
+    for row in t["rows"].as_array().into_iter().flatten() {
+        let key = format!("{}.{}.{}", s(&row["family"]), s(&row["hint"]), s(&row["state"]));
+        let compiled = row["compiled"].as_array().map_or(&[][..], |v| v.as_slice());
+        println!("  {key:<22} {}", row_line(compiled));
     }
     Ok(())
 }

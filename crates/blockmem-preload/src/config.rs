@@ -157,7 +157,7 @@ fn load_profile() {
         profile_source(&mut line, source);
         line.bytes(b" rejected: ");
         profile_error(&mut line, error);
-        line.bytes(b"; using CPUID defaults\n");
+        line.bytes(b"; using the built-in table\n");
         line.write_to(2);
     }
 }

@@ -34,6 +34,7 @@
 
 use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
+use blockmem::profile::State;
 use blockmem::{Hint, KernelId, Op};
 
 use crate::out::Line;
@@ -93,7 +94,12 @@ pub(crate) fn record(slot: OpSlot, op: Op, n: usize, overlap: bool, mode: u8) {
     } else if n <= crate::INLINE_MAX || n <= blockmem::dispatch::inline_max(op) {
         SLOT_INLINE
     } else {
-        1 + blockmem::dispatch::choose(op, n, Hint::Auto, overlap) as usize
+        // A call whose band probes is counted under the kernel of a cached
+        // destination (the probe's outcome is not known here).
+        let k = blockmem::dispatch::choose(op, n, Hint::Auto, overlap)
+            .or_else(|| blockmem::dispatch::choose_probed(op, n, Hint::Auto, overlap, State::Cached))
+            .unwrap_or(blockmem::KernelId::Portable);
+        1 + k as usize
     };
     add(&KERNEL_CALLS, &KERNEL_BYTES, kernel, n);
 }

@@ -58,7 +58,9 @@ use core::cell::UnsafeCell;
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use blockmem::{Hint, Op};
+use blockmem::policy::Plan;
+use blockmem::profile::{Family, State};
+use blockmem::{Hint, KernelId, Op};
 
 use crate::next::Next;
 use crate::stats::OpSlot;
@@ -631,32 +633,13 @@ fn write_header(fd: c_int, flags: u32, parent: i32, start_tsc: u64) -> bool {
     w.u32(SPREAD_LINES as u32);
     w.u32(SLOTS as u32);
     w.u32(SLOT_BYTES as u32);
-    let p = blockmem::dispatch::profile();
+    let plan = blockmem::dispatch::plan();
     w.byte(source_code(blockmem::dispatch::status().0));
     w.byte(blockmem::dispatch::forced().map_or(0, kernel_slot));
-    for k in [
-        p.copy_temporal,
-        p.copy_cold_src,
-        p.copy_stream,
-        p.set_temporal,
-        p.set_stream,
-        p.zero_stream,
-    ] {
+    for k in summary_kernels(plan) {
         w.byte(kernel_slot(k));
     }
-    let (copy_below, _, set_below, _) = blockmem::dispatch::fast_path();
-    for v in [
-        p.stream_auto,
-        p.stream_auto_cold_dst,
-        p.stream_no_reuse,
-        p.stream_reuse,
-        p.probe_min,
-        p.rep_movsb_min,
-        p.rep_movsb_max,
-        p.llc_effective,
-        copy_below,
-        set_below,
-    ] {
+    for v in summary_sizes(plan) {
         w.u64(v as u64);
     }
     file::kernel_names(&mut w);
@@ -670,6 +653,55 @@ fn write_header(fd: c_int, flags: u32, parent: i32, start_tsc: u64) -> bool {
     w.put_at(6, &0u16.to_le_bytes());
     w.put_at(8, &((len - BLOCK_HEAD) as u32).to_le_bytes());
     crate::out::write_all(fd, w.as_slice())
+}
+
+/// The kernels the trace header records as a summary of the decision table (the lab's
+/// `PROFILE_KERNELS`): 1 MiB copies to a cached and a cold destination, the copy,
+/// set and zero kernels of the `NoReuse` cold rows past any size, and 1 MiB sets to a
+/// cached destination.
+fn summary_kernels(plan: &Plan) -> [KernelId; 6] {
+    let k = |op, n, hint, st| {
+        plan.decide(op, n, hint, false, st)
+            .unwrap_or(KernelId::Portable)
+    };
+    [
+        k(Op::Copy, 1 << 20, Hint::Auto, State::Cached),
+        k(Op::Copy, 1 << 20, Hint::Auto, State::Cold),
+        k(Op::Copy, 1 << 40, Hint::NoReuse, State::Cold),
+        k(Op::Set, 1 << 20, Hint::Auto, State::Cached),
+        k(Op::Set, 1 << 40, Hint::NoReuse, State::Cold),
+        k(Op::Zero, 1 << 40, Hint::NoReuse, State::Cold),
+    ]
+}
+
+/// The sizes the trace header records as a summary of the decision table (the lab's
+/// `PROFILE_SIZES`).
+fn summary_sizes(plan: &Plan) -> [usize; 10] {
+    // The first size from which a row's kernel streams.
+    let streams_from = |fam, hint, st| {
+        plan.row(fam, hint, st)
+            .bands()
+            .find(|(_, ks)| ks.is_some_and(|(a, _)| a.streams()))
+            .map_or(usize::MAX, |(from, _)| from)
+    };
+    let first_below = |fam| {
+        plan.row(fam, Hint::Auto, State::Unknown)
+            .bands()
+            .nth(1)
+            .map_or(usize::MAX, |(from, _)| from)
+    };
+    [
+        streams_from(Family::Copy, Hint::Auto, State::Unknown),
+        streams_from(Family::Copy, Hint::Auto, State::Cold),
+        streams_from(Family::Copy, Hint::NoReuse, State::Cold),
+        streams_from(Family::Copy, Hint::Reuse, State::Cold),
+        plan.probe_from(Family::Copy, Hint::Auto),
+        plan.probe_from(Family::Set, Hint::Auto),
+        streams_from(Family::Set, Hint::Auto, State::Cold),
+        plan.llc_effective(),
+        first_below(Family::Copy),
+        first_below(Family::Set),
+    ]
 }
 
 fn write_trailer(fd: c_int, ctl: &Control, records: u64, busy_at_exit: u64) {
@@ -795,9 +827,9 @@ pub(crate) unsafe fn start(path: &[u8], sample: u32, argv0: &[u8]) -> Result<(),
         0
     };
     SAMPLE_EVERY.store(sample, Ordering::Relaxed);
-    let profile = blockmem::dispatch::profile();
-    HIT_MAX.store(profile.probe_hit_max, Ordering::Relaxed);
-    LLC.store(profile.llc_effective, Ordering::Relaxed);
+    let plan = blockmem::dispatch::plan();
+    HIT_MAX.store(plan.probe_hit_max(), Ordering::Relaxed);
+    LLC.store(plan.llc_effective(), Ordering::Relaxed);
     OVERHEAD.store(measure_overhead(), Ordering::Relaxed);
     TSC_KHZ.store(measure_tsc_khz(), Ordering::Relaxed);
     let bytes = core::mem::size_of::<Pool>().next_multiple_of(4096);

@@ -20,7 +20,7 @@ const MAX_PATH: usize = 1024;
 pub enum Source {
     /// Nothing loaded yet (no operation has needed the policy).
     NotLoaded,
-    /// No profile file: CPUID-derived defaults.
+    /// No profile file: the built-in table of the CPU class.
     Defaults,
     /// The file named by `BLOCKMEM_PROFILE`.
     Env,
@@ -37,11 +37,11 @@ impl Source {
     pub const fn name(self) -> &'static str {
         match self {
             Source::NotLoaded => "not-loaded",
-            Source::Defaults => "cpuid-defaults",
+            Source::Defaults => "built-in",
             Source::Env => "BLOCKMEM_PROFILE",
             Source::DefaultPath => "default-path",
             Source::Installed => "installed",
-            Source::Secure => "cpuid-defaults (AT_SECURE: environment ignored)",
+            Source::Secure => "built-in (AT_SECURE: environment ignored)",
         }
     }
 }
@@ -100,7 +100,7 @@ mod sys {
         }
     }
 
-    unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
+    pub(super) unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
         let ret: isize;
         // SAFETY: a raw Linux system call; the caller passes valid arguments. The
         // kernel clobbers rcx and r11.
@@ -160,6 +160,37 @@ mod sys {
             result
         }
     }
+}
+
+/// The number of CPUs this process may run on (its affinity mask), at least 1; 1 where
+/// the system cannot say.
+pub fn cpus_available() -> usize {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        const SYS_SCHED_GETAFFINITY: usize = 204;
+        let mut mask = [0u64; 16];
+        // SAFETY: the kernel writes at most `size_of_val(&mask)` bytes into `mask`.
+        let r = unsafe {
+            sys::syscall4(
+                SYS_SCHED_GETAFFINITY,
+                0,
+                core::mem::size_of_val(&mask),
+                mask.as_mut_ptr() as usize,
+                0,
+            )
+        };
+        if r > 0 {
+            let words = (r as usize / 8).min(mask.len());
+            let mut n = 0;
+            let mut i = 0;
+            while i < words {
+                n += mask[i].count_ones() as usize;
+                i += 1;
+            }
+            return n.max(1);
+        }
+    }
+    1
 }
 
 /// Appends `part` to the path at `buf[..*len]` (a buffer of [`MAX_PATH`] bytes that

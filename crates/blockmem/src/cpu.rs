@@ -4,17 +4,18 @@
 //!
 //! * [`features()`]: the feature bits the kernels and the policy need, detected once with
 //!   CPUID/XGETBV and published in an atomic (detection is idempotent, so a race between
-//!   two first callers is harmless: both store the same value). A caller may mask
-//!   features off with [`disable()`] (tests use it to prove the portable path; the lab
-//!   uses it for `--no-avx2`-style runs).
+//!   two first callers is harmless: both store the same value). Features can be masked
+//!   off with `dispatch::mask_features` (tests use it to prove the portable path and to
+//!   emulate smaller hosts; the lab uses it for runs without AVX).
 //! * [`detect()`]: the full report (vendor, brand string, every cache level as each CPUID
 //!   leaf describes it) for `blockmem info` and for deriving default thresholds.
 //!
 //! Cache sizes come from the deterministic per-level leaves: leaf 4 on Intel, leaf
 //! 0x8000001D on AMD (with TOPOEXT). The legacy AMD leaf 0x80000006 is read as well and
-//! reported beside them, because a hypervisor may fill it with nonsense: on the AMD EPYC
-//! guest this project started on it claims a 256 MiB L3 for a real 32 MiB, which is why
-//! glibc there never uses non-temporal stores below 192 MiB. The sizes blockmem *uses*
+//! reported beside them, because a hypervisor may fill it with nonsense: on one AMD EPYC
+//! (Zen 3) KVM guest it claims a 256 MiB L3 for a real 32 MiB, which is why glibc there
+//! never uses non-temporal stores below 192 MiB. Even the per-level leaf passes a
+//! host's whole L3 to a small guest: [`llc_estimate`] caps what blockmem believes. The sizes blockmem *uses*
 //! ([`CacheInfo::used`]) are the per-level values after sanity checks, with the source of
 //! each recorded.
 
@@ -126,7 +127,8 @@ const INIT_BIT: u32 = 1 << 31;
 static DETECTED: AtomicU32 = AtomicU32::new(0);
 static DISABLED: AtomicU32 = AtomicU32::new(0);
 
-/// The features available to blockmem: detected once, minus those masked by [`disable`].
+/// The features available to blockmem: detected once, minus those masked off (see
+/// `crate::dispatch::mask_features`).
 ///
 /// Async-signal-safe and lock-free; safe to call before any initialisation.
 #[inline]
@@ -139,16 +141,16 @@ pub fn features() -> Features {
     Features((bits & !INIT_BIT) & !DISABLED.load(Ordering::Relaxed))
 }
 
-/// The features the hardware and OS offer, ignoring [`disable`].
+/// The features the hardware and OS offer, ignoring any mask.
 pub fn detected_features() -> Features {
     features();
     Features(DETECTED.load(Ordering::Relaxed) & !INIT_BIT)
 }
 
-/// Masks features off for the whole process: kernels that need them become unavailable
-/// and the dispatcher stops choosing them. Disabling AVX also disables AVX2 and
-/// AVX-512 (they depend on it). Used by tests to prove the portable path and by the lab.
-pub fn disable(f: Features) {
+/// Sets the mask of features that [`features`] leaves out (what
+/// `crate::dispatch::mask_features` sets, then recompiles its plan). Disabling AVX also
+/// disables AVX2 and AVX-512 (they depend on it).
+pub(crate) fn set_masked(f: Features) {
     let mut f = f;
     if f.contains(Features::AVX) {
         f = f.union(Features::AVX2).union(Features::AVX512F);
@@ -156,14 +158,31 @@ pub fn disable(f: Features) {
     if f.contains(Features::AVX512F) {
         f = f.union(Features::AVX512BW);
     }
-    DISABLED.fetch_or(f.0, Ordering::Relaxed);
-    crate::dispatch::refresh_fast_path();
+    DISABLED.store(f.0, Ordering::Relaxed);
 }
 
-/// Clears every mask set by [`disable`].
-pub fn enable_all() {
-    DISABLED.store(0, Ordering::Relaxed);
-    crate::dispatch::refresh_fast_path();
+/// The features masked off by [`set_masked`].
+pub fn masked() -> Features {
+    Features(DISABLED.load(Ordering::Relaxed))
+}
+
+/// The most last-level cache one core can use on any CPU made so far: 12 MiB (AMD's
+/// stacked-cache parts, 768 MiB over 64 cores and 1152 MiB over 96). A CPUID L3 larger
+/// than this many times the CPUs the process may run on is a hypervisor passing its
+/// host's whole cache (256, 300 and 480 MiB have been reported to 2-vCPU guests whose
+/// measured effective LLC was 9-100 MiB).
+pub const LLC_PER_CPU_MAX: usize = 12 << 20;
+
+/// The LLC size blockmem believes without measuring: CPUID's (`reported`), but at most
+/// [`LLC_PER_CPU_MAX`] per CPU the process may run on (`cpus`, at least 1).
+pub const fn llc_estimate(reported: usize, cpus: usize) -> usize {
+    let cpus = if cpus == 0 { 1 } else { cpus };
+    let cap = LLC_PER_CPU_MAX.saturating_mul(cpus);
+    if reported < cap {
+        reported
+    } else {
+        cap
+    }
 }
 
 /// The CPU vendor, as far as blockmem cares.
@@ -295,7 +314,7 @@ pub struct CpuInfo {
     pub stepping: u32,
     /// True when CPUID says a hypervisor is present.
     pub hypervisor: bool,
-    /// Features the hardware and OS offer (before any [`disable`] mask).
+    /// Features the hardware and OS offer (before any mask).
     pub features: Features,
     /// Cache topology.
     pub caches: CacheInfo,
@@ -711,6 +730,16 @@ pub fn detect() -> CpuInfo {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_llc_estimate_caps_a_hypervisors_l3_per_cpu() {
+        assert_eq!(llc_estimate(480 << 20, 2), 24 << 20);
+        assert_eq!(llc_estimate(32 << 20, 4), 32 << 20);
+        assert_eq!(llc_estimate(32 << 20, 2), 24 << 20);
+        assert_eq!(llc_estimate(300 << 20, 16), 192 << 20);
+        assert_eq!(llc_estimate(2 << 20, 0), 2 << 20);
+        assert_eq!(llc_estimate(64 << 20, 0), 12 << 20);
+    }
+
     fn lvl(level: u8, kind: CacheKind, size: usize) -> Option<CacheLevel> {
         Some(CacheLevel {
             level,
@@ -725,7 +754,7 @@ mod tests {
 
     #[test]
     fn per_level_wins_over_legacy() {
-        // The Zen 3 guest: leaf 0x8000001D says 32 MiB, the legacy leaf says 256 MiB.
+        // A Zen 3 guest: leaf 0x8000001D says 32 MiB, the legacy leaf says 256 MiB.
         let levels = [
             lvl(1, CacheKind::Data, 32 << 10),
             lvl(1, CacheKind::Instruction, 32 << 10),

@@ -47,6 +47,47 @@ impl Op {
     }
 }
 
+/// What the caller knows about the destination's future.
+///
+/// Mirrors madvise-style meta-interfaces (seed 000) and PMDK's per-call flags. Each
+/// hint has its own rows in the decision table ([`crate::profile`]), so what a hint
+/// does on a host is what calibration measured there: `blockmem info` prints it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum Hint {
+    /// Nothing known: blockmem predicts from the size and, where the table says a
+    /// probe pays, from the destination's cache state (a destination that probes cached
+    /// is updated in place; one that probes cold or fresh gets the kernel measured best
+    /// for it, streaming past the cache where that wins even if the data is read back).
+    /// The default; right for most calls.
+    #[default]
+    Auto,
+    /// The destination will be read soon (a buffer about to be parsed, hashed or
+    /// sent): the kernel that makes the call and the read after it fastest, which keeps
+    /// it in cache unless the block cannot stay there anyway.
+    Reuse,
+    /// The destination will not be read soon (page clearing, log or I/O buffers, bulk
+    /// moves): stream it past the cache (non-temporal stores) from a modest size on, so
+    /// it does not evict the caller's working set (seed 004).
+    NoReuse,
+}
+
+impl Hint {
+    /// Every hint, in a fixed order.
+    pub const ALL: [Hint; 3] = [Hint::Auto, Hint::Reuse, Hint::NoReuse];
+    /// The stable lowercase name (`auto`, `reuse`, `noreuse`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Hint::Auto => "auto",
+            Hint::Reuse => "reuse",
+            Hint::NoReuse => "noreuse",
+        }
+    }
+    /// Parses a stable name.
+    pub fn from_name(s: &str) -> Option<Hint> {
+        Hint::ALL.into_iter().find(|h| h.name() == s)
+    }
+}
+
 /// Identifies a kernel; the order is the table order.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 #[repr(u8)]
@@ -125,6 +166,21 @@ impl KernelId {
     /// The table entry, if this target has the kernel at all.
     pub fn kernel(self) -> Option<&'static Kernel> {
         table().iter().find(|k| k.id == self)
+    }
+    /// The kernel that stands in for this one where the CPU cannot run it (or it lacks
+    /// the op): the next narrower kernel of the same store class, ending at
+    /// `portable`. `None` for `portable` and `naive`, which every CPU runs.
+    pub const fn narrower(self) -> Option<KernelId> {
+        Some(match self {
+            KernelId::Avx512 | KernelId::Avx2Pw | KernelId::Avx2Pf => KernelId::Avx2,
+            KernelId::Avx512Nt | KernelId::Avx2PfNt => KernelId::Avx2Nt,
+            KernelId::Avx512Pw => KernelId::Avx2Pw,
+            KernelId::Avx2 | KernelId::Avx2Nt => KernelId::Sse2,
+            KernelId::Sse2 => KernelId::Portable,
+            KernelId::Clzero => KernelId::Avx512Nt,
+            KernelId::RepMovsb | KernelId::RepStosb => KernelId::Avx512,
+            KernelId::Portable | KernelId::Naive => return None,
+        })
     }
     /// True if non-temporal stores (or `clzero`) are part of this kernel's long path.
     pub const fn streams(self) -> bool {
@@ -373,6 +429,35 @@ static TABLE: [Kernel; 14] = {
 
 #[cfg(not(target_arch = "x86_64"))]
 static TABLE: [Kernel; 2] = PORTABLE_KERNELS;
+
+/// `clzero` behind a set-shaped entry point, so that every zero kernel is called the
+/// same way (the dispatcher passes byte 0).
+///
+/// # Safety
+/// As [`arch::x86_64::clzero::zero`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn clzero_as_set(dst: *mut u8, _byte: u8, n: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { arch::x86_64::clzero::zero(dst, n) }
+}
+
+/// The entry point of kernel `k` for `op`, type-erased: a [`CopyFn`] for copy and move,
+/// a [`SetFn`] for set and for zero (called with byte 0). `None` if `k` lacks the op.
+/// No feature check: the caller (the policy's compile step) runs only usable kernels.
+pub fn entry_for(k: KernelId, op: Op) -> Option<*mut ()> {
+    let e = k.kernel()?;
+    match op {
+        Op::Copy => e.copy.map(|f| f as *mut ()),
+        Op::Move => e.move_.map(|f| f as *mut ()),
+        Op::Set => e.set.map(|f| f as *mut ()),
+        Op::Zero => match (e.set, e.zero) {
+            (Some(f), Some(_)) => Some(f as *mut ()),
+            #[cfg(target_arch = "x86_64")]
+            (None, Some(_)) if k == KernelId::Clzero => Some(clzero_as_set as SetFn as *mut ()),
+            _ => None,
+        },
+    }
+}
 
 /// Every kernel this target has, available or not, in table order.
 pub fn table() -> &'static [Kernel] {

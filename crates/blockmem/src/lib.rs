@@ -41,6 +41,7 @@
 
 pub mod arch;
 pub mod autoload;
+pub mod builtin;
 pub mod cpu;
 pub mod dispatch;
 pub mod kernel;
@@ -48,60 +49,7 @@ pub mod policy;
 pub mod probe;
 pub mod profile;
 
-pub use kernel::{KernelId, Op};
-
-/// What the caller knows about the destination's future.
-///
-/// Mirrors madvise-style meta-interfaces (seed 000) and PMDK's per-call flags. Whatever
-/// the hint, a destination that probes cached is updated in place (never streamed).
-///
-/// When to use which, and what it is worth (`blockmem lab policy`, this project's
-/// 2-vCPU Xeon VM; ratios are libc's time over blockmem's, geometric means over 90
-/// copy cells of 4 KiB–64 MiB × source and destination hot, clean or dirty × with or
-/// without reading the destination afterwards): `Auto` 1.10× (worst cell 0.90×), the
-/// matching hint 1.16× (0.98× of the per-cell best kernel), the per-cell best kernel
-/// 1.19×; zeroing (30 cells) 1.15×, 1.26× and 1.31×. The hint matters most where the
-/// destination is cold and below a few MiB: copying 64 KiB to a cold destination,
-/// `NoReuse` (streaming) runs at 1.2–1.6× libc's speed and `Auto` at 0.93–1.02×; followed by a read of the
-/// destination, `Reuse` and `Auto` run at 0.95–1.02×, where streaming would run at
-/// 0.67–0.82×. `Auto` therefore streams a cold destination only from the size where
-/// streaming pays even if the destination is read back (4 MiB here).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-pub enum Hint {
-    /// Nothing known: blockmem predicts from the size and, once calibrated, from cache
-    /// probes (a destination that probes cached is updated in place; one that probes
-    /// cold gets the cold-destination kernel, and is streamed from
-    /// [`profile::Profile::stream_auto_cold_dst`]). The default; right for most calls.
-    #[default]
-    Auto,
-    /// The destination will be read soon (a buffer about to be parsed, hashed or
-    /// sent): keep it in cache with temporal stores (the cold-destination kernel,
-    /// `rep movsb`/`rep stosb` where calibration found them faster) unless calibration
-    /// measured that streaming it and reading it back is faster
-    /// ([`profile::Profile::stream_reuse`]).
-    Reuse,
-    /// The destination will not be read soon (page clearing, log or I/O buffers, bulk
-    /// moves): stream it past the cache (non-temporal stores) from a modest size on, so
-    /// it does not evict the caller's working set (seed 004).
-    NoReuse,
-}
-
-impl Hint {
-    /// Every hint, in a fixed order.
-    pub const ALL: [Hint; 3] = [Hint::Auto, Hint::Reuse, Hint::NoReuse];
-    /// The stable lowercase name (`auto`, `reuse`, `noreuse`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Hint::Auto => "auto",
-            Hint::Reuse => "reuse",
-            Hint::NoReuse => "noreuse",
-        }
-    }
-    /// Parses a stable name.
-    pub fn from_name(s: &str) -> Option<Hint> {
-        Hint::ALL.into_iter().find(|h| h.name() == s)
-    }
-}
+pub use kernel::{Hint, KernelId, Op};
 
 /// Copies `src` into `dst`.
 ///

@@ -1,293 +1,408 @@
-//! The calibration profile: the tunables the policy uses, as a versioned plain-text
-//! `key = value` file that `blockmem calibrate` writes and the library loads once.
+//! The profile: a host's decision table, as a versioned plain-text file that
+//! `blockmem calibrate` writes, the built-in tables ([`crate::builtin`]) stand in for,
+//! and the library loads once.
+//!
+//! # The table
+//!
+//! For each op family ([`Family`]: copy and move; set and zero), each [`Hint`] and each
+//! state the call can know of its destination ([`State`]: unknown, or what a probe of
+//! one of its lines found, cached or cold), a row of size bands. A band names what a
+//! call of at least its size (and less than the next band's) does: run a kernel, or
+//! (only in an `unknown` row) `probe`: time one load of the destination and use the
+//! row of the state found.
 //!
 //! ```text
-//! # blockmem calibration profile
-//! version = 1
-//! stream_auto = 96MiB          # Auto: stream from here when nothing else is known
-//! stream_auto_cold_dst = 64KiB # Auto: stream from here when the probe says dst is cold
-//! ...
+//! # blockmem profile
+//! version = 2
+//! llc_effective = 24MiB    # probes past the LLC read the line half this from the end
+//! probe_hit_max = 150      # a probe load of at most this many TSC cycles hit the cache
+//! copy.auto.unknown = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe
+//! copy.auto.cached  = from 0: avx2; from 4KiB: rep_movsb
+//! copy.auto.cold    = from 0: avx2; from 4KiB: rep_movsb; from 8MiB: avx2_nt
+//! set.noreuse.unknown = from 0: avx2; from 16KiB: avx2_nt
 //! ```
 //!
+//! Row keys are `FAMILY.HINT.STATE` with families `copy` and `set`, hints `auto`,
+//! `reuse`, `noreuse` and states `unknown`, `cached`, `cold`. A row's first band starts
+//! at 0; later bands start strictly higher; the last band has no end. Sizes take the
+//! suffixes `KiB`, `MiB`, `GiB` (or `K`, `M`, `G`). A row absent from the file keeps
+//! the row of the defaults the file is parsed over (the built-in table of the CPU), so
+//! a hand-written file may name only the rows it changes. `#` starts a comment;
+//! calibration writes each row's evidence (the measured times that chose it) as
+//! comments.
+//!
 //! Parsing needs no allocation and never panics: [`parse`] walks the bytes and reports
-//! the first problem as a [`ProfileError`] with its 1-based line and a reason. Every key
-//! is optional; a missing key keeps its default (CPUID-derived, see
-//! [`Profile::from_caches`]), and the [`Provenance`] [`parse`] returns says which keys came
-//! from the file.
+//! the first problem as a [`ProfileError`] with its 1-based line and a reason. A
+//! version-1 profile (the keyed format of earlier releases) is rejected with a message
+//! that asks for a new calibration.
 
-use crate::cpu::UsedCaches;
-use crate::kernel::KernelId;
+use crate::kernel::{KernelId, Op};
+use crate::Hint;
 use core::fmt;
+use core::fmt::Write as _;
 
 /// The profile format version this build reads and writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
-/// Every tunable the policy uses. Sizes in bytes, latencies in TSC cycles.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Profile {
-    /// `Auto` without probe information: stream (non-temporal stores) at and above this.
-    pub stream_auto: usize,
-    /// `Auto` when the destination probe says "not cached": stream at and above this.
-    pub stream_auto_cold_dst: usize,
-    /// `NoReuse`: stream at and above this.
-    pub stream_no_reuse: usize,
-    /// `Reuse`: stream only at and above this (the block cannot stay cached anyway).
-    pub stream_reuse: usize,
-    /// Every hint probes a line of the destination (the middle, past `llc_effective` half
-    /// of it from the end: [`crate::policy::probe_offset`]) (and of the source where its
-    /// state changes the kernel) from this size up, `NoReuse` also from its streaming
-    /// size (0 disables probing).
-    pub probe_min: usize,
-    /// A probe load taking at most this many TSC cycles found its line in cache.
-    pub probe_hit_max: u32,
-    /// Temporal copy kernel (`avx2`, `avx2_pf`, `sse2`, `rep_movsb`, …).
-    pub copy_temporal: KernelId,
-    /// Temporal copy kernel from [`Profile::stream_auto`] up, for blocks past the cache
-    /// that are not streamed (a destination that probes cached, `Reuse`): here `avx512`
-    /// wins in cache but runs 10–40% behind `avx2` on 64 MiB copies.
-    pub copy_temporal_large: KernelId,
-    /// From [`Profile::copy_robust_min`] to [`Profile::copy_robust_max`] (at most
-    /// [`Profile::stream_auto`]), the kernel for
-    /// every copy that is not streamed and was not probed: calibration picks it where it
-    /// is as fast without probes as probing and then running each state's kernel, so
-    /// telling the states apart buys nothing (`avx512_pw` here). A call that probes
-    /// anyway there (to decide streaming) runs the kernel of the states found.
-    pub copy_robust: KernelId,
-    /// See [`Profile::copy_robust`] (`usize::MAX`: never).
-    pub copy_robust_min: usize,
-    /// See [`Profile::copy_robust`]: the first size above its range (exclusive;
-    /// `usize::MAX`: up to `stream_auto`).
-    pub copy_robust_max: usize,
-    /// Temporal copy kernel when the source probes cold (`avx2_pf` if prefetching pays).
-    pub copy_cold_src: KernelId,
-    /// A probing copy probes its source too (where [`Profile::copy_cold_src`] differs
-    /// from the temporal kernel and the destination did not probe cold) from this size:
-    /// below it the source's probe costs more than the cold-source kernel gains (a cold
-    /// block's probe waits for a page walk and two memory loads with the pipeline
-    /// stopped: ~560 ns here). 0: wherever the call probes; `usize::MAX`: never.
-    pub probe_src_min: usize,
-    /// Temporal copy kernel when the destination probes cold (`rep_movsb` where its
-    /// fast-string stores skip the read-for-ownership).
-    pub copy_cold_dst: KernelId,
-    /// Streaming copy kernel (`avx2_nt`, `avx2_pf_nt`).
-    pub copy_stream: KernelId,
-    /// Temporal set/zero kernel.
-    pub set_temporal: KernelId,
-    /// Temporal set/zero kernel when the destination probes cold.
-    pub set_cold_dst: KernelId,
-    /// Streaming set kernel.
-    pub set_stream: KernelId,
-    /// Streaming zero kernel (`avx2_nt`, `clzero`, `rep_stosb`).
-    pub zero_stream: KernelId,
-    /// Window `[min, max)` where `rep movsb` beats the temporal copy kernel (0, 0: none).
-    pub rep_movsb_min: usize,
-    /// See [`Profile::rep_movsb_min`].
-    pub rep_movsb_max: usize,
-    /// Window `[min, max)` where `rep stosb` beats the temporal set kernel on cached
-    /// destinations (0, 0: none).
-    pub rep_stosb_min: usize,
-    /// See [`Profile::rep_stosb_min`].
-    pub rep_stosb_max: usize,
-    /// Largest size that still fits in the LLC as measured (informational; defaults
-    /// derive from it).
-    pub llc_effective: usize,
-}
+/// Most bands a row may hold.
+pub const MAX_BANDS: usize = 8;
 
-/// `NoReuse` never streams below this: under a few KiB the `sfence` and the partial
-/// write-combining buffers cost more than the read-for-ownership they save.
-pub const MIN_STREAM_NO_REUSE: usize = 16 << 10;
+/// No block smaller than this is probed: the probe reads a line near the middle after
+/// its page mate 2 KiB away (see [`crate::policy::probe_offset`]).
+pub const PROBE_MIN_BYTES: usize = 4096;
 
 /// Default probe threshold in TSC cycles: an LLC hit on current x86 is 40–80 cycles, a
 /// DRAM access 200+ (more under a hypervisor). Calibration replaces it.
 pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 
-impl Profile {
-    /// The defaults of a small machine, as a constant (used while the real defaults
-    /// are being derived, so producing it cannot copy memory).
-    pub const FALLBACK: Profile =
-        Profile::from_llc(crate::cpu::DEFAULT_L2, crate::cpu::DEFAULT_LLC);
+/// An op family: the ops that share a row of the table.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Family {
+    /// `copy` and `move`.
+    Copy,
+    /// `set` and `zero`.
+    Set,
+}
 
-    /// CPUID-derived defaults: `Auto` streams from half the LLC (source and destination
-    /// together no longer fit), or from half the L2 when the probe says the
-    /// destination is cold; `NoReuse` from half the L2 (at least
-    /// [`MIN_STREAM_NO_REUSE`]); `Reuse` from twice the LLC. Probing is off until
-    /// calibration has measured that it pays. AVX2 kernels are named here; the policy
-    /// substitutes the best available one when a named kernel cannot run.
-    pub fn from_caches(c: &UsedCaches) -> Profile {
-        Profile::from_llc(c.l2.size, c.llc.size)
+impl Family {
+    /// Both families, in table order.
+    pub const ALL: [Family; 2] = [Family::Copy, Family::Set];
+    /// The stable name (`copy`, `set`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::Copy => "copy",
+            Family::Set => "set",
+        }
     }
+    /// The family of an op.
+    pub const fn of(op: Op) -> Family {
+        match op {
+            Op::Copy | Op::Move => Family::Copy,
+            Op::Set | Op::Zero => Family::Set,
+        }
+    }
+    /// The ops of the family (the first is the one its kernels must implement).
+    pub const fn ops(self) -> [Op; 2] {
+        match self {
+            Family::Copy => [Op::Copy, Op::Move],
+            Family::Set => [Op::Set, Op::Zero],
+        }
+    }
+    fn from_name(s: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == s)
+    }
+}
 
-    const fn from_llc(l2: usize, llc: usize) -> Profile {
-        let half_l2 = if l2 / 2 > MIN_STREAM_NO_REUSE {
-            l2 / 2
-        } else {
-            MIN_STREAM_NO_REUSE
-        };
-        Profile {
-            stream_auto: if llc / 2 > half_l2 { llc / 2 } else { half_l2 },
-            stream_auto_cold_dst: half_l2,
-            stream_no_reuse: half_l2,
-            stream_reuse: llc.saturating_mul(2),
-            probe_min: 0,
-            probe_hit_max: DEFAULT_PROBE_HIT_MAX,
-            copy_temporal: KernelId::Avx2,
-            copy_temporal_large: KernelId::Avx2,
-            copy_robust: KernelId::Avx2,
-            copy_robust_min: usize::MAX,
-            copy_robust_max: usize::MAX,
-            copy_cold_src: KernelId::Avx2,
-            probe_src_min: 0,
-            copy_cold_dst: KernelId::Avx2,
-            copy_stream: KernelId::Avx2Nt,
-            set_temporal: KernelId::Avx2,
-            set_cold_dst: KernelId::Avx2,
-            set_stream: KernelId::Avx2Nt,
-            zero_stream: KernelId::Avx2Nt,
-            rep_movsb_min: 0,
-            rep_movsb_max: 0,
-            rep_stosb_min: 0,
-            rep_stosb_max: 0,
-            llc_effective: llc,
+/// What a call knows of its destination's cache state.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum State {
+    /// Not probed (small call, overlapping move, or a band that does not probe).
+    Unknown,
+    /// A probe found the line in cache.
+    Cached,
+    /// A probe found the line in memory (or not yet mapped: a fresh page reads as cold).
+    Cold,
+}
+
+impl State {
+    /// Every state, in table order.
+    pub const ALL: [State; 3] = [State::Unknown, State::Cached, State::Cold];
+    /// The stable name (`unknown`, `cached`, `cold`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            State::Unknown => "unknown",
+            State::Cached => "cached",
+            State::Cold => "cold",
+        }
+    }
+    fn from_name(s: &str) -> Option<State> {
+        State::ALL.into_iter().find(|x| x.name() == s)
+    }
+}
+
+/// What a band does.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Action {
+    /// Run this kernel.
+    Run(KernelId),
+    /// Probe the destination, then use the row of the state found (unknown rows only).
+    Probe,
+}
+
+impl Action {
+    /// The kernel's name, or `probe`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Action::Run(k) => k.name(),
+            Action::Probe => "probe",
         }
     }
 }
 
-/// One key of the file: name, documentation, and how to read and write it.
-struct Key {
-    name: &'static str,
-    doc: &'static str,
-    kind: Kind,
+const fn action_eq(a: Action, b: Action) -> bool {
+    match (a, b) {
+        (Action::Run(x), Action::Run(y)) => x as u8 == y as u8,
+        (Action::Probe, Action::Probe) => true,
+        _ => false,
+    }
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Size(fn(&mut Profile) -> &mut usize),
-    Cycles(fn(&mut Profile) -> &mut u32),
-    Kernel(fn(&mut Profile) -> &mut KernelId),
+/// One band of a row: calls of at least `from` bytes (up to the next band) do `action`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Band {
+    /// The smallest size of the band.
+    pub from: usize,
+    /// What calls in the band do.
+    pub action: Action,
 }
 
-const KEYS: [Key; 24] = [
-    Key {
-        name: "stream_auto",
-        doc: "Auto, nothing known: non-temporal stores from this size",
-        kind: Kind::Size(|p| &mut p.stream_auto),
-    },
-    Key {
-        name: "stream_auto_cold_dst",
-        doc: "Auto, destination probes cold: non-temporal stores from this size",
-        kind: Kind::Size(|p| &mut p.stream_auto_cold_dst),
-    },
-    Key {
-        name: "stream_no_reuse",
-        doc: "NoReuse: non-temporal stores from this size",
-        kind: Kind::Size(|p| &mut p.stream_no_reuse),
-    },
-    Key {
-        name: "stream_reuse",
-        doc: "Reuse: non-temporal stores only from this size",
-        kind: Kind::Size(|p| &mut p.stream_reuse),
-    },
-    Key {
-        name: "probe_min",
-        doc: "probe a line of dst (the middle; past llc_effective, llc_effective/2 from its end) (and of src from probe_src_min) from this size, NoReuse from its streaming size (0 = never)",
-        kind: Kind::Size(|p| &mut p.probe_min),
-    },
-    Key {
-        name: "probe_hit_max",
-        doc: "a probe load of at most this many TSC cycles hit the cache",
-        kind: Kind::Cycles(|p| &mut p.probe_hit_max),
-    },
-    Key {
-        name: "probe_src_min",
-        doc: "a probing copy probes its source too (for copy_cold_src) from this size (0: wherever it probes; 18446744073709551615: never)",
-        kind: Kind::Size(|p| &mut p.probe_src_min),
-    },
-    Key {
-        name: "copy_temporal",
-        doc: "copy kernel with temporal stores",
-        kind: Kind::Kernel(|p| &mut p.copy_temporal),
-    },
-    Key {
-        name: "copy_temporal_large",
-        doc: "copy kernel with temporal stores from stream_auto up (there it replaces the rep movsb window)",
-        kind: Kind::Kernel(|p| &mut p.copy_temporal_large),
-    },
-    Key {
-        name: "copy_robust",
-        doc: "copy kernel for every cache state from copy_robust_min to copy_robust_max, below stream_auto (no probe needed)",
-        kind: Kind::Kernel(|p| &mut p.copy_robust),
-    },
-    Key {
-        name: "copy_robust_min",
-        doc: "copy_robust serves every unprobed, unstreamed copy from this size (18446744073709551615: never)",
-        kind: Kind::Size(|p| &mut p.copy_robust_min),
-    },
-    Key {
-        name: "copy_robust_max",
-        doc: "end of copy_robust's range, exclusive (18446744073709551615: up to stream_auto)",
-        kind: Kind::Size(|p| &mut p.copy_robust_max),
-    },
-    Key {
-        name: "copy_cold_src",
-        doc: "temporal copy kernel when the source probes cold",
-        kind: Kind::Kernel(|p| &mut p.copy_cold_src),
-    },
-    Key {
-        name: "copy_cold_dst",
-        doc: "temporal copy kernel when the destination probes cold",
-        kind: Kind::Kernel(|p| &mut p.copy_cold_dst),
-    },
-    Key {
-        name: "copy_stream",
-        doc: "copy kernel with non-temporal stores",
-        kind: Kind::Kernel(|p| &mut p.copy_stream),
-    },
-    Key {
-        name: "set_temporal",
-        doc: "set/zero kernel with temporal stores",
-        kind: Kind::Kernel(|p| &mut p.set_temporal),
-    },
-    Key {
-        name: "set_cold_dst",
-        doc: "temporal set/zero kernel when the destination probes cold",
-        kind: Kind::Kernel(|p| &mut p.set_cold_dst),
-    },
-    Key {
-        name: "set_stream",
-        doc: "set kernel with non-temporal stores",
-        kind: Kind::Kernel(|p| &mut p.set_stream),
-    },
-    Key {
-        name: "zero_stream",
-        doc: "zero kernel bypassing the cache",
-        kind: Kind::Kernel(|p| &mut p.zero_stream),
-    },
-    Key {
-        name: "rep_movsb_min",
-        doc: "rep movsb window start (0 with rep_movsb_max 0: never)",
-        kind: Kind::Size(|p| &mut p.rep_movsb_min),
-    },
-    Key {
-        name: "rep_movsb_max",
-        doc: "rep movsb window end (exclusive; 18446744073709551615: no end)",
-        kind: Kind::Size(|p| &mut p.rep_movsb_max),
-    },
-    Key {
-        name: "rep_stosb_min",
-        doc: "rep stosb window start (0 with rep_stosb_max 0: never)",
-        kind: Kind::Size(|p| &mut p.rep_stosb_min),
-    },
-    Key {
-        name: "rep_stosb_max",
-        doc: "rep stosb window end (exclusive; 18446744073709551615: no end)",
-        kind: Kind::Size(|p| &mut p.rep_stosb_max),
-    },
-    Key {
-        name: "llc_effective",
-        doc: "measured effective last-level cache size",
-        kind: Kind::Size(|p| &mut p.llc_effective),
-    },
-];
+/// A row: up to [`MAX_BANDS`] bands, the first from 0, sorted by their start.
+#[derive(Clone, Copy, Eq)]
+pub struct Row {
+    bands: [Band; MAX_BANDS],
+    len: u8,
+}
+
+impl Row {
+    /// A row with one band: `action` at every size.
+    #[inline]
+    pub const fn always(action: Action) -> Row {
+        Row {
+            bands: [Band { from: 0, action }; MAX_BANDS],
+            len: 1,
+        }
+    }
+
+    /// A row from its bands (`from` strictly increasing, the first 0, at most
+    /// [`MAX_BANDS`]); `None` otherwise.
+    #[inline]
+    pub const fn new(bands: &[Band]) -> Option<Row> {
+        if bands.is_empty() || bands.len() > MAX_BANDS || bands[0].from != 0 {
+            return None;
+        }
+        let mut row = Row::always(bands[0].action);
+        let mut i = 1;
+        while i < bands.len() {
+            if bands[i].from <= bands[i - 1].from {
+                return None;
+            }
+            row.bands[i] = bands[i];
+            i += 1;
+        }
+        row.len = bands.len() as u8;
+        Some(row)
+    }
+
+    /// This row with one more band (const, for built-in tables); `None` when `from`
+    /// is not above the last band or the row is full. Equal neighbours merge.
+    #[inline]
+    pub const fn with(self, from: usize, action: Action) -> Option<Row> {
+        let mut r = self;
+        let last = r.bands[r.len as usize - 1];
+        if from <= last.from {
+            return None;
+        }
+        if action_eq(action, last.action) {
+            return Some(r);
+        }
+        if r.len as usize == MAX_BANDS {
+            return None;
+        }
+        r.bands[r.len as usize] = Band { from, action };
+        r.len += 1;
+        Some(r)
+    }
+
+    /// Makes the row one band: `action` at every size.
+    pub fn reset(&mut self, action: Action) {
+        self.bands[0] = Band { from: 0, action };
+        self.len = 1;
+    }
+
+    /// Makes `self` equal to `other`, band by band (no `memcpy`).
+    pub fn copy_from(&mut self, other: &Row) {
+        let mut i = 0;
+        while i < MAX_BANDS {
+            self.bands[i] = other.bands[i];
+            i += 1;
+        }
+        self.len = other.len;
+    }
+
+    /// Appends a band starting above the last one. A band whose action equals the
+    /// last band's is merged into it. Errors when the start is not above the last or
+    /// the row is full.
+    pub fn push(&mut self, from: usize, action: Action) -> Result<(), ErrorKind> {
+        let last = self.bands[self.len as usize - 1];
+        if from <= last.from {
+            return Err(ErrorKind::BandsNotIncreasing);
+        }
+        if action == last.action {
+            return Ok(());
+        }
+        if self.len as usize == MAX_BANDS {
+            return Err(ErrorKind::TooManyBands);
+        }
+        self.bands[self.len as usize] = Band { from, action };
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The bands, in order (usable in `const` code).
+    #[inline]
+    pub const fn bands_const(&self) -> &[Band] {
+        self.bands.split_at(self.len as usize).0
+    }
+
+    /// The bands, in order.
+    pub fn bands(&self) -> &[Band] {
+        &self.bands[..self.len as usize]
+    }
+
+    /// What a call of `n` bytes does.
+    pub fn at(&self, n: usize) -> Action {
+        let mut i = self.len as usize - 1;
+        while i > 0 && self.bands[i].from > n {
+            i -= 1;
+        }
+        self.bands[i].action
+    }
+
+    /// The first size at which the row probes (`None`: never).
+    pub fn probe_from(&self) -> Option<usize> {
+        self.bands()
+            .iter()
+            .find(|b| b.action == Action::Probe)
+            .map(|b| b.from)
+    }
+}
+
+impl PartialEq for Row {
+    /// Rows are equal when their bands are (slots past the last band do not count).
+    fn eq(&self, other: &Row) -> bool {
+        self.bands() == other.bands()
+    }
+}
+
+impl fmt::Debug for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Row {
+    /// `from 0: avx2; from 4KiB: rep_movsb`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, b) in self.bands().iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "from {}: {}", Size(b.from), b.action.name())?;
+        }
+        Ok(())
+    }
+}
+
+/// Number of rows in a table.
+pub const ROWS: usize = 2 * 3 * 3;
+
+/// The index of a row: family, hint, state.
+pub const fn row_index(family: Family, hint: Hint, state: State) -> usize {
+    (family as usize * 3 + hint as usize) * 3 + state as usize
+}
+
+/// A host's decision table (see the module docs).
+///
+/// Not `Copy`: at 2.4 KiB a copy is a `memcpy` call, which the core may never make
+/// (the shim exports `memcpy`). The core only fills tables in place
+/// ([`Table::copy_from`], [`parse_into`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Table {
+    /// The rows, indexed by [`row_index`].
+    pub rows: [Row; ROWS],
+    /// Largest size that still fits in the LLC as measured: a probe of a block larger
+    /// than this reads the line half of it from the end ([`crate::policy::probe_offset`]).
+    pub llc_effective: usize,
+    /// A probe load taking at most this many TSC cycles found its line in cache.
+    pub probe_hit_max: u32,
+}
+
+impl Table {
+    /// A table whose every row runs `k` at every size (e.g. the portable kernel).
+    #[inline]
+    pub const fn uniform(k: KernelId, llc_effective: usize) -> Table {
+        Table {
+            rows: [Row::always(Action::Run(k)); ROWS],
+            llc_effective,
+            probe_hit_max: DEFAULT_PROBE_HIT_MAX,
+        }
+    }
+
+    /// Makes `self` equal to `other`, band by band (no `memcpy`).
+    pub fn copy_from(&mut self, other: &Table) {
+        let mut r = 0;
+        while r < ROWS {
+            self.rows[r].copy_from(&other.rows[r]);
+            r += 1;
+        }
+        self.llc_effective = other.llc_effective;
+        self.probe_hit_max = other.probe_hit_max;
+    }
+
+    /// The row for a family, hint and destination state.
+    pub fn row(&self, family: Family, hint: Hint, state: State) -> &Row {
+        &self.rows[row_index(family, hint, state)]
+    }
+
+    /// The row, for changing it.
+    pub fn row_mut(&mut self, family: Family, hint: Hint, state: State) -> &mut Row {
+        &mut self.rows[row_index(family, hint, state)]
+    }
+
+    /// Every row with its key, in table order.
+    pub fn keyed_rows(&self) -> impl Iterator<Item = (Family, Hint, State, &Row)> {
+        Family::ALL.into_iter().flat_map(move |fam| {
+            Hint::ALL.into_iter().flat_map(move |hint| {
+                State::ALL
+                    .into_iter()
+                    .map(move |st| (fam, hint, st, self.row(fam, hint, st)))
+            })
+        })
+    }
+
+    /// Checks the rules no file may break: kernels fit their family, `probe` only in
+    /// unknown rows and never below [`PROBE_MIN_BYTES`]. Returns the first offending
+    /// row and why.
+    pub fn check(&self) -> Result<(), (Family, Hint, State, ErrorKind)> {
+        for (fam, hint, st, row) in self.keyed_rows() {
+            for b in row.bands() {
+                let bad = match b.action {
+                    Action::Probe if st != State::Unknown => Some(ErrorKind::ProbeInKnownRow),
+                    Action::Probe if b.from < PROBE_MIN_BYTES => Some(ErrorKind::ProbeTooSmall),
+                    Action::Probe => None,
+                    Action::Run(k) if !kernel_fits(fam, k) => Some(ErrorKind::WrongKernelForFamily),
+                    Action::Run(_) => None,
+                };
+                if let Some(kind) = bad {
+                    return Err((fam, hint, st, kind));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True if kernel `k` can serve family `fam`: it implements the family's first op, or
+/// (set family) zeroes.
+pub fn kernel_fits(fam: Family, k: KernelId) -> bool {
+    let Some(e) = k.kernel() else {
+        return false;
+    };
+    match fam {
+        Family::Copy => e.supports(Op::Copy) && e.supports(Op::Move),
+        Family::Set => e.supports(Op::Set) || e.supports(Op::Zero),
+    }
+}
 
 /// Why a profile was rejected.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -308,11 +423,18 @@ pub enum ErrorKind {
     Overflow,
     /// A kernel name is not in the kernel table.
     UnknownKernel,
-    /// A kernel cannot do what the key asks (e.g. `copy_stream = clzero`).
-    WrongKernelForKey,
-    /// `rep_movsb_min` is above `rep_movsb_max` (or the same for `rep_stosb` and
-    /// `copy_robust`).
-    Inconsistent,
+    /// A band is not `from SIZE: KERNEL` (or `from SIZE: probe`).
+    BadBand,
+    /// The first band does not start at 0, or a band does not start above the one before.
+    BandsNotIncreasing,
+    /// A row has more than [`MAX_BANDS`] bands.
+    TooManyBands,
+    /// A kernel cannot serve the row's family (e.g. `rep_stosb` in a copy row).
+    WrongKernelForFamily,
+    /// `probe` in a row whose state is already known.
+    ProbeInKnownRow,
+    /// `probe` below [`PROBE_MIN_BYTES`].
+    ProbeTooSmall,
     /// The file is larger than the loader's buffer.
     TooLarge,
     /// The file is not UTF-8.
@@ -320,27 +442,55 @@ pub enum ErrorKind {
     /// The file named by `BLOCKMEM_PROFILE` cannot be opened or read (or its path is
     /// too long).
     Unreadable,
+    /// The path names something other than a regular file (a directory, FIFO or
+    /// device), which is never opened in a way that could block.
+    NotRegularFile,
 }
 
 impl ErrorKind {
+    /// Every kind, in a fixed order (the versioned one with version 0).
+    pub const ALL: [ErrorKind; 18] = [
+        ErrorKind::MissingVersion,
+        ErrorKind::UnsupportedVersion(0),
+        ErrorKind::NotKeyValue,
+        ErrorKind::UnknownKey,
+        ErrorKind::DuplicateKey,
+        ErrorKind::BadSize,
+        ErrorKind::Overflow,
+        ErrorKind::UnknownKernel,
+        ErrorKind::BadBand,
+        ErrorKind::BandsNotIncreasing,
+        ErrorKind::TooManyBands,
+        ErrorKind::WrongKernelForFamily,
+        ErrorKind::ProbeInKnownRow,
+        ErrorKind::ProbeTooSmall,
+        ErrorKind::TooLarge,
+        ErrorKind::NotUtf8,
+        ErrorKind::Unreadable,
+        ErrorKind::NotRegularFile,
+    ];
+
     /// The reason, in words.
     pub const fn reason(self) -> &'static str {
         match self {
-            ErrorKind::MissingVersion => "missing `version = 1` before the first key",
-            ErrorKind::UnsupportedVersion(_) => "unsupported profile version (this build reads version 1; re-run `blockmem calibrate`)",
+            ErrorKind::MissingVersion => "missing `version = 2` before the first key",
+            ErrorKind::UnsupportedVersion(_) => "unsupported profile version: this build reads version 2 decision tables; re-run `blockmem calibrate`",
             ErrorKind::NotKeyValue => "expected `key = value`, a comment (#) or a blank line",
-            ErrorKind::UnknownKey => "unknown key",
+            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold; other keys: llc_effective, probe_hit_max)",
             ErrorKind::DuplicateKey => "key given twice",
             ErrorKind::BadSize => "expected a byte count such as 65536, 64KiB, 8MiB or 1GiB",
             ErrorKind::Overflow => "number too large",
-            ErrorKind::UnknownKernel => "unknown kernel name (see `blockmem info`)",
-            ErrorKind::WrongKernelForKey => "this kernel cannot do what the key asks",
-            ErrorKind::Inconsistent => {
-                "a range's start is above its end (rep_movsb_min > rep_movsb_max, rep_stosb_min > rep_stosb_max, or copy_robust_min > copy_robust_max)"
-            }
+            ErrorKind::UnknownKernel => "unknown kernel name (`blockmem info` lists them)",
+            ErrorKind::BadBand => "expected bands `from SIZE: KERNEL` separated by `;` (the action may also be `probe`)",
+            ErrorKind::BandsNotIncreasing => "the first band must start `from 0` and each band above the one before",
+            ErrorKind::TooManyBands => "a row holds at most 8 bands",
+            ErrorKind::WrongKernelForFamily => "this kernel cannot serve the row's op family (copy rows need a copy kernel, set rows a set or zero kernel)",
+            ErrorKind::ProbeInKnownRow => "`probe` may only appear in an `unknown` row",
+            ErrorKind::ProbeTooSmall => "`probe` may not start below 4KiB",
             ErrorKind::TooLarge => "file too large for a profile (over 16 KiB)",
             ErrorKind::NotUtf8 => "file is not UTF-8 text",
             ErrorKind::Unreadable => "cannot open or read the file named by BLOCKMEM_PROFILE",
+            ErrorKind::NotRegularFile => "not a regular file (a directory, FIFO or device is never read)",
         }
     }
 }
@@ -368,21 +518,28 @@ impl fmt::Display for ProfileError {
     }
 }
 
-/// Which keys of a parsed profile came from the file (bit i = `KEYS[i]`).
+/// Which rows and scalars of a parsed profile came from the file.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct Provenance(u32);
+pub struct Provenance {
+    rows: u32,
+    llc_effective: bool,
+    probe_hit_max: bool,
+}
 
 impl Provenance {
-    /// True if `key` was set by the file (false: default).
-    pub fn from_file(self, key: &str) -> bool {
-        KEYS.iter()
-            .position(|k| k.name == key)
-            .is_some_and(|i| self.0 & (1 << i) != 0)
+    /// True if the row was in the file (false: from the defaults).
+    pub fn row_from_file(self, family: Family, hint: Hint, state: State) -> bool {
+        self.rows & (1 << row_index(family, hint, state)) != 0
+    }
+    /// Number of rows the file gave.
+    pub fn rows_from_file(self) -> u32 {
+        self.rows.count_ones()
     }
 }
 
 /// Parses a byte count: digits with an optional `B`, `KiB`/`K`, `MiB`/`M`, `GiB`/`G`.
-fn parse_size(s: &str) -> Result<usize, ErrorKind> {
+pub fn parse_size(s: &str) -> Result<usize, ErrorKind> {
+    let s = s.trim();
     let digits_end = s
         .bytes()
         .position(|b| !b.is_ascii_digit())
@@ -407,33 +564,99 @@ fn parse_size(s: &str) -> Result<usize, ErrorKind> {
     n.checked_mul(1 << shift).ok_or(ErrorKind::Overflow)
 }
 
-fn kernel_fits(key: &str, k: KernelId) -> bool {
-    use crate::kernel::Op;
-    let Some(entry) = k.kernel() else {
-        return false;
-    };
-    match key {
-        "copy_temporal"
-        | "copy_temporal_large"
-        | "copy_robust"
-        | "copy_cold_src"
-        | "copy_cold_dst" => entry.supports(Op::Copy) && !k.streams(),
-        "copy_stream" => entry.supports(Op::Copy),
-        "set_temporal" | "set_cold_dst" => entry.supports(Op::Set) && !k.streams(),
-        "set_stream" => entry.supports(Op::Set),
-        "zero_stream" => entry.supports(Op::Zero),
-        _ => false,
-    }
+/// Parses a row key `FAMILY.HINT.STATE`.
+fn parse_row_key(key: &str) -> Option<(Family, Hint, State)> {
+    let mut parts = key.split('.');
+    let fam = Family::from_name(parts.next()?)?;
+    let hint = Hint::from_name(parts.next()?)?;
+    let st = State::from_name(parts.next()?)?;
+    parts.next().is_none().then_some((fam, hint, st))
 }
 
-/// Parses a profile. Keys not in the file keep the values of `defaults`.
-pub fn parse(text: &[u8], defaults: Profile) -> Result<(Profile, Provenance), ProfileError> {
+/// Parses a row value, `from SIZE: ACTION; from SIZE: ACTION; …`, into `out`.
+pub fn parse_row(value: &str, fam: Family, out: &mut Row) -> Result<(), ErrorKind> {
+    let mut first = true;
+    for band in value.split(';') {
+        let band = band.trim();
+        let rest = band.strip_prefix("from").ok_or(ErrorKind::BadBand)?;
+        let (size, action) = rest.split_once(':').ok_or(ErrorKind::BadBand)?;
+        let from = parse_size(size)?;
+        let action = match action.trim() {
+            "probe" => Action::Probe,
+            name => {
+                let k = KernelId::from_name(name).ok_or(ErrorKind::UnknownKernel)?;
+                if !kernel_fits(fam, k) {
+                    return Err(ErrorKind::WrongKernelForFamily);
+                }
+                Action::Run(k)
+            }
+        };
+        if first {
+            if from != 0 {
+                return Err(ErrorKind::BandsNotIncreasing);
+            }
+            out.reset(action);
+            first = false;
+        } else {
+            out.push(from, action)?;
+        }
+    }
+    Ok(())
+}
+
+/// One `key = value` line of a profile.
+fn parse_line(
+    key: &str,
+    value: &str,
+    t: &mut Table,
+    seen: &mut Provenance,
+) -> Result<(), ErrorKind> {
+    match key {
+        "llc_effective" => {
+            if core::mem::replace(&mut seen.llc_effective, true) {
+                return Err(ErrorKind::DuplicateKey);
+            }
+            t.llc_effective = parse_size(value)?;
+        }
+        "probe_hit_max" => {
+            if core::mem::replace(&mut seen.probe_hit_max, true) {
+                return Err(ErrorKind::DuplicateKey);
+            }
+            t.probe_hit_max = u32::try_from(parse_size(value)?).map_err(|_| ErrorKind::Overflow)?;
+        }
+        _ => {
+            let (fam, hint, st) = parse_row_key(key).ok_or(ErrorKind::UnknownKey)?;
+            let bit = 1 << row_index(fam, hint, st);
+            if seen.rows & bit != 0 {
+                return Err(ErrorKind::DuplicateKey);
+            }
+            seen.rows |= bit;
+            let row = t.row_mut(fam, hint, st);
+            parse_row(value, fam, row)?;
+            for b in row.bands() {
+                match b.action {
+                    Action::Probe if st != State::Unknown => {
+                        return Err(ErrorKind::ProbeInKnownRow)
+                    }
+                    Action::Probe if b.from < PROBE_MIN_BYTES => {
+                        return Err(ErrorKind::ProbeTooSmall)
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses a profile into `t`, which holds the defaults: rows and scalars not in the
+/// file keep them. On error `t` may hold part of the file.
+pub fn parse_into(text: &[u8], t: &mut Table) -> Result<Provenance, ProfileError> {
     let text = core::str::from_utf8(text).map_err(|_| ProfileError {
         line: 0,
         kind: ErrorKind::NotUtf8,
     })?;
-    let mut p = defaults;
-    let mut seen = Provenance(0);
+    let mut seen = Provenance::default();
     let mut version_seen = false;
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -460,52 +683,7 @@ pub fn parse(text: &[u8], defaults: Profile) -> Result<(Profile, Provenance), Pr
         if !version_seen {
             return Err(err(ErrorKind::MissingVersion));
         }
-        let idx = KEYS
-            .iter()
-            .position(|k| k.name == key)
-            .ok_or(err(ErrorKind::UnknownKey))?;
-        if seen.0 & (1 << idx) != 0 {
-            return Err(err(ErrorKind::DuplicateKey));
-        }
-        seen.0 |= 1 << idx;
-        match KEYS[idx].kind {
-            Kind::Size(field) => *field(&mut p) = parse_size(value).map_err(err)?,
-            Kind::Cycles(field) => {
-                let v = parse_size(value).map_err(err)?;
-                *field(&mut p) = u32::try_from(v).map_err(|_| err(ErrorKind::Overflow))?;
-            }
-            Kind::Kernel(field) => {
-                let k = KernelId::from_name(value).ok_or(err(ErrorKind::UnknownKernel))?;
-                if !kernel_fits(key, k) {
-                    return Err(err(ErrorKind::WrongKernelForKey));
-                }
-                *field(&mut p) = k;
-            }
-        }
-        for (min, max, a, b) in [
-            (
-                p.rep_movsb_min,
-                p.rep_movsb_max,
-                "rep_movsb_min",
-                "rep_movsb_max",
-            ),
-            (
-                p.rep_stosb_min,
-                p.rep_stosb_max,
-                "rep_stosb_min",
-                "rep_stosb_max",
-            ),
-            (
-                p.copy_robust_min,
-                p.copy_robust_max,
-                "copy_robust_min",
-                "copy_robust_max",
-            ),
-        ] {
-            if min > max && seen.from_file(a) && seen.from_file(b) {
-                return Err(err(ErrorKind::Inconsistent));
-            }
-        }
+        parse_line(key, value, t, &mut seen).map_err(err)?;
     }
     if !version_seen {
         return Err(ProfileError {
@@ -513,57 +691,118 @@ pub fn parse(text: &[u8], defaults: Profile) -> Result<(Profile, Provenance), Pr
             kind: ErrorKind::MissingVersion,
         });
     }
-    Ok((p, seen))
+    Ok(seen)
 }
 
-/// Writes `p` as a profile file: a header of comment lines from `header`, the version,
-/// then every key with its documentation.
-pub fn render(out: &mut dyn fmt::Write, p: &Profile, header: &[&str]) -> fmt::Result {
-    writeln!(out, "# blockmem calibration profile")?;
+/// [`parse_into`] a copy of `defaults`, returned (for callers with an allocator or a
+/// large stack; the core itself only parses in place).
+#[inline]
+pub fn parse(text: &[u8], defaults: &Table) -> Result<(Table, Provenance), ProfileError> {
+    let mut t = defaults.clone();
+    let seen = parse_into(text, &mut t)?;
+    Ok((t, seen))
+}
+
+/// Evidence for one row, written as comment lines under it.
+pub type RowNotes<'a> = &'a dyn Fn(Family, Hint, State) -> Option<&'a str>;
+
+/// Writes `t` as a profile file: a header of comment lines from `header`, the version,
+/// the scalars, then every row, each followed by the comment lines `notes` gives it.
+pub fn render(
+    out: &mut dyn fmt::Write,
+    t: &Table,
+    header: &[&str],
+    notes: RowNotes<'_>,
+) -> fmt::Result {
+    writeln!(out, "# blockmem profile: the decision table of one host")?;
     for h in header {
         writeln!(out, "# {h}")?;
     }
     writeln!(out, "version = {VERSION}")?;
-    let mut copy = *p;
-    for k in &KEYS {
-        writeln!(out)?;
-        writeln!(out, "# {}", k.doc)?;
-        match k.kind {
-            // The file spells "no limit" as the number (`usize::MAX`): the grammar every
-            // version-1 reader parses. People read it through `Size`.
-            Kind::Size(f) => match *f(&mut copy) {
-                usize::MAX => writeln!(out, "{} = {}", k.name, usize::MAX)?,
-                n => writeln!(out, "{} = {}", k.name, Size(n))?,
-            },
-            Kind::Cycles(f) => writeln!(out, "{} = {}", k.name, *f(&mut copy))?,
-            Kind::Kernel(f) => writeln!(out, "{} = {}", k.name, f(&mut copy).name())?,
+    writeln!(
+        out,
+        "llc_effective = {}  # probes of larger blocks read the line half this from the end",
+        Size(t.llc_effective)
+    )?;
+    writeln!(
+        out,
+        "probe_hit_max = {}  # a probe load of at most this many TSC cycles hit the cache",
+        t.probe_hit_max
+    )?;
+    for (fam, hint, st, row) in t.keyed_rows() {
+        if st == State::Unknown {
+            writeln!(out)?;
+        }
+        let key_width = "copy.noreuse.unknown".len();
+        let key = RowKey(fam, hint, st);
+        writeln!(out, "{key:<key_width$} = {row}")?;
+        if let Some(n) = notes(fam, hint, st) {
+            for l in n.lines() {
+                writeln!(out, "#   {l}")?;
+            }
         }
     }
     Ok(())
 }
 
-/// Every key name with its documentation (for `blockmem info` and the README).
-pub fn keys() -> impl Iterator<Item = (&'static str, &'static str)> {
-    KEYS.iter().map(|k| (k.name, k.doc))
+/// A row's key as the file spells it (`copy.auto.unknown`).
+pub struct RowKey(pub Family, pub Hint, pub State);
+
+impl fmt::Display for RowKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let RowKey(fam, hint, st) = *self;
+        // Through `pad` so that width and alignment apply to the whole key.
+        let mut buf = [0u8; 32];
+        let mut w = SliceWriter { buf: &mut buf, len: 0 };
+        let _ = write!(w, "{}.{}.{}", fam.name(), hint.name(), st.name());
+        let len = w.len;
+        f.pad(core::str::from_utf8(&buf[..len]).unwrap_or("?"))
+    }
+}
+
+struct SliceWriter<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl fmt::Write for SliceWriter<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for &b in s.as_bytes() {
+            if self.len == self.buf.len() {
+                return Err(fmt::Error);
+            }
+            self.buf[self.len] = b;
+            self.len += 1;
+        }
+        Ok(())
+    }
 }
 
 /// A byte count printed with the largest exact binary suffix (`64KiB`, `3MiB`, `100`);
-/// `usize::MAX`, which the profile uses for "no limit" (a window without an end, a
-/// threshold never reached), as `unbounded`.
+/// `usize::MAX` as `unbounded`.
 pub struct Size(pub usize);
 
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
         if n == usize::MAX {
-            return f.write_str("unbounded");
+            return f.pad("unbounded");
         }
+        let mut buf = [0u8; 32];
+        let mut w = SliceWriter { buf: &mut buf, len: 0 };
+        let mut done = false;
         for (shift, suffix) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
             if n != 0 && n.is_multiple_of(1 << shift) {
-                return write!(f, "{}{}", n >> shift, suffix);
+                let _ = write!(w, "{}{}", n >> shift, suffix);
+                done = true;
+                break;
             }
         }
-        write!(f, "{n}")
+        if !done {
+            let _ = write!(w, "{n}");
+        }
+        let len = w.len;
+        f.pad(core::str::from_utf8(&buf[..len]).unwrap_or("?"))
     }
 }
 
@@ -572,7 +811,7 @@ mod tests {
     use super::*;
 
     struct Buf {
-        bytes: [u8; 4096],
+        bytes: [u8; 8192],
         len: usize,
     }
     impl fmt::Write for Buf {
@@ -586,57 +825,75 @@ mod tests {
             Ok(())
         }
     }
-
-    fn sample() -> Profile {
-        let mut p = Profile::FALLBACK;
-        p.stream_auto = 96 << 20;
-        p.stream_auto_cold_dst = 64 << 10;
-        p.probe_min = 256 << 10;
-        p.probe_hit_max = 180;
-        p.copy_cold_src = KernelId::Avx2Pf;
-        p.copy_stream = KernelId::Avx2PfNt;
-        p.zero_stream = KernelId::RepStosb;
-        p.rep_movsb_min = 2048;
-        p.rep_movsb_max = 12345;
-        p.rep_stosb_min = 4096;
-        p.rep_stosb_max = usize::MAX;
-        p.copy_cold_dst = KernelId::RepMovsb;
-        p.set_cold_dst = KernelId::RepStosb;
-        p.copy_temporal_large = KernelId::Sse2;
-        p.copy_robust = KernelId::Avx2Pf;
-        p.copy_robust_min = 64 << 10;
-        p.copy_robust_max = 8 << 20;
-        p.probe_src_min = 1 << 20;
-        p
-    }
-
-    #[test]
-    fn round_trip() {
-        let p = sample();
-        let mut buf = Buf {
-            bytes: [0; 4096],
+    fn buf() -> Buf {
+        Buf {
+            bytes: [0; 8192],
             len: 0,
-        };
-        render(&mut buf, &p, &["host: test", "measured: never"]).unwrap();
-        let (q, prov) = parse(&buf.bytes[..buf.len], Profile::FALLBACK).unwrap();
-        assert_eq!(q, p);
-        for (k, _) in keys() {
-            assert!(prov.from_file(k), "{k} not marked as from the file");
         }
     }
 
+    fn sample() -> Table {
+        let mut t = Table::uniform(KernelId::Avx2, 24 << 20);
+        t.probe_hit_max = 180;
+        let copy = t.row_mut(Family::Copy, Hint::Auto, State::Unknown);
+        copy.push(4096, Action::Run(KernelId::RepMovsb)).unwrap();
+        copy.push(64 << 10, Action::Probe).unwrap();
+        let cold = t.row_mut(Family::Copy, Hint::Auto, State::Cold);
+        cold.push(8 << 20, Action::Run(KernelId::Avx2Nt)).unwrap();
+        let zero = t.row_mut(Family::Set, Hint::NoReuse, State::Unknown);
+        zero.push(16 << 10, Action::Run(KernelId::Clzero)).unwrap();
+        t
+    }
+
     #[test]
-    fn sizes_print_with_suffixes_and_no_limit_as_unbounded() {
+    fn round_trip_with_notes() {
+        let t = sample();
+        let mut b = buf();
+        let notes = |f: Family, h: Hint, s: State| {
+            (f == Family::Copy && h == Hint::Auto && s == State::Cold)
+                .then_some("8MiB: avx2_nt 1.0 ms, avx2 1.4 ms")
+        };
+        render(&mut b, &t, &["host: test"], &notes).unwrap();
+        let text = core::str::from_utf8(&b.bytes[..b.len]).unwrap();
+        assert!(text.contains(
+            "copy.auto.unknown    = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe\n"
+        ));
+        assert!(text.contains("#   8MiB: avx2_nt 1.0 ms"));
+        let (q, prov) = parse(&b.bytes[..b.len], &Table::uniform(KernelId::Sse2, 1)).unwrap();
+        let mut r = Table::uniform(KernelId::Sse2, 1);
+        parse_into(&b.bytes[..b.len], &mut r).unwrap();
+        assert_eq!(r, t);
+        assert_eq!(q, t);
+        assert_eq!(prov.rows_from_file(), ROWS as u32);
+    }
+
+    #[test]
+    fn missing_rows_keep_defaults_and_equal_bands_merge() {
+        let d = Table::uniform(KernelId::Sse2, 8 << 20);
+        let (t, prov) = parse(
+            b"version = 2\ncopy.reuse.cold = from 0: avx2; from 1K: avx2; from 2K: rep_movsb # c\n",
+            &d,
+        )
+        .unwrap();
+        let row = t.row(Family::Copy, Hint::Reuse, State::Cold);
+        assert_eq!(row.bands().len(), 2);
+        assert_eq!(row.at(2047), Action::Run(KernelId::Avx2));
+        assert_eq!(row.at(2048), Action::Run(KernelId::RepMovsb));
+        assert_eq!(row.at(usize::MAX), Action::Run(KernelId::RepMovsb));
+        assert_eq!(t.row(Family::Set, Hint::Auto, State::Unknown), d.row(Family::Set, Hint::Auto, State::Unknown));
+        assert!(prov.row_from_file(Family::Copy, Hint::Reuse, State::Cold));
+        assert!(!prov.row_from_file(Family::Copy, Hint::Auto, State::Cold));
+        assert_eq!(t.llc_effective, 8 << 20);
+    }
+
+    #[test]
+    fn sizes_print_with_suffixes() {
         let show = |n: usize| {
-            let mut buf = Buf {
-                bytes: [0; 4096],
-                len: 0,
-            };
-            fmt::write(&mut buf, format_args!("{}", Size(n))).unwrap();
-            buf.bytes[..buf.len].to_vec()
+            let mut b = buf();
+            fmt::write(&mut b, format_args!("{}", Size(n))).unwrap();
+            b.bytes[..b.len].to_vec()
         };
         assert_eq!(show(0), b"0");
-        assert_eq!(show(100), b"100");
         assert_eq!(show(64 << 10), b"64KiB");
         assert_eq!(show(3 << 20), b"3MiB");
         assert_eq!(show((1 << 20) + 1), b"1048577");
@@ -644,110 +901,61 @@ mod tests {
     }
 
     #[test]
-    fn missing_keys_keep_defaults() {
-        let (p, prov) = parse(
-            b"version = 1\nstream_auto = 8MiB # comment\n\n",
-            Profile::FALLBACK,
-        )
-        .unwrap();
-        assert_eq!(p.stream_auto, 8 << 20);
-        assert_eq!(p.stream_reuse, Profile::FALLBACK.stream_reuse);
-        assert!(prov.from_file("stream_auto") && !prov.from_file("stream_reuse"));
-    }
-
-    #[test]
     fn every_error_names_its_line_and_reason() {
+        let d = Table::uniform(KernelId::Sse2, 8 << 20);
         let cases: [(&[u8], usize, ErrorKind); 17] = [
-            (b"stream_auto = 1\n", 1, ErrorKind::MissingVersion),
+            (b"copy.auto.unknown = from 0: avx2\n", 1, ErrorKind::MissingVersion),
             (b"# only a comment\n", 0, ErrorKind::MissingVersion),
-            (b"version = 2\n", 1, ErrorKind::UnsupportedVersion(2)),
-            (b"version = 1\nstream_auto 5\n", 2, ErrorKind::NotKeyValue),
-            (b"version = 1\n\nstream_auto =\n", 3, ErrorKind::NotKeyValue),
-            (b"version = 1\nstream_fast = 5\n", 2, ErrorKind::UnknownKey),
+            (b"version = 1\nstream_auto = 1\n", 1, ErrorKind::UnsupportedVersion(1)),
+            (b"version = 2\ncopy.auto.unknown from 0\n", 2, ErrorKind::NotKeyValue),
+            (b"version = 2\nstream_auto = 5\n", 2, ErrorKind::UnknownKey),
+            (b"version = 2\ncopy.auto = from 0: avx2\n", 2, ErrorKind::UnknownKey),
             (
-                b"version = 1\nprobe_min = 5\nprobe_min = 6\n",
+                b"version = 2\nset.auto.cold = from 0: avx2\nset.auto.cold = from 0: avx2\n",
                 3,
                 ErrorKind::DuplicateKey,
             ),
-            (b"version = 1\nstream_auto = 5 MB\n", 2, ErrorKind::BadSize),
+            (b"version = 2\nllc_effective = 5 MB\n", 2, ErrorKind::BadSize),
+            (b"version = 2\nllc_effective = 99999999999999999999999\n", 2, ErrorKind::Overflow),
+            (b"version = 2\nprobe_hit_max = 5GiB\n", 2, ErrorKind::Overflow),
+            (b"version = 2\ncopy.auto.cold = from 0: avx3\n", 2, ErrorKind::UnknownKernel),
+            (b"version = 2\ncopy.auto.cold = 0: avx2\n", 2, ErrorKind::BadBand),
+            (b"version = 2\ncopy.auto.cold = from 1: avx2\n", 2, ErrorKind::BandsNotIncreasing),
             (
-                b"version = 1\nstream_auto = 99999999999999999999999\n",
+                b"version = 2\ncopy.auto.cold = from 0: avx2; from 0: sse2\n",
                 2,
-                ErrorKind::Overflow,
+                ErrorKind::BandsNotIncreasing,
             ),
+            (b"version = 2\ncopy.auto.cold = from 0: rep_stosb\n", 2, ErrorKind::WrongKernelForFamily),
             (
-                b"version = 1\nprobe_hit_max = 5GiB\n",
+                b"version = 2\ncopy.auto.cold = from 0: avx2; from 8KiB: probe\n",
                 2,
-                ErrorKind::Overflow,
+                ErrorKind::ProbeInKnownRow,
             ),
             (
-                b"version = 1\ncopy_stream = avx9\n",
+                b"version = 2\ncopy.auto.unknown = from 0: avx2; from 1KiB: probe\n",
                 2,
-                ErrorKind::UnknownKernel,
-            ),
-            (
-                b"version = 1\ncopy_stream = clzero\n",
-                2,
-                ErrorKind::WrongKernelForKey,
-            ),
-            (
-                b"version = 1\nrep_movsb_min = 9\nrep_movsb_max = 8\n",
-                3,
-                ErrorKind::Inconsistent,
-            ),
-            (
-                b"version = 1\nrep_stosb_max = 1KiB\nrep_stosb_min = 2KiB\n",
-                3,
-                ErrorKind::Inconsistent,
-            ),
-            (
-                b"version = 1\ncopy_robust_max = 1MiB\ncopy_robust_min = 8MiB\n",
-                3,
-                ErrorKind::Inconsistent,
-            ),
-            (
-                b"version = 1\ncopy_cold_dst = avx2_nt\n",
-                2,
-                ErrorKind::WrongKernelForKey,
-            ),
-            (
-                b"version = 1\nset_cold_dst = rep_movsb\n",
-                2,
-                ErrorKind::WrongKernelForKey,
+                ErrorKind::ProbeTooSmall,
             ),
         ];
         for (text, line, kind) in cases {
-            let e = parse(text, Profile::FALLBACK).unwrap_err();
-            assert_eq!(
-                e,
-                ProfileError { line, kind },
-                "{}",
-                core::str::from_utf8(text).unwrap()
-            );
-            assert!(!kind.reason().is_empty());
+            let e = parse(text, &d).unwrap_err();
+            assert_eq!((e.line, e.kind), (line, kind), "{:?}", core::str::from_utf8(text));
         }
-        assert_eq!(
-            parse(b"version = 1\n\xff\n", Profile::FALLBACK)
-                .unwrap_err()
-                .kind,
-            ErrorKind::NotUtf8
-        );
-        assert_eq!(
-            parse(b"version = 1\ncopy_temporal = avx2_nt\n", Profile::FALLBACK)
-                .unwrap_err()
-                .kind,
-            ErrorKind::WrongKernelForKey
-        );
+        let many = b"version = 2\nset.auto.cold = from 0: avx2; from 1: sse2; from 2: avx2; from 3: sse2; from 4: avx2; from 5: sse2; from 6: avx2; from 7: sse2; from 8: avx2\n";
+        assert_eq!(parse(many, &d).unwrap_err().kind, ErrorKind::TooManyBands);
+        assert_eq!(parse(b"version = 2\n\xff\n", &d).unwrap_err().kind, ErrorKind::NotUtf8);
     }
 
     #[test]
-    fn sizes() {
-        assert_eq!(parse_size("0"), Ok(0));
-        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
-        assert_eq!(parse_size("3 M"), Ok(3 << 20));
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_size("12B"), Ok(12));
-        assert_eq!(parse_size("KiB"), Err(ErrorKind::BadSize));
-        assert_eq!(parse_size("-1"), Err(ErrorKind::BadSize));
+    fn set_rows_take_zero_only_kernels_and_copy_rows_do_not() {
+        assert!(kernel_fits(Family::Set, KernelId::Clzero));
+        assert!(kernel_fits(Family::Set, KernelId::RepStosb));
+        assert!(!kernel_fits(Family::Copy, KernelId::Clzero));
+        assert!(!kernel_fits(Family::Set, KernelId::Avx512Pw));
+        assert!(sample().check().is_ok());
+        let mut t = sample();
+        t.row_mut(Family::Copy, Hint::Auto, State::Cached).reset(Action::Probe);
+        assert_eq!(t.check().unwrap_err().3, ErrorKind::ProbeInKnownRow);
     }
 }

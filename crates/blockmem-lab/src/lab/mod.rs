@@ -300,7 +300,6 @@ fn kernel_release() -> String {
 pub fn host_json(runner: &Runner, opts: &LabOptions, perf: &perf::PerfStatus) -> Value {
     let info = blockmem::cpu::detect();
     let r = crate::info::report(&info);
-    let t = blockmem::dispatch::thresholds();
     json!({
         "cpu": r["cpu"],
         "caches": r["caches"],
@@ -312,7 +311,9 @@ pub fn host_json(runner: &Runner, opts: &LabOptions, perf: &perf::PerfStatus) ->
         "libc_version": libc_version(),
         "kernel": kernel_release(),
         "blockmem_version": env!("CARGO_PKG_VERSION"),
-        "thresholds": {"stream_auto": t.stream_auto, "stream_no_reuse": t.stream_no_reuse, "stream_reuse": t.stream_reuse},
+        // The decision table `auto` ran with: every figure of the run can be tied to it.
+        "profile": r["profile"],
+        "table": r["table"],
         "methods_available": Method::all().iter().map(|m| m.name().to_string()).collect::<Vec<_>>(),
         "options": {
             "quick": opts.quick,

@@ -111,11 +111,9 @@ pub struct ProfileInfo {
     pub source: String,
     /// Forced kernel (`BLOCKMEM_FORCE`).
     pub forced: Option<String>,
-    /// Kernel choices: copy_temporal, copy_cold_src, copy_stream, set_temporal,
-    /// set_stream, zero_stream.
+    /// Kernel choices summarising the decision table (see `PROFILE_KERNELS`).
     pub kernels: Vec<(String, String)>,
-    /// Thresholds in bytes: stream_auto, stream_auto_cold_dst, stream_no_reuse,
-    /// stream_reuse, probe_min, rep_movsb_min, rep_movsb_max, llc_effective and the
+    /// Sizes summarising the decision table (see `PROFILE_SIZES`), and the
     /// copy and set fast-path limits.
     pub sizes: Vec<(String, u64)>,
 }
@@ -296,31 +294,36 @@ impl<'a> Cursor<'a> {
 
 const SOURCES: [&str; 6] = [
     "not-loaded",
-    "cpuid-defaults",
+    "built-in",
     "BLOCKMEM_PROFILE",
     "default-path",
     "installed",
-    "cpuid-defaults (AT_SECURE)",
+    "built-in (AT_SECURE)",
 ];
+/// A summary of the decision table in use (the shim's `trace::summary_kernels`): the
+/// kernels of 1 MiB calls to a cached and a cold destination, and of the streaming
+/// bands.
 const PROFILE_KERNELS: [&str; 6] = [
-    "copy_temporal",
-    "copy_cold_src",
+    "copy_cached_1mib",
+    "copy_cold_1mib",
     "copy_stream",
-    "set_temporal",
+    "set_cached_1mib",
     "set_stream",
     "zero_stream",
 ];
+/// The sizes from which the table streams or probes (`usize::MAX`: never), the LLC it
+/// was measured with, and where the first band of the unknown rows ends.
 const PROFILE_SIZES: [&str; 10] = [
-    "stream_auto",
-    "stream_auto_cold_dst",
-    "stream_no_reuse",
-    "stream_reuse",
-    "probe_min",
-    "rep_movsb_min",
-    "rep_movsb_max",
+    "copy_auto_streams_unprobed_from",
+    "copy_auto_streams_cold_from",
+    "copy_noreuse_streams_cold_from",
+    "copy_reuse_streams_cold_from",
+    "copy_auto_probes_from",
+    "set_auto_probes_from",
+    "set_auto_streams_cold_from",
     "llc_effective",
-    "copy_fast_below",
-    "set_fast_below",
+    "copy_first_band_below",
+    "set_first_band_below",
 ];
 
 fn parse_header(p: &[u8]) -> Option<Header> {
@@ -755,7 +758,7 @@ mod tests {
         assert_eq!(tf.header.pid, 42);
         assert_eq!(tf.header.argv0, "prog");
         assert_eq!(tf.header.kernels, ["inline", "portable", "avx2", "libc"]);
-        assert_eq!(tf.header.profile.size("probe_min"), Some(4 << 20));
+        assert_eq!(tf.header.profile.size("copy_auto_probes_from"), Some(4 << 20));
         assert_eq!(tf.trailer.unwrap().records, 3);
         let recs: Vec<Record> = tf.records().collect();
         assert_eq!(

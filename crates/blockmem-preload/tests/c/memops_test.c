@@ -21,7 +21,7 @@
  *             constructor, so before the shim's) were correct
  *   chkfail=NAME   call NAME (a _chk function) with dstlen < n: must abort
  *   api       (API flavour) introspection: version, kernels, decisions, forcing,
- *             thresholds
+ *             the decision table
  *   profile=DIR   (API flavour) profile loading, with files written into DIR
  *   --expect-shim   fail unless every symbol resolves into libblockmem_preload
  *   --overlap-copy  also feed overlapping ranges to the memcpy family (the shim
@@ -550,10 +550,29 @@ static int check_api(void) {
         fprintf(stderr, "FAIL overlapping move chose %s\n", kn ? kn : "(none)");
         bad++;
     }
-    struct BlockmemThresholds t;
-    blockmem_thresholds(&t);
-    if (t.stream_auto == 0) {
-        fprintf(stderr, "FAIL thresholds not derived\n");
+    /* The decision table in use prints, in the profile format. */
+    size_t table_len = blockmem_table(NULL, 0);
+    char table_head[64];
+    blockmem_table(table_head, sizeof table_head);
+    if (table_len < 100 || strncmp(table_head, "# blockmem profile", 18) != 0) {
+        fprintf(stderr, "FAIL decision table text (%zu bytes)\n", table_len);
+        bad++;
+    }
+    /* A known state always has a kernel; an unknown one may ask for a probe. */
+    for (unsigned st = 1; st <= 2; st++) {
+        int ks = blockmem_choose_state(BLOCKMEM_OP_COPY, (size_t)64 << 20, BLOCKMEM_HINT_AUTO, 0, st);
+        if (ks < 0) {
+            fprintf(stderr, "FAIL no kernel for a destination in state %u\n", st);
+            bad++;
+        }
+    }
+    int ku = blockmem_choose(BLOCKMEM_OP_COPY, (size_t)64 << 20, BLOCKMEM_HINT_AUTO, 0);
+    if (ku < 0 && ku != BLOCKMEM_CHOICE_PROBES) {
+        fprintf(stderr, "FAIL unknown-state choice %d\n", ku);
+        bad++;
+    }
+    if (blockmem_choose_state(BLOCKMEM_OP_COPY, 100, BLOCKMEM_HINT_AUTO, 0, 3) != -1) {
+        fprintf(stderr, "FAIL out-of-range state accepted\n");
         bad++;
     }
     /* Forcing: a known kernel sticks, an unknown one is refused, NULL restores. */
@@ -572,25 +591,6 @@ static int check_api(void) {
         fprintf(stderr, "FAIL restoring the policy\n");
         bad++;
     }
-    /* Thresholds round trip; zero is refused. */
-    struct BlockmemThresholds small = {1 << 20, 64 << 10, 1 << 30}, back;
-    if (blockmem_set_thresholds(&small) != BLOCKMEM_OK) {
-        fprintf(stderr, "FAIL setting thresholds\n");
-        bad++;
-    }
-    blockmem_thresholds(&back);
-    if (back.stream_auto != small.stream_auto || back.stream_no_reuse != small.stream_no_reuse ||
-        strcmp(blockmem_profile_source(), "installed") != 0) {
-        fprintf(stderr, "FAIL thresholds round trip (source %s)\n", blockmem_profile_source());
-        bad++;
-    }
-    struct BlockmemThresholds zero = {0, 1, 1};
-    if (blockmem_set_thresholds(&zero) != BLOCKMEM_ERR_INVALID ||
-        blockmem_set_thresholds(NULL) != BLOCKMEM_ERR_INVALID) {
-        fprintf(stderr, "FAIL zero thresholds accepted\n");
-        bad++;
-    }
-    blockmem_set_thresholds(&t);
     return bad;
 }
 
@@ -603,20 +603,19 @@ static int check_profile(const char *dir) {
     snprintf(broken, sizeof broken, "%s/broken.profile", dir);
     snprintf(missing, sizeof missing, "%s/missing.profile", dir);
     FILE *f = fopen(good, "w");
-    if (!f || fputs("version = 1\nstream_no_reuse = 96KiB\n", f) < 0 || fclose(f))
+    if (!f || fputs("version = 2\ncopy.noreuse.unknown = from 0: portable\n", f) < 0 || fclose(f))
         return 1;
     f = fopen(broken, "w");
-    if (!f || fputs("version = 1\nstream_no_reuse = lots\n", f) < 0 || fclose(f))
+    if (!f || fputs("version = 2\ncopy.noreuse.unknown = from 0: lots\n", f) < 0 || fclose(f))
         return 1;
-    struct BlockmemThresholds t;
+    int portable = blockmem_kernel_index("portable");
     if (blockmem_profile_load(good) != BLOCKMEM_OK || blockmem_profile_error(msg, sizeof msg) != 0) {
         fprintf(stderr, "FAIL loading a good profile\n");
         bad++;
     }
-    blockmem_thresholds(&t);
-    if (t.stream_no_reuse != 96 << 10 || strcmp(blockmem_profile_source(), "installed") != 0) {
-        fprintf(stderr, "FAIL good profile not in force (%zu, %s)\n", t.stream_no_reuse,
-                blockmem_profile_source());
+    int k = blockmem_choose(BLOCKMEM_OP_COPY, 1 << 20, BLOCKMEM_HINT_NO_REUSE, 0);
+    if (k != portable || strcmp(blockmem_profile_source(), "installed") != 0) {
+        fprintf(stderr, "FAIL good profile not in force (%d, %s)\n", k, blockmem_profile_source());
         bad++;
     }
     if (blockmem_profile_load(broken) != BLOCKMEM_ERR_PROFILE ||
@@ -624,8 +623,7 @@ static int check_profile(const char *dir) {
         fprintf(stderr, "FAIL malformed profile: %s\n", msg);
         bad++;
     }
-    blockmem_thresholds(&t);
-    if (t.stream_no_reuse != 96 << 10) {
+    if (blockmem_choose(BLOCKMEM_OP_COPY, 1 << 20, BLOCKMEM_HINT_NO_REUSE, 0) != portable) {
         fprintf(stderr, "FAIL a rejected profile replaced the one in force\n");
         bad++;
     }

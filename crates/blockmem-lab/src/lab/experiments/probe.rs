@@ -110,7 +110,7 @@ pub fn probe_call_samples(
 /// Runs the cost and accuracy measurements.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let timer = ctx.runner.timer;
-    let hit_max = blockmem::dispatch::profile().probe_hit_max;
+    let hit_max = blockmem::dispatch::plan().probe_hit_max();
     let mut out = Vec::new();
     let trials = if ctx.quick { 40 } else { 200 };
     let sizes = ctx.sizes_or(

@@ -1,0 +1,453 @@
+//! Deriving the decision table from measurements: one routine for every row, no case
+//! per kernel. Pure (no clock, no hardware), so it is unit-tested on synthetic hosts.
+//!
+//! For each row (op family, hint, destination state) and each measured size:
+//!
+//! 1. The row's **scenarios**: the destination states it covers (`cached`: hot;
+//!    `cold`: clean and fresh, both of which a probe reads as cold; `unknown`: all
+//!    three) crossed with what follows the call (`Reuse`: the destination is read
+//!    back; `NoReuse`: nothing; `Auto`: either). A scenario's cost is the geometric
+//!    mean over the source states measured (the call cannot know its source).
+//! 2. Each candidate kernel's **regret**: its worst ratio, over the scenarios, to the
+//!    best kernel of each scenario. The row's choice is the kernel of least regret, so
+//!    a row of one scenario takes the fastest kernel, and an unknown row the kernel
+//!    that loses least wherever the call's bytes turn out to be (what "robust" means).
+//! 3. **Hysteresis**: the kernel chosen at the previous size is kept while its regret
+//!    is within [`MARGIN`] of the best, so noise does not split a row into bands.
+//! 4. **Probing**, in unknown rows: from the first size where probing and then
+//!    running the chosen kernel of the state found beats the unknown row's kernel by
+//!    [`PROBE_PAYBACK`] times the probe's measured cost in some scenario, while costing
+//!    no scenario more than [`PROBE_MAX_LOSS`]; probing then holds for every larger
+//!    size (the probe's share only shrinks).
+//!
+//! A band starts at the measured size where its kernel was chosen; the first band of a
+//! row starts at 0. Each band keeps its evidence: the candidates' regrets where it was
+//! chosen, written as comments into the profile.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use blockmem::kernel::{Hint, KernelId, Op};
+use blockmem::profile::{Action, Family, Row, State, Table};
+
+/// A destination's state as calibration creates it.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Hash)]
+pub enum Dst {
+    /// Just written: in cache.
+    Hot,
+    /// Evicted (clean lines of other data in the cache).
+    Clean,
+    /// Mapped, never touched: the call takes the page faults.
+    Fresh,
+}
+
+impl Dst {
+    /// The stable name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dst::Hot => "hot",
+            Dst::Clean => "clean",
+            Dst::Fresh => "fresh",
+        }
+    }
+}
+
+/// What follows the call in a measurement.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Hash)]
+pub enum Then {
+    /// Nothing: the call alone.
+    Nothing,
+    /// A read of the whole destination.
+    ReadDst,
+}
+
+/// One measured cell: family, kernel, size, source hot (false: evicted), destination,
+/// what followed.
+pub type Key = (Family, KernelId, usize, bool, Dst, Then);
+
+/// Median time (ns) of each measured cell.
+pub type Measurements = BTreeMap<Key, f64>;
+
+/// A kernel must beat the incumbent's regret by this factor to displace it.
+pub const MARGIN: f64 = 1.05;
+/// Probing must promise, in some scenario, this many times its own cost.
+pub const PROBE_PAYBACK: f64 = 4.0;
+/// The most probing may cost any scenario, relative to not probing.
+pub const PROBE_MAX_LOSS: f64 = 1.05;
+
+/// What a probe costs a call, ns: (destination cached, destination cold).
+#[derive(Clone, Copy, Debug)]
+pub struct ProbeCost {
+    /// The probed line was in cache.
+    pub cached: f64,
+    /// The probed line came from memory.
+    pub cold: f64,
+}
+
+/// One scenario of a row: a destination state and what follows the call.
+type Scenario = (Dst, Then);
+
+/// The scenarios of a row (see the module docs), keeping those measured at `n`.
+fn scenarios(m: &Measurements, fam: Family, hint: Hint, st: State, n: usize) -> Vec<Scenario> {
+    let dsts: &[Dst] = match st {
+        State::Cached => &[Dst::Hot],
+        State::Cold => &[Dst::Clean, Dst::Fresh],
+        State::Unknown => &[Dst::Hot, Dst::Clean, Dst::Fresh],
+    };
+    let thens: &[Then] = match hint {
+        Hint::NoReuse => &[Then::Nothing],
+        Hint::Reuse => &[Then::ReadDst],
+        Hint::Auto => &[Then::Nothing, Then::ReadDst],
+    };
+    let measured = |d: Dst, t: Then| m.keys().any(|k| k.0 == fam && k.2 == n && k.4 == d && k.5 == t);
+    let mut out: Vec<Scenario> = dsts
+        .iter()
+        .flat_map(|&d| thens.iter().map(move |&t| (d, t)))
+        .filter(|&(d, t)| measured(d, t))
+        .collect();
+    if out.is_empty() && hint == Hint::Reuse {
+        // No read-after measured at this size: the call alone decides.
+        out = dsts
+            .iter()
+            .map(|&d| (d, Then::Nothing))
+            .filter(|&(d, t)| measured(d, t))
+            .collect();
+    }
+    out
+}
+
+/// A kernel's cost in a scenario: the geometric mean over the measured source states.
+fn cost(m: &Measurements, fam: Family, k: KernelId, n: usize, (d, t): Scenario) -> Option<f64> {
+    let v: Vec<f64> = [true, false]
+        .iter()
+        .filter_map(|&hot| m.get(&(fam, k, n, hot, d, t)).copied())
+        .filter(|x| *x > 0.0 && x.is_finite())
+        .collect();
+    (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+}
+
+/// The kernels measured for a family at size `n` in every one of `sc`.
+fn candidates(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Vec<KernelId> {
+    let mut ks: Vec<KernelId> = m
+        .keys()
+        .filter(|k| k.0 == fam && k.2 == n)
+        .map(|k| k.1)
+        .collect();
+    ks.sort();
+    ks.dedup();
+    ks.retain(|&k| sc.iter().all(|&s| cost(m, fam, k, n, s).is_some()));
+    ks
+}
+
+/// Each candidate's regret at `n` over the scenarios, smallest first (ties: table
+/// order).
+fn regrets(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Vec<(KernelId, f64)> {
+    let ks = candidates(m, fam, n, sc);
+    let best: Vec<f64> = sc
+        .iter()
+        .map(|&s| {
+            ks.iter()
+                .filter_map(|&k| cost(m, fam, k, n, s))
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect();
+    let mut out: Vec<(KernelId, f64)> = ks
+        .iter()
+        .map(|&k| {
+            let worst = sc
+                .iter()
+                .zip(&best)
+                .map(|(&s, &b)| cost(m, fam, k, n, s).unwrap_or(f64::INFINITY) / b)
+                .fold(1.0, f64::max);
+            (k, worst)
+        })
+        .collect();
+    out.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// The sizes measured for a family, ascending.
+fn sizes(m: &Measurements, fam: Family) -> Vec<usize> {
+    let mut v: Vec<usize> = m.keys().filter(|k| k.0 == fam).map(|k| k.2).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The kernel chosen per measured size for one row, with the evidence where the
+/// choice changes.
+///
+/// At each size the *acceptable* kernels are those whose regret is within [`MARGIN`]
+/// of the best. The incumbent stays while it is acceptable; otherwise (and at the first
+/// size) the acceptable kernel that stays acceptable over the longest run of sizes
+/// ahead takes over (ties: the lower regret), so noise between near-equal kernels
+/// does not cut a row into bands.
+fn choose_kernels(
+    m: &Measurements,
+    fam: Family,
+    hint: Hint,
+    st: State,
+) -> Vec<(usize, KernelId, String)> {
+    let per_size: Vec<(usize, Vec<Scenario>, Vec<(KernelId, f64)>)> = sizes(m, fam)
+        .into_iter()
+        .map(|n| {
+            let sc = scenarios(m, fam, hint, st, n);
+            let r = regrets(m, fam, n, &sc);
+            (n, sc, r)
+        })
+        .filter(|x| !x.2.is_empty())
+        .collect();
+    let acceptable = |i: usize, k: KernelId| {
+        let r = &per_size[i].2;
+        r.iter().any(|x| x.0 == k && x.1 <= r[0].1 * MARGIN)
+    };
+    let run_ahead = |i: usize, k: KernelId| (i..per_size.len()).take_while(|&j| acceptable(j, k)).count();
+    let mut out: Vec<(usize, KernelId, String)> = Vec::new();
+    let mut last: Option<KernelId> = None;
+    for (i, (n, sc, r)) in per_size.iter().enumerate() {
+        let k = match last {
+            Some(k) if acceptable(i, k) => k,
+            _ => {
+                let best = r[0].1;
+                r.iter()
+                    .filter(|x| x.1 <= best * MARGIN)
+                    .max_by(|a, b| run_ahead(i, a.0).cmp(&run_ahead(i, b.0)).then(b.1.total_cmp(&a.1)))
+                    .map_or(r[0].0, |x| x.0)
+            }
+        };
+        if last != Some(k) {
+            out.push((*n, k, evidence(*n, sc, r)));
+        }
+        last = Some(k);
+    }
+    out
+}
+
+/// `64KiB over hot,clean+read: avx2 1.00, avx2_pw 1.03, rep_movsb 1.10`.
+fn evidence(n: usize, sc: &[Scenario], r: &[(KernelId, f64)]) -> String {
+    let scen: Vec<String> = sc
+        .iter()
+        .map(|(d, t)| match t {
+            Then::Nothing => d.name().to_string(),
+            Then::ReadDst => format!("{}+read", d.name()),
+        })
+        .collect();
+    let mut s = format!("{} over {}:", blockmem::profile::Size(n), scen.join(","));
+    for (k, x) in r.iter().take(4) {
+        let _ = write!(s, " {} {x:.2}", k.name());
+    }
+    s
+}
+
+/// Where an unknown row probes: the first size from which probing pays (see the
+/// module docs), given the chosen kernels of the unknown, cached and cold rows.
+fn probe_from(
+    m: &Measurements,
+    fam: Family,
+    hint: Hint,
+    rows: &[Vec<(usize, KernelId, String)>; 3],
+    probe: ProbeCost,
+) -> Option<(usize, String)> {
+    let at = |row: &[(usize, KernelId, String)], n: usize| {
+        row.iter().rev().find(|b| b.0 <= n).or(row.first()).map(|b| b.1)
+    };
+    for n in sizes(m, fam).into_iter().filter(|&n| n >= blockmem::profile::PROBE_MIN_BYTES) {
+        let sc = scenarios(m, fam, hint, State::Unknown, n);
+        let Some(ku) = at(&rows[0], n) else { continue };
+        let (mut gain, mut worst) = (0.0f64, 0.0f64);
+        for &s in &sc {
+            let (known, pc) = match s.0 {
+                Dst::Hot => (&rows[1], probe.cached),
+                Dst::Clean | Dst::Fresh => (&rows[2], probe.cold),
+            };
+            let (Some(kk), Some(tu)) = (at(known, n), cost(m, fam, ku, n, s)) else {
+                continue;
+            };
+            let Some(tk) = cost(m, fam, kk, n, s) else { continue };
+            let tp = tk + pc;
+            gain = gain.max((tu - tp) / pc);
+            worst = worst.max(tp / tu);
+        }
+        if gain >= PROBE_PAYBACK && worst <= PROBE_MAX_LOSS {
+            let note = format!(
+                "probe from {}: it gains {gain:.1}x its cost ({:.0} ns cached, {:.0} ns cold) in some state and costs at most {:.1}% in any",
+                blockmem::profile::Size(n),
+                probe.cached,
+                probe.cold,
+                (worst - 1.0).max(0.0) * 100.0
+            );
+            return Some((n, note));
+        }
+    }
+    None
+}
+
+/// The derived table and each row's evidence (comment lines).
+pub struct Derived {
+    /// The table (its `llc_effective` and `probe_hit_max` as given).
+    pub table: Table,
+    /// Per row (by `profile::row_index`), its evidence.
+    pub notes: Vec<String>,
+}
+
+/// Builds a row from chosen kernels (the first band from 0), then `probe` from a size.
+fn build_row(chosen: &[(usize, KernelId, String)], probe: Option<usize>, fallback: KernelId) -> Row {
+    let mut row = Row::always(Action::Run(chosen.first().map_or(fallback, |b| b.1)));
+    for b in chosen.iter().skip(1) {
+        if probe.is_some_and(|p| b.0 >= p) {
+            break;
+        }
+        let _ = row.push(b.0, Action::Run(b.1));
+    }
+    if let Some(p) = probe {
+        let _ = row.push(p.max(blockmem::profile::PROBE_MIN_BYTES), Action::Probe);
+    }
+    row
+}
+
+/// Derives every row of the table from `m` (see the module docs). `fallback` is the
+/// kernel of a row with no measurement (the widest temporal kernel of the host).
+pub fn derive(
+    m: &Measurements,
+    probe: ProbeCost,
+    llc_effective: usize,
+    probe_hit_max: u32,
+    fallback: [KernelId; 2],
+) -> Derived {
+    let mut table = Table::uniform(fallback[0], llc_effective);
+    table.probe_hit_max = probe_hit_max;
+    let mut notes = vec![String::new(); blockmem::profile::ROWS];
+    for (fi, fam) in Family::ALL.into_iter().enumerate() {
+        for hint in Hint::ALL {
+            let rows = [State::Unknown, State::Cached, State::Cold]
+                .map(|st| choose_kernels(m, fam, hint, st));
+            let probe_at = probe_from(m, fam, hint, &rows, probe);
+            for (i, st) in State::ALL.into_iter().enumerate() {
+                let p = if st == State::Unknown {
+                    probe_at.as_ref().map(|x| x.0)
+                } else {
+                    None
+                };
+                *table.row_mut(fam, hint, st) = build_row(&rows[i], p, fallback[fi]);
+                let idx = blockmem::profile::row_index(fam, hint, st);
+                let mut note: Vec<String> = rows[i].iter().map(|b| b.2.clone()).collect();
+                if let (Some((_, text)), State::Unknown) = (&probe_at, st) {
+                    note.push(text.clone());
+                }
+                notes[idx] = note.join("\n");
+            }
+        }
+    }
+    Derived { table, notes }
+}
+
+/// The op a family is measured with (set rows are measured zeroing: the same stores,
+/// and the only op `clzero` has).
+pub const fn measured_op(fam: Family) -> Op {
+    match fam {
+        Family::Copy => Op::Copy,
+        Family::Set => Op::Zero,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use KernelId::{Avx2, Avx2Nt, RepMovsb};
+
+    const KIB: usize = 1 << 10;
+    const MIB: usize = 1 << 20;
+
+    /// A synthetic host: `avx2` is fastest in cache; `rep_movsb` wins to cold
+    /// destinations from 64 KiB by 10% and loses 3% in cache; `avx2_nt` halves the
+    /// time to a cold destination from 1 MiB but doubles it in cache and when the
+    /// destination is read back (which costs `n / 10` ns after a temporal copy).
+    fn host() -> Measurements {
+        let mut m = Measurements::new();
+        for n in [4 * KIB, 64 * KIB, MIB, 8 * MIB] {
+            let hot = n as f64 / 30.0;
+            let cold = n as f64 / 5.0;
+            for (k, hot_x, cold_x) in [
+                (Avx2, 1.0, 1.0),
+                (RepMovsb, 1.03, if n >= 64 * KIB { 0.9 } else { 1.10 }),
+                (Avx2Nt, 2.0, if n >= MIB { 0.5 } else { 1.5 }),
+            ] {
+                for src_hot in [true, false] {
+                    for (d, base, x) in [
+                        (Dst::Hot, hot, hot_x),
+                        (Dst::Clean, cold, cold_x),
+                        (Dst::Fresh, cold * 1.5, cold_x),
+                    ] {
+                        let t = base * x;
+                        m.insert((Family::Copy, k, n, src_hot, d, Then::Nothing), t);
+                        let read = if k == Avx2Nt { n as f64 / 3.0 } else { n as f64 / 10.0 };
+                        m.insert((Family::Copy, k, n, src_hot, d, Then::ReadDst), t + read);
+                    }
+                }
+            }
+        }
+        m
+    }
+
+    const PROBE: ProbeCost = ProbeCost {
+        cached: 50.0,
+        cold: 300.0,
+    };
+
+    fn derived() -> Derived {
+        derive(&host(), PROBE, 32 * MIB, 180, [Avx2, Avx2])
+    }
+
+    #[test]
+    fn known_rows_take_the_fastest_kernel_of_their_scenarios() {
+        let t = derived().table;
+        let cached = t.row(Family::Copy, Hint::NoReuse, State::Cached);
+        assert_eq!(cached.at(8 * MIB), Action::Run(Avx2));
+        let cold = t.row(Family::Copy, Hint::NoReuse, State::Cold);
+        assert_eq!(cold.at(4 * KIB), Action::Run(Avx2));
+        assert_eq!(cold.at(64 * KIB), Action::Run(RepMovsb));
+        assert_eq!(cold.at(MIB), Action::Run(Avx2Nt));
+        // Read back, streaming loses: Reuse never streams.
+        let reuse = t.row(Family::Copy, Hint::Reuse, State::Cold);
+        assert!(reuse.bands().iter().all(|b| b.action != Action::Run(Avx2Nt)), "{reuse}");
+    }
+
+    #[test]
+    fn unknown_rows_minimise_regret_and_probe_where_it_pays() {
+        let d = derived();
+        let row = d.table.row(Family::Copy, Hint::NoReuse, State::Unknown);
+        // At 4 KiB avx2 is best everywhere; from 64 KiB rep_movsb loses 3% hot and wins
+        // 10% cold: its regret (1.03) beats avx2's (1.11).
+        assert_eq!(row.at(4 * KIB), Action::Run(Avx2));
+        assert_eq!(row.at(64 * KIB), Action::Run(RepMovsb));
+        // From 1 MiB a probe gains far more than it costs: streaming a cold
+        // destination halves its time.
+        assert_eq!(row.probe_from(), Some(MIB));
+        assert!(d.notes[blockmem::profile::row_index(Family::Copy, Hint::NoReuse, State::Unknown)]
+            .contains("probe from 1MiB"));
+        assert!(d.table.check().is_ok());
+    }
+
+    #[test]
+    fn hysteresis_keeps_the_incumbent_within_the_margin() {
+        let mut m = host();
+        // At 8 MiB make rep_movsb 2% faster than avx2 in cache: within the margin.
+        for src in [true, false] {
+            let k = (Family::Copy, RepMovsb, 8 * MIB, src, Dst::Hot, Then::Nothing);
+            let avx2 = m[&(Family::Copy, Avx2, 8 * MIB, src, Dst::Hot, Then::Nothing)];
+            m.insert(k, avx2 * 0.98);
+        }
+        let t = derive(&m, PROBE, 32 * MIB, 180, [Avx2, Avx2]).table;
+        assert_eq!(
+            t.row(Family::Copy, Hint::NoReuse, State::Cached).at(8 * MIB),
+            Action::Run(Avx2)
+        );
+    }
+
+    #[test]
+    fn rows_without_measurements_take_the_fallback() {
+        let t = derive(&Measurements::new(), PROBE, MIB, 150, [Avx2, KernelId::Sse2]).table;
+        assert_eq!(t.row(Family::Set, Hint::Auto, State::Cold).at(1), Action::Run(KernelId::Sse2));
+        assert_eq!(t.row(Family::Copy, Hint::Auto, State::Unknown).probe_from(), None);
+    }
+}

@@ -1,0 +1,288 @@
+//! Measuring for calibration: every available kernel of each op family over a ladder
+//! of sizes and cache states, through the lab's runner (bytes verified, kernels of a
+//! cell interleaved per repetition), and the cache probe's latency and cost.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::Result;
+use blockmem::kernel::{self, KernelId, Op};
+use blockmem::profile::{kernel_fits, Family, Size};
+
+use super::derive::{measured_op, Dst, Measurements, ProbeCost, Then};
+use crate::lab::experiments::probe::probe_call_samples;
+use crate::lab::method::Method;
+use crate::lab::runner::{After, Cell};
+use crate::lab::state::{read_lines, read_pages, CacheState};
+use crate::lab::timer::Timer;
+
+/// What calibration measured.
+pub struct Measured {
+    /// Kernel medians.
+    pub medians: Measurements,
+    /// Effective LLC bytes.
+    pub llc_effective: usize,
+    /// Probe latencies, TSC cycles: (LLC hit, p80; flushed, p20).
+    pub probe_cycles: (f64, f64),
+    /// The probe's hit threshold.
+    pub probe_hit_max: u32,
+    /// What a probe costs a call.
+    pub probe_cost: ProbeCost,
+    /// Whether fresh destinations were measured.
+    pub fresh: bool,
+}
+
+/// The kernels calibration may put in the table: every available kernel that serves a
+/// family, but the reference ones (`naive`, `portable`: never faster than `sse2`).
+fn kernels(fam: Family) -> Vec<KernelId> {
+    kernel::available()
+        .map(|a| a.kernel().id)
+        .filter(|&k| !matches!(k, KernelId::Naive | KernelId::Portable))
+        .filter(|&k| kernel_fits(fam, k) && k.kernel().is_some_and(|e| e.supports(measured_op(fam))))
+        .collect()
+}
+
+/// Every kernel measured, for the profile's header.
+pub fn kernel_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Family::ALL
+        .iter()
+        .flat_map(|&f| kernels(f))
+        .map(KernelId::name)
+        .collect();
+    v.dedup();
+    v
+}
+
+/// The kernel of rows nothing was measured for: the widest temporal kernel per family.
+pub fn fallbacks() -> [KernelId; 2] {
+    let f = blockmem::cpu::features();
+    [
+        blockmem::policy::best_temporal(f, Op::Copy),
+        blockmem::policy::best_temporal(f, Op::Set),
+    ]
+}
+
+/// The sizes measured. Small sizes matter as much as large ones: a `rep` kernel costs
+/// ~15 ns to start, so kernels chosen on 4 KiB and up alone would slow every 200-byte
+/// call several times.
+fn ladder(quick: bool) -> Vec<usize> {
+    let k = 1usize << 10;
+    if quick {
+        vec![256, 4 * k, 16 * k, 64 * k, 256 * k, k * k, 4 * k * k, 16 * k * k, 64 * k * k]
+    } else {
+        vec![
+            256, k, 2 * k, 4 * k, 8 * k, 16 * k, 64 * k, 256 * k, k * k, 4 * k * k,
+            16 * k * k, 64 * k * k,
+        ]
+    }
+}
+
+/// The (source hot, destination) states measured per family: for copies the source
+/// evicted as well where the destination is hot or evicted.
+fn states(fam: Family, fresh: bool) -> Vec<(bool, Dst)> {
+    let mut v = match fam {
+        Family::Copy => vec![(true, Dst::Hot), (false, Dst::Hot), (true, Dst::Clean), (false, Dst::Clean)],
+        Family::Set => vec![(true, Dst::Hot), (true, Dst::Clean)],
+    };
+    if fresh {
+        v.push((true, Dst::Fresh));
+    }
+    v
+}
+
+/// The lab's state for a destination (`None`: this lab build cannot create it).
+fn lab_state(d: Dst) -> Option<CacheState> {
+    match d {
+        Dst::Hot => Some(CacheState::Hot),
+        Dst::Clean => Some(CacheState::Clean),
+        Dst::Fresh => CacheState::from_name("fresh"),
+    }
+}
+
+/// One group of interleaved cells (every kernel of one family, size, state and
+/// follow-up) and its measurement key without the kernel.
+type Group<'a> = (Vec<Cell<'a>>, Family, usize, bool, Dst, Then);
+
+fn groups<'a>(methods: &'a [(Family, Vec<(KernelId, Method)>)], quick: bool, fresh: bool) -> Vec<Group<'a>> {
+    let reps = |n: usize| match (quick, n) {
+        (true, n) if n >= 16 << 20 => 3,
+        (true, _) => 5,
+        (false, n) if n >= 16 << 20 => 5,
+        (false, _) => 11,
+    };
+    let mut out = Vec::new();
+    for (fam, ms) in methods {
+        for n in ladder(quick) {
+            for (src_hot, dst) in states(*fam, fresh) {
+                let (Some(d), src) = (lab_state(dst), if src_hot { CacheState::Hot } else { CacheState::Clean }) else {
+                    continue;
+                };
+                // Read back only from 4 KiB: below, every kernel's lines are in L1.
+                let thens: &[Then] = if n >= 4 << 10 { &[Then::Nothing, Then::ReadDst] } else { &[Then::Nothing] };
+                for &then in thens {
+                    let after = match then {
+                        Then::Nothing => After::Nothing,
+                        Then::ReadDst => After::ReadDst,
+                    };
+                    let cells = ms
+                        .iter()
+                        .map(|(_, m)| Cell {
+                            experiment: "calibrate",
+                            method: m,
+                            op: measured_op(*fam),
+                            size: n,
+                            src,
+                            dst: d,
+                            src_off: 0,
+                            dst_off: 0,
+                            after,
+                            reps: reps(n),
+                        })
+                        .collect();
+                    out.push((cells, *fam, n, src_hot, dst, then));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Measures everything calibration derives the table from.
+pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Measured> {
+    eprintln!("calibrate: measuring the clock and the cache hierarchy…");
+    let timer = Timer::calibrate(Duration::from_millis(if quick { 100 } else { 300 }));
+    let hier = crate::lab::state::Hierarchy::measure(&timer, llc);
+    eprintln!("calibrate: effective LLC {} ({})", Size(hier.llc_effective), hier.llc_source);
+    let llc_eff = hier.llc_effective;
+    let mut runner = crate::lab::timed_runner(hier, timer, drain_stores);
+    // Hot cells time a mix of sizes around each size, as a program's calls come: the
+    // table must price the loop-exit mispredictions a repeated size never has.
+    runner.size_mix = true;
+    let fresh = lab_state(Dst::Fresh).is_some();
+    let methods: Vec<(Family, Vec<(KernelId, Method)>)> = Family::ALL
+        .iter()
+        .map(|&fam| {
+            let ms = kernels(fam)
+                .into_iter()
+                .filter_map(|k| Method::kernel(k.name()).map(|m| (k, m)))
+                .collect();
+            (fam, ms)
+        })
+        .collect();
+    let groups = groups(&methods, quick, fresh);
+    let cells: Vec<Vec<Cell<'_>>> = groups.iter().map(|g| g.0.clone()).collect();
+    let rounds = crate::lab::experiments::ROUNDS;
+    let total = cells.iter().map(Vec::len).sum::<usize>() * rounds;
+    let bar = crate::lab::progress::bar(total as u64, "calibrate", false);
+    let results = runner.measure_rounds(&cells, rounds, |k| bar.inc(k as u64));
+    bar.finish_and_clear();
+    let mut medians = Measurements::new();
+    let mut wrong = Vec::new();
+    for (recs, (g, fam, n, src_hot, dst, then)) in results.into_iter().zip(&groups) {
+        for (r, cell) in recs.into_iter().zip(g) {
+            let Some(r) = r else { continue };
+            let k = KernelId::from_name(cell.method.name()).expect("a kernel method");
+            if !r.verified {
+                wrong.push(format!("{} {} {} {}", k.name(), fam.name(), Size(*n), dst.name()));
+            }
+            medians.insert((*fam, k, *n, *src_hot, *dst, *then), r.summary.median);
+        }
+    }
+    anyhow::ensure!(wrong.is_empty(), "kernels produced wrong bytes during calibration: {wrong:?}");
+    let (hot, cold) = measure_probe(if quick { 512 } else { 4096 }, runner.states.hier.l2, llc_eff);
+    let samples = if quick { 15 } else { 41 };
+    let mut call_ns = |state| crate::lab::state::median(&probe_call_samples(&mut runner.states, &timer, state, samples));
+    let probe_cost = ProbeCost {
+        cached: call_ns(CacheState::Hot),
+        cold: call_ns(CacheState::Clean),
+    };
+    Ok(Measured {
+        medians,
+        llc_effective: llc_eff,
+        probe_cycles: (hot.1, cold.1),
+        // Halfway between the slowest LLC hits (p80) and the fastest flushed lines (p20).
+        probe_hit_max: ((hot.1 + cold.1) / 2.0).round().clamp(1.0, u32::MAX as f64) as u32,
+        probe_cost,
+        fresh,
+    })
+}
+
+/// The medians as text (the `.measurements` file beside the profile).
+pub fn raw_text(m: &Measurements) -> String {
+    let mut raw = String::from("# blockmem calibrate: measured medians (ns): family kernel size src dst then\n");
+    for ((fam, k, n, src_hot, dst, then), ns) in m {
+        let _ = writeln!(
+            raw,
+            "{:<4} {:<11} {:>8} {:<5} {:<5} {:<7} {:>12.0}",
+            fam.name(),
+            k.name(),
+            Size(*n).to_string(),
+            if *src_hot { "hot" } else { "clean" },
+            dst.name(),
+            match then {
+                Then::Nothing => "alone",
+                Then::ReadDst => "+read",
+            },
+            ns
+        );
+    }
+    raw
+}
+
+/// Probe latencies (TSC cycles) of `samples` cached and `samples` flushed lines:
+/// ((median, p80) cached, (median, p20) flushed).
+///
+/// "Cached" means in the last-level cache only, the slowest hit the policy must still
+/// call cached: a region of the L2 plus 2 MiB is read twice and lines of its first
+/// 2 MiB, which the L2 has since dropped, are probed (with an 8 MiB region instead,
+/// 15% of its lines were no longer in the LLC of a 2-vCPU Xeon guest, whose share of
+/// the shared LLC is smaller than the pointer chase suggests). A probe right after
+/// touching the line measures an L1 hit, and a threshold set between that and DRAM
+/// would call LLC hits cold and stream blocks that are in cache.
+fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f64)) {
+    let len = (l2 + (2 << 20)).min((llc * 3 / 4).max(l2 + (512 << 10)));
+    let mut buf = crate::lab::mem::Buffer::new(len);
+    let p = buf.as_mut_ptr();
+    let lines = (len - l2) / 64;
+    let mut rng = fastrand::Rng::with_seed(0x9b0be);
+    let (mut hot, mut cold) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    // One line in each page of a 64 MiB region: reading them evicts the probed pages'
+    // translations from the TLB (a real probe of a large block misses the TLB: its
+    // pages were last touched long ago) while adding only 1 MiB of lines to the cache.
+    // Without it the probe threshold sat below the latency of an LLC hit plus a page
+    // walk, and hot 64 MiB blocks were streamed.
+    let tlb_len = 64 << 20;
+    let tlb = crate::lab::mem::Buffer::new(tlb_len);
+    let per_round = 64;
+    while hot.len() < samples {
+        let pick: Vec<usize> = (0..per_round).map(|_| rng.usize(..lines) * 64).collect();
+        // SAFETY: every address is inside `buf` or `tlb`; the reads, probes and
+        // flushes only read them.
+        unsafe {
+            read_lines(p, len);
+            read_lines(p, len);
+            read_pages(tlb.as_ptr(), tlb_len);
+            for &off in &pick {
+                hot.push(blockmem::probe::load_cycles_tlb_warm(p.add(off)) as f64);
+            }
+            // Each line flushed right before its probe: flushing the 64 lines first
+            // and probing them afterwards left most of them reading as LLC hits, not
+            // as cold lines (the same in C). The page mate's load warms
+            // the TLB either way.
+            for &off in &pick {
+                std::arch::x86_64::_mm_clflush(p.add(off));
+                std::arch::x86_64::_mm_mfence();
+                cold.push(blockmem::probe::load_cycles_tlb_warm(p.add(off)) as f64);
+            }
+        }
+    }
+    let q = |v: &mut Vec<f64>, x: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * x) as usize]
+    };
+    (
+        (q(&mut hot, 0.5), q(&mut hot, 0.8)),
+        (q(&mut cold, 0.5), q(&mut cold, 0.2)),
+    )
+}
+

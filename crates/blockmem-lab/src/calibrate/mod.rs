@@ -1,0 +1,187 @@
+//! `blockmem calibrate`: measure the kernels on this host and write its decision table,
+//! the profile the library loads (seed 000: HP-UX timed its copy loops at boot and
+//! patched in the fastest; blockmem times them once per host and keeps the answer in a
+//! file).
+//!
+//! 1. [`measure`]: the effective LLC and the clock; every available kernel of each op
+//!    family over a ladder of sizes, with the destination hot, evicted or fresh
+//!    (mapped, never touched) and the source hot or evicted, alone and followed by a
+//!    read of the destination; the cache probe's latency and its cost to a call.
+//! 2. [`derive`]: one routine for every row of the table (see its docs).
+//! 3. Write the table with each row's evidence as comments, and the raw medians beside
+//!    it.
+
+pub mod derive;
+pub mod measure;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use blockmem::profile::{self, Size};
+
+use crate::info::profile_path;
+
+/// Flags of `blockmem calibrate`.
+#[derive(clap::Args, Debug)]
+pub struct CalibrateArgs {
+    /// Fewer sizes and repetitions (about half a minute on 2 cores).
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the profile (default: $BLOCKMEM_PROFILE, else
+    /// $XDG_CACHE_HOME/blockmem/profile, else ~/.cache/blockmem/profile).
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Print the profile instead of writing it.
+    #[arg(long)]
+    pub print: bool,
+    /// Effective LLC size to assume instead of measuring it (e.g. 32M).
+    #[arg(long, value_name = "SIZE")]
+    pub llc: Option<String>,
+    /// Stop each call's clock at its last instruction, its stores possibly still
+    /// buffered (as `blockmem lab --no-drain-stores`): a profile for programs that go
+    /// on with work that does not store after their copies. By default every call is
+    /// timed until its stores have drained, the cost a program that copies or stores
+    /// again pays.
+    #[arg(long = "no-drain-stores", action = clap::ArgAction::SetFalse)]
+    pub drain_stores: bool,
+    /// Time every call until its stores have drained: the default (the flag is kept
+    /// for scripts written when it was not; the last of the two flags wins).
+    #[arg(long = "drain-stores", overrides_with = "drain_stores")]
+    pub drain_stores_default: bool,
+}
+
+/// Checks, before anything is measured, that `path` can be written: its directory is
+/// created if missing and a scratch file beside it is created and removed.
+pub fn check_writable(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| {
+        format!(
+            "cannot create the directory {} for the profile {}; choose another --out",
+            dir.display(),
+            path.display()
+        )
+    })?;
+    if path.is_dir() {
+        anyhow::bail!(
+            "{} is a directory; --out names the profile file to write",
+            path.display()
+        );
+    }
+    let scratch = dir.join(format!(".blockmem-calibrate-{}", std::process::id()));
+    std::fs::write(&scratch, b"")
+        .with_context(|| format!("cannot write the profile {}; choose another --out", path.display()))?;
+    let _ = std::fs::remove_file(&scratch);
+    Ok(())
+}
+
+/// Runs `blockmem calibrate`.
+pub fn run(args: &CalibrateArgs) -> Result<()> {
+    let start = Instant::now();
+    let path = if args.print {
+        None
+    } else {
+        let p = args.out.clone().or_else(profile_path).context(
+            "no --out given and neither BLOCKMEM_PROFILE, XDG_CACHE_HOME nor HOME is set",
+        )?;
+        check_writable(&p)?;
+        Some(p)
+    };
+    let llc = args
+        .llc
+        .as_deref()
+        .map(crate::lab::parse_size)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+        .context("--llc")?;
+    let measured = measure::measure(args.quick, llc, args.drain_stores)?;
+    let derived = derive::derive(
+        &measured.medians,
+        measured.probe_cost,
+        measured.llc_effective,
+        measured.probe_hit_max,
+        measure::fallbacks(),
+    );
+    let elapsed = start.elapsed();
+    let header = header(args, &measured, elapsed.as_secs_f64());
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let notes = |fam, hint, st| {
+        let i = profile::row_index(fam, hint, st);
+        derived.notes.get(i).map(String::as_str).filter(|s| !s.is_empty())
+    };
+    let mut text = String::new();
+    profile::render(&mut text, &derived.table, &header_refs, &notes).expect("render to a String");
+    if text.len() > blockmem::autoload::MAX_PROFILE_BYTES {
+        // The library reads at most this much: drop the evidence rather than fail.
+        text.clear();
+        profile::render(&mut text, &derived.table, &header_refs, &|_, _, _| None)
+            .expect("render to a String");
+    }
+    let raw = measure::raw_text(&measured.medians);
+    let Some(path) = path else {
+        print!("{text}");
+        print!("{raw}");
+        return Ok(());
+    };
+    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    let raw_path = path.with_extension("measurements");
+    std::fs::write(&raw_path, &raw).with_context(|| format!("writing {}", raw_path.display()))?;
+    println!(
+        "calibrate: wrote {} ({} bytes; raw medians in {}) in {:.1} s",
+        path.display(),
+        text.len(),
+        raw_path.display(),
+        elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The profile's header lines: host, how it was measured, what the probe costs.
+fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String> {
+    let cpu = blockmem::cpu::detect();
+    let flags: String = [(args.quick, " --quick"), (!args.drain_stores, " --no-drain-stores")]
+        .iter()
+        .filter(|f| f.0)
+        .map(|f| f.1)
+        .collect();
+    let mut h = vec![
+        format!(
+            "host: {} ({} CPUs available)",
+            cpu.brand_str(),
+            blockmem::autoload::cpus_available()
+        ),
+        format!(
+            "written by `blockmem calibrate{flags}` at unix time {} in {secs:.1} s",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        ),
+        format!(
+            "effective LLC {} (CPUID per-level leaf says {})",
+            Size(m.llc_effective),
+            Size(cpu.caches.used.llc.size)
+        ),
+        format!(
+            "probe: LLC hits {:.0} cycles, flushed lines {:.0}: a hit is <= {} cycles; a probe costs a call {:.0} ns (cached) / {:.0} ns (cold)",
+            m.probe_cycles.0, m.probe_cycles.1, m.probe_hit_max, m.probe_cost.cached, m.probe_cost.cold
+        ),
+        format!(
+            "timing: {}; destinations hot, evicted (clean) and fresh (never touched){}",
+            if args.drain_stores {
+                "each call timed until its stores drained"
+            } else {
+                "each call's clock stopped at its last instruction"
+            },
+            if m.fresh { "" } else { " (fresh not measured: this lab build lacks it)" }
+        ),
+        "each row's comments: at the sizes where its kernel changes, every candidate's regret (its worst time over the row's scenarios / the best kernel's there)".to_string(),
+    ];
+    let mut w = String::new();
+    let _ = write!(w, "kernels measured: {}", measure::kernel_names().join(", "));
+    h.push(w);
+    h
+}

@@ -1,0 +1,257 @@
+//! Built-in decision tables: what blockmem runs before the host is calibrated, one per
+//! CPU class, each written from lab runs on a host of its class (the figures and the
+//! run that justify every band are in `docs/builtin-tables.md`).
+//!
+//! Their goal is modest and strict: never meaningfully slower than the system's C
+//! library, on any host of the class, without having measured it. So they use only
+//! what held on every run they come from:
+//!
+//! * the widest temporal kernel for cached data (the inline sizes below are handled
+//!   before the table is read);
+//! * a probe of the destination from 1 MiB (16 KiB with `NoReuse`), which tells a
+//!   cached destination (updated in place) from a cold or fresh one (streamed from
+//!   8 MiB, or from 16 KiB with `NoReuse`): the probe's hit threshold is the default,
+//!   which sits between the LLC-hit and DRAM latencies of every host measured;
+//! * `rep stosb` for sets from 2 KiB where the CPU has fast strings (glibc's window
+//!   too), and never `rep movsb` on AMD: glibc turned it off on Zen 3 and 4 after
+//!   finding it up to 20 times slower for some destination alignments, and a table
+//!   written without measuring the host cannot rule that out.
+//!
+//! The effective LLC, which only moves where a probe looks, comes from
+//! [`crate::cpu::llc_estimate`]: CPUID's size, but never more than a core can really
+//! use.
+
+use crate::cpu::Features;
+use crate::kernel::KernelId;
+use crate::profile::{Action, Row, Table, DEFAULT_PROBE_HIT_MAX, ROWS};
+
+/// A CPU class with its own built-in table.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Class {
+    /// Intel with AVX-512 (byte/word) and fast short `rep movsb`.
+    IntelAvx512,
+    /// AMD Zen (the CPUs with `clzero`), AVX2 and possibly AVX-512.
+    AmdZen,
+    /// AVX2 without the above (Intel or AMD).
+    Avx2,
+    /// SSE2 only (the x86-64 baseline), or not x86-64.
+    Baseline,
+}
+
+impl Class {
+    /// Every class.
+    pub const ALL: [Class; 4] = [Class::IntelAvx512, Class::AmdZen, Class::Avx2, Class::Baseline];
+
+    /// The class of a CPU with features `f` (CLZERO marks AMD Zen, which may also have
+    /// AVX-512 and FSRM).
+    pub const fn of(f: Features) -> Class {
+        if f.contains(Features::CLZERO) && f.contains(Features::AVX2) {
+            Class::AmdZen
+        } else if f.contains(Features::AVX512BW.union(Features::FSRM)) {
+            Class::IntelAvx512
+        } else if f.contains(Features::AVX2) {
+            Class::Avx2
+        } else {
+            Class::Baseline
+        }
+    }
+
+    /// The stable name (`intel-avx512`, `amd-zen`, `avx2`, `baseline`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Class::IntelAvx512 => "intel-avx512",
+            Class::AmdZen => "amd-zen",
+            Class::Avx2 => "avx2",
+            Class::Baseline => "baseline",
+        }
+    }
+
+    /// The class's table (its `llc_effective` is 0: the dispatcher fills in the
+    /// estimate of the host it runs on).
+    pub const fn table(self) -> &'static Table {
+        match self {
+            Class::IntelAvx512 => &INTEL_AVX512,
+            Class::AmdZen => &AMD_ZEN,
+            Class::Avx2 => &AVX2,
+            Class::Baseline => &BASELINE,
+        }
+    }
+}
+
+const fn run(k: KernelId) -> Action {
+    Action::Run(k)
+}
+
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+
+/// One row from `(from, action)` pairs (checked at compile time).
+const fn row(bands: &[(usize, Action)]) -> Row {
+    let mut r = Row::always(bands[0].1);
+    assert!(bands[0].0 == 0, "a row starts at 0");
+    let mut i = 1;
+    while i < bands.len() {
+        r = match r.with(bands[i].0, bands[i].1) {
+            Some(r) => r,
+            None => panic!("bands must start above the one before"),
+        };
+        i += 1;
+    }
+    r
+}
+
+/// The rows of a family: for each hint (auto, reuse, noreuse), the unknown, cached
+/// and cold rows.
+type FamilyRows = [[Row; 3]; 3];
+
+const fn table(copy: FamilyRows, set: FamilyRows) -> Table {
+    let mut rows = [Row::always(Action::Run(KernelId::Portable)); ROWS];
+    let mut h = 0;
+    while h < 3 {
+        let mut s = 0;
+        while s < 3 {
+            rows[h * 3 + s] = copy[h][s];
+            rows[9 + h * 3 + s] = set[h][s];
+            s += 1;
+        }
+        h += 1;
+    }
+    Table {
+        rows,
+        llc_effective: 0,
+        probe_hit_max: DEFAULT_PROBE_HIT_MAX,
+    }
+}
+
+/// A family's rows from its kernels: `cached` for data in cache, then `rep` from its
+/// size if given (a fast-strings kernel that serves every state), else `robust` from
+/// 4 KiB where the destination may be cold (it prefetches the destination for
+/// ownership); `stream` past the cache for a destination probed cold.
+const fn family(
+    cached: KernelId,
+    robust: KernelId,
+    rep: Option<(usize, KernelId)>,
+    stream: KernelId,
+) -> FamilyRows {
+    let (warm, small) = match rep {
+        Some((from, k)) => (
+            row(&[(0, run(cached)), (from, run(k))]),
+            row(&[(0, run(cached)), (from, run(k))]),
+        ),
+        None => (
+            row(&[(0, run(cached))]),
+            row(&[(0, run(cached)), (4 * KIB, run(robust))]),
+        ),
+    };
+    let unknown = then(small, MIB, Action::Probe);
+    let cold = then(small, 8 * MIB, run(stream));
+    [
+        [unknown, warm, cold],
+        [unknown, warm, cold],
+        [
+            then(small, 16 * KIB, Action::Probe),
+            warm,
+            then(small, 16 * KIB, run(stream)),
+        ],
+    ]
+}
+
+/// `r` up to `from`, then `action`: bands of `r` starting at or above `from` give way.
+const fn then(r: Row, from: usize, action: Action) -> Row {
+    let bands = r.bands_const();
+    let mut out = Row::always(bands[0].action);
+    let mut i = 1;
+    while i < bands.len() && bands[i].from < from {
+        out = match out.with(bands[i].from, bands[i].action) {
+            Some(o) => o,
+            None => panic!("bands are sorted"),
+        };
+        i += 1;
+    }
+    match out.with(from, action) {
+        Some(r) => r,
+        None => panic!("a band must start above the one before"),
+    }
+}
+
+/// Intel with AVX-512 and FSRM. Copies: `avx512` in cache, `avx512_pw` from 4 KiB
+/// where the destination may be cold; sets: `rep stosb` from 2 KiB; streaming with
+/// `avx512_nt`.
+static INTEL_AVX512: Table = table(
+    family(KernelId::Avx512, KernelId::Avx512Pw, None, KernelId::Avx512Nt),
+    family(
+        KernelId::Avx512,
+        KernelId::Avx512,
+        Some((2 * KIB, KernelId::RepStosb)),
+        KernelId::Avx512Nt,
+    ),
+);
+
+/// AMD Zen: `avx2` (prefetching the destination for ownership lost to it on cold
+/// destinations of 4 KiB–1 MiB), no `rep movsb`; sets `rep stosb` from 64 KiB;
+/// streaming copies `avx2_nt`, streaming zeroes `clzero` (sets run its stand-in,
+/// `avx2_nt`).
+static AMD_ZEN: Table = table(
+    family(KernelId::Avx2, KernelId::Avx2, None, KernelId::Avx2Nt),
+    family(
+        KernelId::Avx2,
+        KernelId::Avx2,
+        Some((64 * KIB, KernelId::RepStosb)),
+        KernelId::Clzero,
+    ),
+);
+
+/// AVX2 without AVX-512 or CLZERO: as AMD Zen, zeroes streamed with `avx2_nt`.
+static AVX2: Table = table(
+    family(KernelId::Avx2, KernelId::Avx2, None, KernelId::Avx2Nt),
+    family(
+        KernelId::Avx2,
+        KernelId::Avx2,
+        Some((64 * KIB, KernelId::RepStosb)),
+        KernelId::Avx2Nt,
+    ),
+);
+
+/// SSE2 only: `sse2` everywhere (no streaming kernel without AVX2), still probing so a
+/// cold destination of a set gets `rep stosb`.
+static BASELINE: Table = table(
+    family(KernelId::Sse2, KernelId::Sse2, None, KernelId::Sse2),
+    family(
+        KernelId::Sse2,
+        KernelId::Sse2,
+        Some((64 * KIB, KernelId::RepStosb)),
+        KernelId::Sse2,
+    ),
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Family, State};
+    use crate::Hint;
+
+    #[test]
+    fn every_builtin_table_keeps_the_format_rules() {
+        for c in Class::ALL {
+            assert!(c.table().check().is_ok(), "{}", c.name());
+            for (fam, hint, st, r) in c.table().keyed_rows() {
+                let probes = r.probe_from().is_some();
+                assert_eq!(probes, st == State::Unknown, "{} {fam:?} {hint:?} {st:?}", c.name());
+            }
+        }
+        let t = Class::AmdZen.table();
+        let cold = t.row(Family::Set, Hint::NoReuse, State::Cold);
+        assert_eq!(cold.at(1 << 20), Action::Run(KernelId::Clzero));
+    }
+
+    #[test]
+    fn classes_follow_the_features() {
+        let avx2 = Features::SSE2.union(Features::AVX).union(Features::AVX2);
+        assert_eq!(Class::of(avx2), Class::Avx2);
+        assert_eq!(Class::of(avx2.union(Features::CLZERO)), Class::AmdZen);
+        let skx = avx2.union(Features::AVX512F).union(Features::AVX512BW).union(Features::FSRM);
+        assert_eq!(Class::of(skx), Class::IntelAvx512);
+        assert_eq!(Class::of(skx.union(Features::CLZERO)), Class::AmdZen);
+        assert_eq!(Class::of(Features::SSE2), Class::Baseline);
+    }
+}
