@@ -1,9 +1,9 @@
 //! `blockmem info [--json]`: what blockmem sees on this host.
 
 use blockmem::cpu::{self, CacheKind, CpuInfo};
+use blockmem::dispatch;
 use blockmem::kernel::{self, Op};
 use blockmem::profile;
-use blockmem::dispatch;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -283,7 +283,12 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         t["forced"].as_str().map(|k| format!("; forced kernel {k}")).unwrap_or_default()
     );
     for row in t["rows"].as_array().into_iter().flatten() {
-        let key = format!("{}.{}.{}", s(&row["family"]), s(&row["hint"]), s(&row["state"]));
+        let key = format!(
+            "{}.{}.{}",
+            s(&row["family"]),
+            s(&row["hint"]),
+            s(&row["state"])
+        );
         let compiled = row["compiled"].as_array().map_or(&[][..], |v| v.as_slice());
         println!("  {key:<22} {}", row_line(compiled));
     }

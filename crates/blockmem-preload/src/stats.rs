@@ -97,7 +97,9 @@ pub(crate) fn record(slot: OpSlot, op: Op, n: usize, overlap: bool, mode: u8) {
         // A call whose band probes is counted under the kernel of a cached
         // destination (the probe's outcome is not known here).
         let k = blockmem::dispatch::choose(op, n, Hint::Auto, overlap)
-            .or_else(|| blockmem::dispatch::choose_probed(op, n, Hint::Auto, overlap, State::Cached))
+            .or_else(|| {
+                blockmem::dispatch::choose_probed(op, n, Hint::Auto, overlap, State::Cached)
+            })
             .unwrap_or(blockmem::KernelId::Portable);
         1 + k as usize
     };

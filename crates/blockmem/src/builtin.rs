@@ -40,7 +40,12 @@ pub enum Class {
 
 impl Class {
     /// Every class.
-    pub const ALL: [Class; 4] = [Class::IntelAvx512, Class::AmdZen, Class::Avx2, Class::Baseline];
+    pub const ALL: [Class; 4] = [
+        Class::IntelAvx512,
+        Class::AmdZen,
+        Class::Avx2,
+        Class::Baseline,
+    ];
 
     /// The class of a CPU with features `f` (CLZERO marks AMD Zen, which may also have
     /// AVX-512 and FSRM).
@@ -178,7 +183,12 @@ const fn then(r: Row, from: usize, action: Action) -> Row {
 /// where the destination may be cold; sets: `rep stosb` from 2 KiB; streaming with
 /// `avx512_nt`.
 static INTEL_AVX512: Table = table(
-    family(KernelId::Avx512, KernelId::Avx512Pw, None, KernelId::Avx512Nt),
+    family(
+        KernelId::Avx512,
+        KernelId::Avx512Pw,
+        None,
+        KernelId::Avx512Nt,
+    ),
     family(
         KernelId::Avx512,
         KernelId::Avx512,
@@ -236,7 +246,12 @@ mod tests {
             assert!(c.table().check().is_ok(), "{}", c.name());
             for (fam, hint, st, r) in c.table().keyed_rows() {
                 let probes = r.probe_from().is_some();
-                assert_eq!(probes, st == State::Unknown, "{} {fam:?} {hint:?} {st:?}", c.name());
+                assert_eq!(
+                    probes,
+                    st == State::Unknown,
+                    "{} {fam:?} {hint:?} {st:?}",
+                    c.name()
+                );
             }
         }
         let t = Class::AmdZen.table();
@@ -249,7 +264,10 @@ mod tests {
         let avx2 = Features::SSE2.union(Features::AVX).union(Features::AVX2);
         assert_eq!(Class::of(avx2), Class::Avx2);
         assert_eq!(Class::of(avx2.union(Features::CLZERO)), Class::AmdZen);
-        let skx = avx2.union(Features::AVX512F).union(Features::AVX512BW).union(Features::FSRM);
+        let skx = avx2
+            .union(Features::AVX512F)
+            .union(Features::AVX512BW)
+            .union(Features::FSRM);
         assert_eq!(Class::of(skx), Class::IntelAvx512);
         assert_eq!(Class::of(skx.union(Features::CLZERO)), Class::AmdZen);
         assert_eq!(Class::of(Features::SSE2), Class::Baseline);

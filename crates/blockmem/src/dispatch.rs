@@ -35,7 +35,12 @@ use crate::profile::{self, ErrorKind, Family, ProfileError, State, Table};
 /// were published, so a call that loaded the pointer just before a swap finds its plan
 /// intact (and if several installs raced one call, every value it reads is still a
 /// valid kernel for its op; see [`Plan`]).
-static PLANS: [Plan; 4] = [Plan::UNCOMPILED, Plan::UNCOMPILED, Plan::UNCOMPILED, Plan::UNCOMPILED];
+static PLANS: [Plan; 4] = [
+    Plan::UNCOMPILED,
+    Plan::UNCOMPILED,
+    Plan::UNCOMPILED,
+    Plan::UNCOMPILED,
+];
 static NEXT_PLAN: AtomicUsize = AtomicUsize::new(0);
 /// The published plan (null until the first initialisation).
 static CURRENT: AtomicPtr<Plan> = AtomicPtr::new(core::ptr::null_mut());
@@ -61,9 +66,18 @@ struct TableBuf(core::cell::UnsafeCell<Table>);
 // SAFETY: written only under `LOADING`, never while published (see `next_table_buf`).
 unsafe impl Sync for TableBuf {}
 static TABLES: [TableBuf; 3] = [
-    TableBuf(core::cell::UnsafeCell::new(Table::uniform(KernelId::Portable, 0))),
-    TableBuf(core::cell::UnsafeCell::new(Table::uniform(KernelId::Portable, 0))),
-    TableBuf(core::cell::UnsafeCell::new(Table::uniform(KernelId::Portable, 0))),
+    TableBuf(core::cell::UnsafeCell::new(Table::uniform(
+        KernelId::Portable,
+        0,
+    ))),
+    TableBuf(core::cell::UnsafeCell::new(Table::uniform(
+        KernelId::Portable,
+        0,
+    ))),
+    TableBuf(core::cell::UnsafeCell::new(Table::uniform(
+        KernelId::Portable,
+        0,
+    ))),
 ];
 static NEXT_TABLE: AtomicUsize = AtomicUsize::new(0);
 /// Held while a table buffer or the file buffer is written.
@@ -386,7 +400,14 @@ unsafe fn probed_state(plan: &Plan, op: Op, dst: *const u8, src: *const u8, n: u
 ///
 /// # Safety
 /// As [`probed_state`].
-unsafe fn after_probe(plan: &Plan, op: Op, dst: *const u8, src: *const u8, n: usize, hint: Hint) -> (KernelId, *mut ()) {
+unsafe fn after_probe(
+    plan: &Plan,
+    op: Op,
+    dst: *const u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> (KernelId, *mut ()) {
     // SAFETY: forwarded contract.
     let state = unsafe { probed_state(plan, op, dst, src, n) };
     step_or_portable(plan, op, n, hint, state)
@@ -395,7 +416,13 @@ unsafe fn after_probe(plan: &Plan, op: Op, dst: *const u8, src: *const u8, n: us
 /// The kernel and entry point of the band holding `n` in the row of `state`; the
 /// portable kernel if that band would probe (an uncompiled plan, or one torn by racing
 /// installs: never a known-state row of a compiled plan).
-fn step_or_portable(plan: &Plan, op: Op, n: usize, hint: Hint, state: State) -> (KernelId, *mut ()) {
+fn step_or_portable(
+    plan: &Plan,
+    op: Op,
+    n: usize,
+    hint: Hint,
+    state: State,
+) -> (KernelId, *mut ()) {
     let second = matches!(op, Op::Move | Op::Zero);
     match plan.row(Family::of(op), hint, state).step(n, second) {
         Step::Run(k, f) => (k, f),
@@ -487,7 +514,6 @@ unsafe fn run(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: us
     }
 }
 
-
 /// Largest size the x86-64 inline SSE2 rung handles (8 × 16 bytes).
 #[cfg(target_arch = "x86_64")]
 const INLINE_MAX: usize = 128;
@@ -565,7 +591,6 @@ fn inline_limit(f: u32) -> usize {
     }
 }
 
-
 /// The entry point of a band, as a copy kernel.
 ///
 /// # Safety
@@ -610,7 +635,10 @@ unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, h
                 Op::Set | Op::Zero => set_with(f, dst, byte, n, hint),
             };
         }
-        let state = match plan.row(Family::of(op), hint, State::Unknown).step(n, false) {
+        let state = match plan
+            .row(Family::of(op), hint, State::Unknown)
+            .step(n, false)
+        {
             Step::Probe => probed_state(plan, op, dst, src, n),
             Step::Run(..) => State::Unknown,
         };
@@ -649,7 +677,15 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
 /// The probing path: probe, then run the kernel of the state found. Out of line: it is
 /// taken only by calls large enough that the probe pays.
 #[inline(never)]
-unsafe fn by_probe(plan: &Plan, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, hint: Hint) {
+unsafe fn by_probe(
+    plan: &Plan,
+    op: Op,
+    dst: *mut u8,
+    src: *const u8,
+    byte: u8,
+    n: usize,
+    hint: Hint,
+) {
     // SAFETY: forwarded contract (one-byte reads inside the ranges; for set and zero
     // `src` is unused by the probe).
     unsafe {
@@ -721,7 +757,9 @@ unsafe fn set_with(f: u32, dst: *mut u8, byte: u8, n: usize, hint: Hint) {
             let op = if byte == 0 { Op::Zero } else { Op::Set };
             return first_call(op, dst, core::ptr::null(), byte, n, hint);
         };
-        let entry = plan.row(Family::Set, hint, State::Unknown).entry(n, byte == 0);
+        let entry = plan
+            .row(Family::Set, hint, State::Unknown)
+            .entry(n, byte == 0);
         if !entry.is_null() {
             return as_set(entry)(dst, byte, n);
         }
@@ -757,7 +795,10 @@ pub unsafe fn decide_for_call(
     }
     let plan = plan();
     let second = matches!(op, Op::Move | Op::Zero);
-    match plan.row(Family::of(op), hint, State::Unknown).step(n, second) {
+    match plan
+        .row(Family::of(op), hint, State::Unknown)
+        .step(n, second)
+    {
         Step::Run(k, _) => Some(k),
         // SAFETY: forwarded contract.
         Step::Probe => Some(unsafe { after_probe(plan, op, dst, src, n, hint) }.0),

@@ -425,24 +425,51 @@ mod tests {
         let plan = Plan::UNCOMPILED;
         compile(&table(), ALL_X86, None, 0, &plan);
         let d = |op, n, hint, dst| plan.decide(op, n, hint, false, dst);
-        assert_eq!(d(Op::Copy, 4095, Hint::Auto, State::Unknown), Some(KernelId::Avx512));
-        assert_eq!(d(Op::Move, 4096, Hint::Auto, State::Unknown), Some(KernelId::RepMovsb));
-        assert_eq!(d(Op::Copy, 65535, Hint::Auto, State::Unknown), Some(KernelId::RepMovsb));
+        assert_eq!(
+            d(Op::Copy, 4095, Hint::Auto, State::Unknown),
+            Some(KernelId::Avx512)
+        );
+        assert_eq!(
+            d(Op::Move, 4096, Hint::Auto, State::Unknown),
+            Some(KernelId::RepMovsb)
+        );
+        assert_eq!(
+            d(Op::Copy, 65535, Hint::Auto, State::Unknown),
+            Some(KernelId::RepMovsb)
+        );
         assert_eq!(d(Op::Copy, 65536, Hint::Auto, State::Unknown), None);
-        assert_eq!(d(Op::Copy, 2 << 20, Hint::Auto, State::Cold), Some(KernelId::Avx512Nt));
-        assert_eq!(d(Op::Copy, 2 << 20, Hint::Auto, State::Cached), Some(KernelId::Avx512));
+        assert_eq!(
+            d(Op::Copy, 2 << 20, Hint::Auto, State::Cold),
+            Some(KernelId::Avx512Nt)
+        );
+        assert_eq!(
+            d(Op::Copy, 2 << 20, Hint::Auto, State::Cached),
+            Some(KernelId::Avx512)
+        );
         assert_eq!(plan.probe_from(Family::Copy, Hint::Auto), 64 << 10);
         assert_eq!(plan.probe_from(Family::Set, Hint::Auto), usize::MAX);
         // clzero only zeroes: a set in its band runs its streaming stand-in.
-        assert_eq!(d(Op::Zero, 1 << 20, Hint::NoReuse, State::Unknown), Some(KernelId::Clzero));
-        assert_eq!(d(Op::Set, 1 << 20, Hint::NoReuse, State::Unknown), Some(KernelId::Avx512Nt));
+        assert_eq!(
+            d(Op::Zero, 1 << 20, Hint::NoReuse, State::Unknown),
+            Some(KernelId::Clzero)
+        );
+        assert_eq!(
+            d(Op::Set, 1 << 20, Hint::NoReuse, State::Unknown),
+            Some(KernelId::Avx512Nt)
+        );
         // An overlapping move never probes and never streams.
-        assert_eq!(plan.decide(Op::Move, 2 << 20, Hint::Auto, true, State::Unknown), Some(KernelId::Avx512));
+        assert_eq!(
+            plan.decide(Op::Move, 2 << 20, Hint::Auto, true, State::Unknown),
+            Some(KernelId::Avx512)
+        );
         let mut t = table();
         t.row_mut(Family::Copy, Hint::Auto, State::Cached)
             .reset(Action::Run(KernelId::Avx2Nt));
         compile(&t, ALL_X86, None, 0, &plan);
-        assert_eq!(plan.decide(Op::Move, 2 << 20, Hint::Auto, true, State::Unknown), Some(KernelId::Avx512));
+        assert_eq!(
+            plan.decide(Op::Move, 2 << 20, Hint::Auto, true, State::Unknown),
+            Some(KernelId::Avx512)
+        );
     }
 
     #[test]
@@ -458,15 +485,31 @@ mod tests {
         assert_eq!(d(Op::Copy, 2 << 20, State::Cold), KernelId::Avx2Nt);
         let sse2 = Plan::UNCOMPILED;
         compile(&table(), Features::SSE2, None, 0, &sse2);
-        assert_eq!(sse2.decide(Op::Copy, 100, Hint::Auto, false, State::Unknown), Some(KernelId::Sse2));
+        assert_eq!(
+            sse2.decide(Op::Copy, 100, Hint::Auto, false, State::Unknown),
+            Some(KernelId::Sse2)
+        );
         // avx512_nt -> avx2_nt -> sse2 (temporal) without AVX2: the cold row's two
         // bands become one.
         let mut cold = sse2.row(Family::Copy, Hint::Auto, State::Cold).bands();
-        assert_eq!(cold.next(), Some((0, Some((KernelId::Sse2, KernelId::Sse2)))));
+        assert_eq!(
+            cold.next(),
+            Some((0, Some((KernelId::Sse2, KernelId::Sse2))))
+        );
         assert_eq!(cold.next(), None);
-        assert_eq!(stand_in(KernelId::Avx512Pw, Op::Copy, avx2.union(Features::PREFETCHW)), KernelId::Avx2Pw);
+        assert_eq!(
+            stand_in(
+                KernelId::Avx512Pw,
+                Op::Copy,
+                avx2.union(Features::PREFETCHW)
+            ),
+            KernelId::Avx2Pw
+        );
         assert_eq!(stand_in(KernelId::Clzero, Op::Zero, avx2), KernelId::Avx2Nt);
-        assert_eq!(stand_in(KernelId::Avx2, Op::Set, Features::NONE), KernelId::Portable);
+        assert_eq!(
+            stand_in(KernelId::Avx2, Op::Set, Features::NONE),
+            KernelId::Portable
+        );
     }
 
     #[test]
@@ -477,9 +520,15 @@ mod tests {
         let plan = Plan::UNCOMPILED;
         compile(&table(), ALL_X86, Some(KernelId::RepMovsb), 0, &plan);
         for n in [200, 1 << 20, 1 << 30] {
-            assert_eq!(plan.decide(Op::Copy, n, Hint::Auto, false, State::Unknown), Some(KernelId::RepMovsb));
+            assert_eq!(
+                plan.decide(Op::Copy, n, Hint::Auto, false, State::Unknown),
+                Some(KernelId::RepMovsb)
+            );
             // rep_movsb cannot set: the table decides.
-            assert_ne!(plan.decide(Op::Set, n, Hint::Auto, false, State::Unknown), Some(KernelId::RepMovsb));
+            assert_ne!(
+                plan.decide(Op::Set, n, Hint::Auto, false, State::Unknown),
+                Some(KernelId::RepMovsb)
+            );
         }
         assert_eq!(plan.probe_from(Family::Copy, Hint::Auto), usize::MAX);
     }

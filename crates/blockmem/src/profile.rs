@@ -753,7 +753,10 @@ impl fmt::Display for RowKey {
         let RowKey(fam, hint, st) = *self;
         // Through `pad` so that width and alignment apply to the whole key.
         let mut buf = [0u8; 32];
-        let mut w = SliceWriter { buf: &mut buf, len: 0 };
+        let mut w = SliceWriter {
+            buf: &mut buf,
+            len: 0,
+        };
         let _ = write!(w, "{}.{}.{}", fam.name(), hint.name(), st.name());
         let len = w.len;
         f.pad(core::str::from_utf8(&buf[..len]).unwrap_or("?"))
@@ -789,7 +792,10 @@ impl fmt::Display for Size {
             return f.pad("unbounded");
         }
         let mut buf = [0u8; 32];
-        let mut w = SliceWriter { buf: &mut buf, len: 0 };
+        let mut w = SliceWriter {
+            buf: &mut buf,
+            len: 0,
+        };
         let mut done = false;
         for (shift, suffix) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
             if n != 0 && n.is_multiple_of(1 << shift) {
@@ -880,7 +886,10 @@ mod tests {
         assert_eq!(row.at(2047), Action::Run(KernelId::Avx2));
         assert_eq!(row.at(2048), Action::Run(KernelId::RepMovsb));
         assert_eq!(row.at(usize::MAX), Action::Run(KernelId::RepMovsb));
-        assert_eq!(t.row(Family::Set, Hint::Auto, State::Unknown), d.row(Family::Set, Hint::Auto, State::Unknown));
+        assert_eq!(
+            t.row(Family::Set, Hint::Auto, State::Unknown),
+            d.row(Family::Set, Hint::Auto, State::Unknown)
+        );
         assert!(prov.row_from_file(Family::Copy, Hint::Reuse, State::Cold));
         assert!(!prov.row_from_file(Family::Copy, Hint::Auto, State::Cold));
         assert_eq!(t.llc_effective, 8 << 20);
@@ -904,29 +913,73 @@ mod tests {
     fn every_error_names_its_line_and_reason() {
         let d = Table::uniform(KernelId::Sse2, 8 << 20);
         let cases: [(&[u8], usize, ErrorKind); 17] = [
-            (b"copy.auto.unknown = from 0: avx2\n", 1, ErrorKind::MissingVersion),
+            (
+                b"copy.auto.unknown = from 0: avx2\n",
+                1,
+                ErrorKind::MissingVersion,
+            ),
             (b"# only a comment\n", 0, ErrorKind::MissingVersion),
-            (b"version = 1\nstream_auto = 1\n", 1, ErrorKind::UnsupportedVersion(1)),
-            (b"version = 2\ncopy.auto.unknown from 0\n", 2, ErrorKind::NotKeyValue),
+            (
+                b"version = 1\nstream_auto = 1\n",
+                1,
+                ErrorKind::UnsupportedVersion(1),
+            ),
+            (
+                b"version = 2\ncopy.auto.unknown from 0\n",
+                2,
+                ErrorKind::NotKeyValue,
+            ),
             (b"version = 2\nstream_auto = 5\n", 2, ErrorKind::UnknownKey),
-            (b"version = 2\ncopy.auto = from 0: avx2\n", 2, ErrorKind::UnknownKey),
+            (
+                b"version = 2\ncopy.auto = from 0: avx2\n",
+                2,
+                ErrorKind::UnknownKey,
+            ),
             (
                 b"version = 2\nset.auto.cold = from 0: avx2\nset.auto.cold = from 0: avx2\n",
                 3,
                 ErrorKind::DuplicateKey,
             ),
-            (b"version = 2\nllc_effective = 5 MB\n", 2, ErrorKind::BadSize),
-            (b"version = 2\nllc_effective = 99999999999999999999999\n", 2, ErrorKind::Overflow),
-            (b"version = 2\nprobe_hit_max = 5GiB\n", 2, ErrorKind::Overflow),
-            (b"version = 2\ncopy.auto.cold = from 0: avx3\n", 2, ErrorKind::UnknownKernel),
-            (b"version = 2\ncopy.auto.cold = 0: avx2\n", 2, ErrorKind::BadBand),
-            (b"version = 2\ncopy.auto.cold = from 1: avx2\n", 2, ErrorKind::BandsNotIncreasing),
+            (
+                b"version = 2\nllc_effective = 5 MB\n",
+                2,
+                ErrorKind::BadSize,
+            ),
+            (
+                b"version = 2\nllc_effective = 99999999999999999999999\n",
+                2,
+                ErrorKind::Overflow,
+            ),
+            (
+                b"version = 2\nprobe_hit_max = 5GiB\n",
+                2,
+                ErrorKind::Overflow,
+            ),
+            (
+                b"version = 2\ncopy.auto.cold = from 0: avx3\n",
+                2,
+                ErrorKind::UnknownKernel,
+            ),
+            (
+                b"version = 2\ncopy.auto.cold = 0: avx2\n",
+                2,
+                ErrorKind::BadBand,
+            ),
+            (
+                b"version = 2\ncopy.auto.cold = from 1: avx2\n",
+                2,
+                ErrorKind::BandsNotIncreasing,
+            ),
             (
                 b"version = 2\ncopy.auto.cold = from 0: avx2; from 0: sse2\n",
                 2,
                 ErrorKind::BandsNotIncreasing,
             ),
-            (b"version = 2\ncopy.auto.cold = from 0: rep_stosb\n", 2, ErrorKind::WrongKernelForFamily),
+            (
+                b"version = 2\ncopy.auto.cold = from 0: rep_stosb\n",
+                2,
+                ErrorKind::WrongKernelForFamily,
+            ),
             (
                 b"version = 2\ncopy.auto.cold = from 0: avx2; from 8KiB: probe\n",
                 2,
@@ -940,11 +993,19 @@ mod tests {
         ];
         for (text, line, kind) in cases {
             let e = parse(text, &d).unwrap_err();
-            assert_eq!((e.line, e.kind), (line, kind), "{:?}", core::str::from_utf8(text));
+            assert_eq!(
+                (e.line, e.kind),
+                (line, kind),
+                "{:?}",
+                core::str::from_utf8(text)
+            );
         }
         let many = b"version = 2\nset.auto.cold = from 0: avx2; from 1: sse2; from 2: avx2; from 3: sse2; from 4: avx2; from 5: sse2; from 6: avx2; from 7: sse2; from 8: avx2\n";
         assert_eq!(parse(many, &d).unwrap_err().kind, ErrorKind::TooManyBands);
-        assert_eq!(parse(b"version = 2\n\xff\n", &d).unwrap_err().kind, ErrorKind::NotUtf8);
+        assert_eq!(
+            parse(b"version = 2\n\xff\n", &d).unwrap_err().kind,
+            ErrorKind::NotUtf8
+        );
     }
 
     #[test]
@@ -955,7 +1016,8 @@ mod tests {
         assert!(!kernel_fits(Family::Set, KernelId::Avx512Pw));
         assert!(sample().check().is_ok());
         let mut t = sample();
-        t.row_mut(Family::Copy, Hint::Auto, State::Cached).reset(Action::Probe);
+        t.row_mut(Family::Copy, Hint::Auto, State::Cached)
+            .reset(Action::Probe);
         assert_eq!(t.check().unwrap_err().3, ErrorKind::ProbeInKnownRow);
     }
 }

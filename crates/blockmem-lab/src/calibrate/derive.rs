@@ -99,7 +99,10 @@ fn scenarios(m: &Measurements, fam: Family, hint: Hint, st: State, n: usize) -> 
         Hint::Reuse => &[Then::ReadDst],
         Hint::Auto => &[Then::Nothing, Then::ReadDst],
     };
-    let measured = |d: Dst, t: Then| m.keys().any(|k| k.0 == fam && k.2 == n && k.4 == d && k.5 == t);
+    let measured = |d: Dst, t: Then| {
+        m.keys()
+            .any(|k| k.0 == fam && k.2 == n && k.4 == d && k.5 == t)
+    };
     let mut out: Vec<Scenario> = dsts
         .iter()
         .flat_map(|&d| thens.iter().map(move |&t| (d, t)))
@@ -201,7 +204,11 @@ fn choose_kernels(
         let r = &per_size[i].2;
         r.iter().any(|x| x.0 == k && x.1 <= r[0].1 * MARGIN)
     };
-    let run_ahead = |i: usize, k: KernelId| (i..per_size.len()).take_while(|&j| acceptable(j, k)).count();
+    let run_ahead = |i: usize, k: KernelId| {
+        (i..per_size.len())
+            .take_while(|&j| acceptable(j, k))
+            .count()
+    };
     let mut out: Vec<(usize, KernelId, String)> = Vec::new();
     let mut last: Option<KernelId> = None;
     for (i, (n, sc, r)) in per_size.iter().enumerate() {
@@ -211,7 +218,11 @@ fn choose_kernels(
                 let best = r[0].1;
                 r.iter()
                     .filter(|x| x.1 <= best * MARGIN)
-                    .max_by(|a, b| run_ahead(i, a.0).cmp(&run_ahead(i, b.0)).then(b.1.total_cmp(&a.1)))
+                    .max_by(|a, b| {
+                        run_ahead(i, a.0)
+                            .cmp(&run_ahead(i, b.0))
+                            .then(b.1.total_cmp(&a.1))
+                    })
                     .map_or(r[0].0, |x| x.0)
             }
         };
@@ -249,9 +260,16 @@ fn probe_from(
     probe: ProbeCost,
 ) -> Option<(usize, String)> {
     let at = |row: &[(usize, KernelId, String)], n: usize| {
-        row.iter().rev().find(|b| b.0 <= n).or(row.first()).map(|b| b.1)
+        row.iter()
+            .rev()
+            .find(|b| b.0 <= n)
+            .or(row.first())
+            .map(|b| b.1)
     };
-    for n in sizes(m, fam).into_iter().filter(|&n| n >= blockmem::profile::PROBE_MIN_BYTES) {
+    for n in sizes(m, fam)
+        .into_iter()
+        .filter(|&n| n >= blockmem::profile::PROBE_MIN_BYTES)
+    {
         let sc = scenarios(m, fam, hint, State::Unknown, n);
         let Some(ku) = at(&rows[0], n) else { continue };
         let (mut gain, mut worst) = (0.0f64, 0.0f64);
@@ -263,7 +281,9 @@ fn probe_from(
             let (Some(kk), Some(tu)) = (at(known, n), cost(m, fam, ku, n, s)) else {
                 continue;
             };
-            let Some(tk) = cost(m, fam, kk, n, s) else { continue };
+            let Some(tk) = cost(m, fam, kk, n, s) else {
+                continue;
+            };
             let tp = tk + pc;
             gain = gain.max((tu - tp) / pc);
             worst = worst.max(tp / tu);
@@ -291,7 +311,11 @@ pub struct Derived {
 }
 
 /// Builds a row from chosen kernels (the first band from 0), then `probe` from a size.
-fn build_row(chosen: &[(usize, KernelId, String)], probe: Option<usize>, fallback: KernelId) -> Row {
+fn build_row(
+    chosen: &[(usize, KernelId, String)],
+    probe: Option<usize>,
+    fallback: KernelId,
+) -> Row {
     let mut row = Row::always(Action::Run(chosen.first().map_or(fallback, |b| b.1)));
     for b in chosen.iter().skip(1) {
         if probe.is_some_and(|p| b.0 >= p) {
@@ -380,7 +404,11 @@ mod tests {
                     ] {
                         let t = base * x;
                         m.insert((Family::Copy, k, n, src_hot, d, Then::Nothing), t);
-                        let read = if k == Avx2Nt { n as f64 / 3.0 } else { n as f64 / 10.0 };
+                        let read = if k == Avx2Nt {
+                            n as f64 / 3.0
+                        } else {
+                            n as f64 / 10.0
+                        };
                         m.insert((Family::Copy, k, n, src_hot, d, Then::ReadDst), t + read);
                     }
                 }
@@ -409,7 +437,13 @@ mod tests {
         assert_eq!(cold.at(MIB), Action::Run(Avx2Nt));
         // Read back, streaming loses: Reuse never streams.
         let reuse = t.row(Family::Copy, Hint::Reuse, State::Cold);
-        assert!(reuse.bands().iter().all(|b| b.action != Action::Run(Avx2Nt)), "{reuse}");
+        assert!(
+            reuse
+                .bands()
+                .iter()
+                .all(|b| b.action != Action::Run(Avx2Nt)),
+            "{reuse}"
+        );
     }
 
     #[test]
@@ -423,8 +457,10 @@ mod tests {
         // From 1 MiB a probe gains far more than it costs: streaming a cold
         // destination halves its time.
         assert_eq!(row.probe_from(), Some(MIB));
-        assert!(d.notes[blockmem::profile::row_index(Family::Copy, Hint::NoReuse, State::Unknown)]
-            .contains("probe from 1MiB"));
+        assert!(
+            d.notes[blockmem::profile::row_index(Family::Copy, Hint::NoReuse, State::Unknown)]
+                .contains("probe from 1MiB")
+        );
         assert!(d.table.check().is_ok());
     }
 
@@ -433,21 +469,42 @@ mod tests {
         let mut m = host();
         // At 8 MiB make rep_movsb 2% faster than avx2 in cache: within the margin.
         for src in [true, false] {
-            let k = (Family::Copy, RepMovsb, 8 * MIB, src, Dst::Hot, Then::Nothing);
+            let k = (
+                Family::Copy,
+                RepMovsb,
+                8 * MIB,
+                src,
+                Dst::Hot,
+                Then::Nothing,
+            );
             let avx2 = m[&(Family::Copy, Avx2, 8 * MIB, src, Dst::Hot, Then::Nothing)];
             m.insert(k, avx2 * 0.98);
         }
         let t = derive(&m, PROBE, 32 * MIB, 180, [Avx2, Avx2]).table;
         assert_eq!(
-            t.row(Family::Copy, Hint::NoReuse, State::Cached).at(8 * MIB),
+            t.row(Family::Copy, Hint::NoReuse, State::Cached)
+                .at(8 * MIB),
             Action::Run(Avx2)
         );
     }
 
     #[test]
     fn rows_without_measurements_take_the_fallback() {
-        let t = derive(&Measurements::new(), PROBE, MIB, 150, [Avx2, KernelId::Sse2]).table;
-        assert_eq!(t.row(Family::Set, Hint::Auto, State::Cold).at(1), Action::Run(KernelId::Sse2));
-        assert_eq!(t.row(Family::Copy, Hint::Auto, State::Unknown).probe_from(), None);
+        let t = derive(
+            &Measurements::new(),
+            PROBE,
+            MIB,
+            150,
+            [Avx2, KernelId::Sse2],
+        )
+        .table;
+        assert_eq!(
+            t.row(Family::Set, Hint::Auto, State::Cold).at(1),
+            Action::Run(KernelId::Sse2)
+        );
+        assert_eq!(
+            t.row(Family::Copy, Hint::Auto, State::Unknown).probe_from(),
+            None
+        );
     }
 }

@@ -38,7 +38,9 @@ fn kernels(fam: Family) -> Vec<KernelId> {
     kernel::available()
         .map(|a| a.kernel().id)
         .filter(|&k| !matches!(k, KernelId::Naive | KernelId::Portable))
-        .filter(|&k| kernel_fits(fam, k) && k.kernel().is_some_and(|e| e.supports(measured_op(fam))))
+        .filter(|&k| {
+            kernel_fits(fam, k) && k.kernel().is_some_and(|e| e.supports(measured_op(fam)))
+        })
         .collect()
 }
 
@@ -68,11 +70,31 @@ pub fn fallbacks() -> [KernelId; 2] {
 fn ladder(quick: bool) -> Vec<usize> {
     let k = 1usize << 10;
     if quick {
-        vec![256, 4 * k, 16 * k, 64 * k, 256 * k, k * k, 4 * k * k, 16 * k * k, 64 * k * k]
+        vec![
+            256,
+            4 * k,
+            16 * k,
+            64 * k,
+            256 * k,
+            k * k,
+            4 * k * k,
+            16 * k * k,
+            64 * k * k,
+        ]
     } else {
         vec![
-            256, k, 2 * k, 4 * k, 8 * k, 16 * k, 64 * k, 256 * k, k * k, 4 * k * k,
-            16 * k * k, 64 * k * k,
+            256,
+            k,
+            2 * k,
+            4 * k,
+            8 * k,
+            16 * k,
+            64 * k,
+            256 * k,
+            k * k,
+            4 * k * k,
+            16 * k * k,
+            64 * k * k,
         ]
     }
 }
@@ -81,7 +103,12 @@ fn ladder(quick: bool) -> Vec<usize> {
 /// evicted as well where the destination is hot or evicted.
 fn states(fam: Family, fresh: bool) -> Vec<(bool, Dst)> {
     let mut v = match fam {
-        Family::Copy => vec![(true, Dst::Hot), (false, Dst::Hot), (true, Dst::Clean), (false, Dst::Clean)],
+        Family::Copy => vec![
+            (true, Dst::Hot),
+            (false, Dst::Hot),
+            (true, Dst::Clean),
+            (false, Dst::Clean),
+        ],
         Family::Set => vec![(true, Dst::Hot), (true, Dst::Clean)],
     };
     if fresh {
@@ -103,7 +130,11 @@ fn lab_state(d: Dst) -> Option<CacheState> {
 /// follow-up) and its measurement key without the kernel.
 type Group<'a> = (Vec<Cell<'a>>, Family, usize, bool, Dst, Then);
 
-fn groups<'a>(methods: &'a [(Family, Vec<(KernelId, Method)>)], quick: bool, fresh: bool) -> Vec<Group<'a>> {
+fn groups<'a>(
+    methods: &'a [(Family, Vec<(KernelId, Method)>)],
+    quick: bool,
+    fresh: bool,
+) -> Vec<Group<'a>> {
     let reps = |n: usize| match (quick, n) {
         (true, n) if n >= 16 << 20 => 3,
         (true, _) => 5,
@@ -114,11 +145,22 @@ fn groups<'a>(methods: &'a [(Family, Vec<(KernelId, Method)>)], quick: bool, fre
     for (fam, ms) in methods {
         for n in ladder(quick) {
             for (src_hot, dst) in states(*fam, fresh) {
-                let (Some(d), src) = (lab_state(dst), if src_hot { CacheState::Hot } else { CacheState::Clean }) else {
+                let (Some(d), src) = (
+                    lab_state(dst),
+                    if src_hot {
+                        CacheState::Hot
+                    } else {
+                        CacheState::Clean
+                    },
+                ) else {
                     continue;
                 };
                 // Read back only from 4 KiB: below, every kernel's lines are in L1.
-                let thens: &[Then] = if n >= 4 << 10 { &[Then::Nothing, Then::ReadDst] } else { &[Then::Nothing] };
+                let thens: &[Then] = if n >= 4 << 10 {
+                    &[Then::Nothing, Then::ReadDst]
+                } else {
+                    &[Then::Nothing]
+                };
                 for &then in thens {
                     let after = match then {
                         Then::Nothing => After::Nothing,
@@ -152,7 +194,11 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
     eprintln!("calibrate: measuring the clock and the cache hierarchy…");
     let timer = Timer::calibrate(Duration::from_millis(if quick { 100 } else { 300 }));
     let hier = crate::lab::state::Hierarchy::measure(&timer, llc);
-    eprintln!("calibrate: effective LLC {} ({})", Size(hier.llc_effective), hier.llc_source);
+    eprintln!(
+        "calibrate: effective LLC {} ({})",
+        Size(hier.llc_effective),
+        hier.llc_source
+    );
     let llc_eff = hier.llc_effective;
     let mut runner = crate::lab::timed_runner(hier, timer, drain_stores);
     // Hot cells time a mix of sizes around each size, as a program's calls come: the
@@ -183,15 +229,35 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
             let Some(r) = r else { continue };
             let k = KernelId::from_name(cell.method.name()).expect("a kernel method");
             if !r.verified {
-                wrong.push(format!("{} {} {} {}", k.name(), fam.name(), Size(*n), dst.name()));
+                wrong.push(format!(
+                    "{} {} {} {}",
+                    k.name(),
+                    fam.name(),
+                    Size(*n),
+                    dst.name()
+                ));
             }
             medians.insert((*fam, k, *n, *src_hot, *dst, *then), r.summary.median);
         }
     }
-    anyhow::ensure!(wrong.is_empty(), "kernels produced wrong bytes during calibration: {wrong:?}");
-    let (hot, cold) = measure_probe(if quick { 512 } else { 4096 }, runner.states.hier.l2, llc_eff);
+    anyhow::ensure!(
+        wrong.is_empty(),
+        "kernels produced wrong bytes during calibration: {wrong:?}"
+    );
+    let (hot, cold) = measure_probe(
+        if quick { 512 } else { 4096 },
+        runner.states.hier.l2,
+        llc_eff,
+    );
     let samples = if quick { 15 } else { 41 };
-    let mut call_ns = |state| crate::lab::state::median(&probe_call_samples(&mut runner.states, &timer, state, samples));
+    let mut call_ns = |state| {
+        crate::lab::state::median(&probe_call_samples(
+            &mut runner.states,
+            &timer,
+            state,
+            samples,
+        ))
+    };
     let probe_cost = ProbeCost {
         cached: call_ns(CacheState::Hot),
         cold: call_ns(CacheState::Clean),
@@ -209,7 +275,9 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
 
 /// The medians as text (the `.measurements` file beside the profile).
 pub fn raw_text(m: &Measurements) -> String {
-    let mut raw = String::from("# blockmem calibrate: measured medians (ns): family kernel size src dst then\n");
+    let mut raw = String::from(
+        "# blockmem calibrate: measured medians (ns): family kernel size src dst then\n",
+    );
     for ((fam, k, n, src_hot, dst, then), ns) in m {
         let _ = writeln!(
             raw,
@@ -285,4 +353,3 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
         (q(&mut cold, 0.5), q(&mut cold, 0.2)),
     )
 }
-

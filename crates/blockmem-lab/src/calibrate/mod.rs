@@ -73,8 +73,12 @@ pub fn check_writable(path: &Path) -> Result<()> {
         );
     }
     let scratch = dir.join(format!(".blockmem-calibrate-{}", std::process::id()));
-    std::fs::write(&scratch, b"")
-        .with_context(|| format!("cannot write the profile {}; choose another --out", path.display()))?;
+    std::fs::write(&scratch, b"").with_context(|| {
+        format!(
+            "cannot write the profile {}; choose another --out",
+            path.display()
+        )
+    })?;
     let _ = std::fs::remove_file(&scratch);
     Ok(())
 }
@@ -111,7 +115,11 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     let notes = |fam, hint, st| {
         let i = profile::row_index(fam, hint, st);
-        derived.notes.get(i).map(String::as_str).filter(|s| !s.is_empty())
+        derived
+            .notes
+            .get(i)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
     };
     let mut text = String::new();
     profile::render(&mut text, &derived.table, &header_refs, &notes).expect("render to a String");
@@ -143,11 +151,14 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
 /// The profile's header lines: host, how it was measured, what the probe costs.
 fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String> {
     let cpu = blockmem::cpu::detect();
-    let flags: String = [(args.quick, " --quick"), (!args.drain_stores, " --no-drain-stores")]
-        .iter()
-        .filter(|f| f.0)
-        .map(|f| f.1)
-        .collect();
+    let flags: String = [
+        (args.quick, " --quick"),
+        (!args.drain_stores, " --no-drain-stores"),
+    ]
+    .iter()
+    .filter(|f| f.0)
+    .map(|f| f.1)
+    .collect();
     let mut h = vec![
         format!(
             "host: {} ({} CPUs available)",
@@ -181,7 +192,11 @@ fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String>
         "each row's comments: at the sizes where its kernel changes, every candidate's regret (its worst time over the row's scenarios / the best kernel's there)".to_string(),
     ];
     let mut w = String::new();
-    let _ = write!(w, "kernels measured: {}", measure::kernel_names().join(", "));
+    let _ = write!(
+        w,
+        "kernels measured: {}",
+        measure::kernel_names().join(", ")
+    );
     h.push(w);
     h
 }

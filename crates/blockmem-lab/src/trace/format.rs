@@ -758,7 +758,10 @@ mod tests {
         assert_eq!(tf.header.pid, 42);
         assert_eq!(tf.header.argv0, "prog");
         assert_eq!(tf.header.kernels, ["inline", "portable", "avx2", "libc"]);
-        assert_eq!(tf.header.profile.size("copy_auto_probes_from"), Some(4 << 20));
+        assert_eq!(
+            tf.header.profile.size("copy_auto_probes_from"),
+            Some(4 << 20)
+        );
         assert_eq!(tf.trailer.unwrap().records, 3);
         let recs: Vec<Record> = tf.records().collect();
         assert_eq!(
