@@ -23,7 +23,7 @@
 
 use crate::cpu::Features;
 use crate::kernel::KernelId;
-use crate::profile::{Action, Row, Table, DEFAULT_PROBE_HIT_MAX, ROWS};
+use crate::profile::{Action, Row, Table, DEFAULT_PROBE_FAULT_MIN, DEFAULT_PROBE_HIT_MAX, ROWS};
 
 /// A CPU class with its own built-in table.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -105,18 +105,18 @@ const fn row(bands: &[(usize, Action)]) -> Row {
     r
 }
 
-/// The rows of a family: for each hint (auto, reuse, noreuse), the unknown, cached
-/// and cold rows.
-type FamilyRows = [[Row; 3]; 3];
+/// The rows of a family: for each hint (auto, reuse, noreuse), the unknown, cached,
+/// cold and fresh rows.
+type FamilyRows = [[Row; 4]; 3];
 
 const fn table(copy: FamilyRows, set: FamilyRows) -> Table {
     let mut rows = [Row::always(Action::Run(KernelId::Portable)); ROWS];
     let mut h = 0;
     while h < 3 {
         let mut s = 0;
-        while s < 3 {
-            rows[h * 3 + s] = copy[h][s];
-            rows[9 + h * 3 + s] = set[h][s];
+        while s < 4 {
+            rows[h * 4 + s] = copy[h][s];
+            rows[ROWS / 2 + h * 4 + s] = set[h][s];
             s += 1;
         }
         h += 1;
@@ -125,6 +125,7 @@ const fn table(copy: FamilyRows, set: FamilyRows) -> Table {
         rows,
         llc_effective: 0,
         probe_hit_max: DEFAULT_PROBE_HIT_MAX,
+        probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
     }
 }
 
@@ -150,13 +151,15 @@ const fn family(
     };
     let unknown = then(small, MIB, Action::Probe);
     let cold = then(small, 8 * MIB, run(stream));
+    let fresh = warm;
     [
-        [unknown, warm, cold],
-        [unknown, warm, cold],
+        [unknown, warm, cold, fresh],
+        [unknown, warm, cold, fresh],
         [
             then(small, 16 * KIB, Action::Probe),
             warm,
             then(small, 16 * KIB, run(stream)),
+            fresh,
         ],
     ]
 }

@@ -365,7 +365,8 @@ pub fn choose(op: Op, n: usize, hint: Hint, overlap: bool) -> Option<KernelId> {
 
 /// The state of a block from one timed load of its middle line, or past the LLC of a
 /// line half the LLC from its end ([`policy::probe_offset`]), after an untimed load
-/// 2 KiB away in the same page fills the TLB (see `probe::load_cycles_tlb_warm`).
+/// 2 KiB away in the same page fills the TLB and tells a fresh page by its fault (see
+/// `probe::mate_then_load_cycles`).
 ///
 /// # Safety
 /// `b` valid for `n` one-byte reads, `n >= 4096`.
@@ -373,11 +374,12 @@ pub fn choose(op: Op, n: usize, hint: Hint, overlap: bool) -> Option<KernelId> {
 unsafe fn probe_block(b: *const u8, n: usize, plan: &Plan) -> State {
     debug_assert!(n >= policy::PROBE_MIN_BYTES);
     // SAFETY: probe_offset(n, _) < n for n >= 4096; the page mate needs no more (see
-    // load_cycles_tlb_warm).
+    // probe::mate_then_load_cycles).
     unsafe {
         crate::probe::probe(
             b.add(policy::probe_offset(n, plan.llc_effective())),
             plan.probe_hit_max(),
+            plan.probe_fault_min(),
         )
     }
 }

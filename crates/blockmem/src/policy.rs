@@ -72,6 +72,7 @@ pub struct Plan {
     rows: [PlanRow; ROWS],
     llc_effective: AtomicUsize,
     probe_hit_max: AtomicUsize,
+    probe_fault_min: AtomicUsize,
     features: AtomicUsize,
 }
 
@@ -175,6 +176,7 @@ impl Plan {
         rows: [ROW_INIT; ROWS],
         llc_effective: AtomicUsize::new(0),
         probe_hit_max: AtomicUsize::new(0),
+        probe_fault_min: AtomicUsize::new(0),
         features: AtomicUsize::new(0),
     };
 
@@ -194,6 +196,12 @@ impl Plan {
     #[inline]
     pub fn probe_hit_max(&self) -> u32 {
         self.probe_hit_max.load(Ordering::Relaxed) as u32
+    }
+
+    /// The probe's page-fault threshold in TSC cycles (see `probe::classify`).
+    #[inline]
+    pub fn probe_fault_min(&self) -> u32 {
+        self.probe_fault_min.load(Ordering::Relaxed) as u32
     }
 
     /// The features the plan was compiled for.
@@ -257,6 +265,8 @@ pub fn compile(t: &Table, f: Features, forced: Option<KernelId>, llc_default: us
     out.llc_effective.store(llc, Ordering::Relaxed);
     out.probe_hit_max
         .store(t.probe_hit_max as usize, Ordering::Relaxed);
+    out.probe_fault_min
+        .store(t.probe_fault_min as usize, Ordering::Relaxed);
     out.features.store(f.bits() as usize, Ordering::Relaxed);
     let mut r = 0;
     while r < ROWS {

@@ -7,13 +7,22 @@
 //! `rdtsc` reads plus the load
 //! itself (a DRAM round trip when the line is cold), so the policy only probes above
 //! the size where calibration found it pays. The probe leaves the line cached.
+//!
+//! The probe first touches the line's page (the "page mate", 2 KiB away) so that the
+//! timed load pays no page walk. That touch is timed too: on a page that is mapped but
+//! was never touched it takes a page fault, thousands of cycles where a page walk and a
+//! DRAM access take hundreds, and the probe reports the destination `fresh`.
 
 use crate::policy::Probed;
 
-/// Classifies a measured latency: at most `hit_max` cycles is a cache hit.
+/// Classifies a probe: the first touch of the page taking more than `fault_min` cycles
+/// took a page fault (fresh); else the line's load taking at most `hit_max` cycles hit
+/// the cache.
 #[inline]
-pub const fn classify(cycles: u64, hit_max: u32) -> Probed {
-    if cycles <= hit_max as u64 {
+pub const fn classify(mate_cycles: u64, cycles: u64, hit_max: u32, fault_min: u32) -> Probed {
+    if mate_cycles > fault_min as u64 {
+        Probed::Fresh
+    } else if cycles <= hit_max as u64 {
         Probed::Cached
     } else {
         Probed::Cold
@@ -55,8 +64,9 @@ pub fn page_mate(p: *const u8) -> *const u8 {
     }
 }
 
-/// TSC cycles of one load of `*p` after an untimed load of [`page_mate`]`(p)`: the
-/// latency of the cache or memory alone, without a page walk. A block the program
+/// TSC cycles of one load of [`page_mate`]`(p)`, then of one load of `*p`: the first
+/// pays the page walk (and the page fault of a page never touched), the second the
+/// latency of the cache or memory alone. A block the program
 /// touched long ago has lost its translations too, and this VM's page walk (~110
 /// cycles) made an LLC hit as slow as a DRAM access with a warm TLB: the two could not
 /// be told apart.
@@ -69,34 +79,57 @@ pub fn page_mate(p: *const u8) -> *const u8 {
 /// `p` must be valid for a one-byte read.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-pub unsafe fn load_cycles_tlb_warm(p: *const u8) -> u64 {
+pub unsafe fn mate_then_load_cycles(p: *const u8) -> (u64, u64) {
+    use core::arch::x86_64::{_mm_lfence, _rdtsc};
     // SAFETY: the mate is in the same 4 KiB page as `p`, which is readable per the
     // contract, and pages are the unit of mapping and protection on x86-64; the asm
-    // reads one byte and writes nothing but its scratch register.
+    // reads one byte and writes nothing but its scratch register. LFENCE and RDTSC are
+    // architectural (see `load_cycles`).
     unsafe {
+        _mm_lfence();
+        let t0 = _rdtsc();
+        _mm_lfence();
         core::arch::asm!(
             "movzx {scratch:e}, byte ptr [{mate}]",
             mate = in(reg) page_mate(p),
             scratch = out(reg) _,
             options(nostack, preserves_flags, readonly),
         );
-        load_cycles(p)
+        _mm_lfence();
+        let mate = _rdtsc().wrapping_sub(t0);
+        (mate, load_cycles(p))
     }
 }
 
-/// Probes the line at `p` (see [`load_cycles_tlb_warm`]). Where there is no
-/// time-stamp counter, `Unknown`.
+/// TSC cycles of one load of `*p` after a load of [`page_mate`]`(p)` (see
+/// [`mate_then_load_cycles`]): the latency of the cache or memory alone, without a
+/// page walk.
+///
+/// # Safety
+/// `p` must be valid for a one-byte read.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub unsafe fn load_cycles_tlb_warm(p: *const u8) -> u64 {
+    // SAFETY: forwarded contract.
+    unsafe { mate_then_load_cycles(p).1 }
+}
+
+/// Probes the line at `p` (see [`mate_then_load_cycles`] and [`classify`]). Where
+/// there is no time-stamp counter, `Unknown`.
 ///
 /// # Safety
 /// `p` must be valid for a one-byte read.
 #[inline]
-pub unsafe fn probe(p: *const u8, hit_max: u32) -> Probed {
+pub unsafe fn probe(p: *const u8, hit_max: u32, fault_min: u32) -> Probed {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: forwarded contract.
-    return classify(unsafe { load_cycles_tlb_warm(p) }, hit_max);
+    {
+        // SAFETY: forwarded contract.
+        let (mate, line) = unsafe { mate_then_load_cycles(p) };
+        classify(mate, line, hit_max, fault_min)
+    }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (p, hit_max);
+        let _ = (p, hit_max, fault_min);
         Probed::Unknown
     }
 }
@@ -107,16 +140,22 @@ mod tests {
 
     #[test]
     fn classifier_on_synthetic_latencies() {
-        for (cycles, want) in [
-            (0, Probed::Cached),
-            (40, Probed::Cached),
-            (150, Probed::Cached),
-            (151, Probed::Cold),
-            (900, Probed::Cold),
-            (u64::MAX, Probed::Cold),
+        for (mate, cycles, want) in [
+            (100, 0, Probed::Cached),
+            (100, 40, Probed::Cached),
+            (1000, 150, Probed::Cached),
+            (100, 151, Probed::Cold),
+            (600, 900, Probed::Cold),
+            (100, u64::MAX, Probed::Cold),
+            (1001, 40, Probed::Fresh),
+            (u64::MAX, 900, Probed::Fresh),
         ] {
-            assert_eq!(classify(cycles, 150), want, "{cycles} cycles");
+            assert_eq!(
+                classify(mate, cycles, 150, 1000),
+                want,
+                "{mate} then {cycles} cycles"
+            );
         }
-        assert_eq!(classify(1, 0), Probed::Cold);
+        assert_eq!(classify(0, 1, 0, 1000), Probed::Cold);
     }
 }

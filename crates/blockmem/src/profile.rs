@@ -6,7 +6,8 @@
 //!
 //! For each op family ([`Family`]: copy and move; set and zero), each [`Hint`] and each
 //! state the call can know of its destination ([`State`]: unknown, or what a probe of
-//! one of its lines found, cached or cold), a row of size bands. A band names what a
+//! one of its lines found: cached, cold, or fresh — mapped but never touched, so the
+//! call takes its page faults), a row of size bands. A band names what a
 //! call of at least its size (and less than the next band's) does: run a kernel, or
 //! (only in an `unknown` row) `probe`: time one load of the destination and use the
 //! row of the state found.
@@ -16,6 +17,7 @@
 //! version = 2
 //! llc_effective = 24MiB    # probes past the LLC read the line half this from the end
 //! probe_hit_max = 150      # a probe load of at most this many TSC cycles hit the cache
+//! probe_fault_min = 1000   # a first touch of the page slower than this took a page fault
 //! copy.auto.unknown = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe
 //! copy.auto.cached  = from 0: avx2; from 4KiB: rep_movsb
 //! copy.auto.cold    = from 0: avx2; from 4KiB: rep_movsb; from 8MiB: avx2_nt
@@ -23,7 +25,7 @@
 //! ```
 //!
 //! Row keys are `FAMILY.HINT.STATE` with families `copy` and `set`, hints `auto`,
-//! `reuse`, `noreuse` and states `unknown`, `cached`, `cold`. A row's first band starts
+//! `reuse`, `noreuse` and states `unknown`, `cached`, `cold`, `fresh`. A row's first band starts
 //! at 0; later bands start strictly higher; the last band has no end. Sizes take the
 //! suffixes `KiB`, `MiB`, `GiB` (or `K`, `M`, `G`). A row absent from the file keeps
 //! the row of the defaults the file is parsed over (the built-in table of the CPU), so
@@ -54,6 +56,18 @@ pub const PROBE_MIN_BYTES: usize = 4096;
 /// Default probe threshold in TSC cycles: an LLC hit on current x86 is 40–80 cycles, a
 /// DRAM access 200+ (more under a hypervisor). Calibration replaces it.
 pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
+
+/// Default page-fault threshold in TSC cycles: the probe's first touch of the page (an
+/// untimed load until the fresh state existed, see `probe::probe`) that takes longer
+/// than this took a page fault, so the destination is fresh. A load that misses the
+/// TLB and the caches, page walk included, took at most 1.2k cycles (p99 1.05k) and a
+/// minor fault at least 2.0k on an Intel Xeon KVM guest; a fault is a kernel entry,
+/// a page allocation and exit, never much under a microsecond, while a page walk and a
+/// DRAM access stay well below one. The threshold leans low: a cold destination taken
+/// for fresh only loses streaming's gain, a fresh one taken for cold streams into
+/// pages the kernel has just cleared through the cache (half libc's speed there).
+/// Calibration replaces it.
+pub const DEFAULT_PROBE_FAULT_MIN: u32 = 1000;
 
 /// An op family: the ops that share a row of the table.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -100,19 +114,27 @@ pub enum State {
     Unknown,
     /// A probe found the line in cache.
     Cached,
-    /// A probe found the line in memory (or not yet mapped: a fresh page reads as cold).
+    /// A probe found the line in memory (the page present, the line in no cache).
     Cold,
+    /// A probe's first touch of the page took a page fault: the page was mapped but
+    /// never touched (a new `mmap`, a large `malloc`), so the call itself takes one
+    /// fault per page and the kernel clears each page (through the cache) before the
+    /// call's stores reach it.
+    Fresh,
 }
 
 impl State {
     /// Every state, in table order.
-    pub const ALL: [State; 3] = [State::Unknown, State::Cached, State::Cold];
-    /// The stable name (`unknown`, `cached`, `cold`).
+    pub const ALL: [State; 4] = [State::Unknown, State::Cached, State::Cold, State::Fresh];
+    /// The states a probe can find (every state but `Unknown`).
+    pub const PROBED: [State; 3] = [State::Cached, State::Cold, State::Fresh];
+    /// The stable name (`unknown`, `cached`, `cold`, `fresh`).
     pub const fn name(self) -> &'static str {
         match self {
             State::Unknown => "unknown",
             State::Cached => "cached",
             State::Cold => "cold",
+            State::Fresh => "fresh",
         }
     }
     fn from_name(s: &str) -> Option<State> {
@@ -304,11 +326,11 @@ impl fmt::Display for Row {
 }
 
 /// Number of rows in a table.
-pub const ROWS: usize = 2 * 3 * 3;
+pub const ROWS: usize = 2 * 3 * 4;
 
 /// The index of a row: family, hint, state.
 pub const fn row_index(family: Family, hint: Hint, state: State) -> usize {
-    (family as usize * 3 + hint as usize) * 3 + state as usize
+    (family as usize * 3 + hint as usize) * 4 + state as usize
 }
 
 /// A host's decision table (see the module docs).
@@ -325,6 +347,9 @@ pub struct Table {
     pub llc_effective: usize,
     /// A probe load taking at most this many TSC cycles found its line in cache.
     pub probe_hit_max: u32,
+    /// A probe's first touch of the page taking more than this many TSC cycles took a
+    /// page fault: the destination is fresh.
+    pub probe_fault_min: u32,
 }
 
 impl Table {
@@ -335,6 +360,7 @@ impl Table {
             rows: [Row::always(Action::Run(k)); ROWS],
             llc_effective,
             probe_hit_max: DEFAULT_PROBE_HIT_MAX,
+            probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
         }
     }
 
@@ -347,6 +373,7 @@ impl Table {
         }
         self.llc_effective = other.llc_effective;
         self.probe_hit_max = other.probe_hit_max;
+        self.probe_fault_min = other.probe_fault_min;
     }
 
     /// The row for a family, hint and destination state.
@@ -476,7 +503,7 @@ impl ErrorKind {
             ErrorKind::MissingVersion => "missing `version = 2` before the first key",
             ErrorKind::UnsupportedVersion(_) => "unsupported profile version: this build reads version 2 decision tables; re-run `blockmem calibrate`",
             ErrorKind::NotKeyValue => "expected `key = value`, a comment (#) or a blank line",
-            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold; other keys: llc_effective, probe_hit_max)",
+            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold|fresh; other keys: llc_effective, probe_hit_max, probe_fault_min)",
             ErrorKind::DuplicateKey => "key given twice",
             ErrorKind::BadSize => "expected a byte count such as 65536, 64KiB, 8MiB or 1GiB",
             ErrorKind::Overflow => "number too large",
@@ -524,6 +551,7 @@ pub struct Provenance {
     rows: u32,
     llc_effective: bool,
     probe_hit_max: bool,
+    probe_fault_min: bool,
 }
 
 impl Provenance {
@@ -623,6 +651,13 @@ fn parse_line(
                 return Err(ErrorKind::DuplicateKey);
             }
             t.probe_hit_max = u32::try_from(parse_size(value)?).map_err(|_| ErrorKind::Overflow)?;
+        }
+        "probe_fault_min" => {
+            if core::mem::replace(&mut seen.probe_fault_min, true) {
+                return Err(ErrorKind::DuplicateKey);
+            }
+            t.probe_fault_min =
+                u32::try_from(parse_size(value)?).map_err(|_| ErrorKind::Overflow)?;
         }
         _ => {
             let (fam, hint, st) = parse_row_key(key).ok_or(ErrorKind::UnknownKey)?;
@@ -728,6 +763,11 @@ pub fn render(
         out,
         "probe_hit_max = {}  # a probe load of at most this many TSC cycles hit the cache",
         t.probe_hit_max
+    )?;
+    writeln!(
+        out,
+        "probe_fault_min = {}  # a first touch of the page slower than this took a page fault",
+        t.probe_fault_min
     )?;
     for (fam, hint, st, row) in t.keyed_rows() {
         if st == State::Unknown {

@@ -4,17 +4,22 @@
 //! For each row (op family, hint, destination state) and each measured size:
 //!
 //! 1. The row's **scenarios**: the destination states it covers (`cached`: hot;
-//!    `cold`: clean and fresh, both of which a probe reads as cold; `unknown`: all
-//!    three) crossed with what follows the call (`Reuse`: the destination is read
+//!    `cold`: evicted; `fresh`: never touched; `unknown`: all three) crossed with what follows the call (`Reuse`: the destination is read
 //!    back; `NoReuse`: nothing; `Auto`: either). A scenario's cost is the geometric
 //!    mean over the source states measured (the call cannot know its source).
 //! 2. Each candidate kernel's **regret**: its worst ratio, over the scenarios, to the
 //!    best kernel of each scenario. The row's choice is the kernel of least regret, so
 //!    a row of one scenario takes the fastest kernel, and an unknown row the kernel
 //!    that loses least wherever the call's bytes turn out to be (what "robust" means).
-//! 3. **Hysteresis**: the kernel chosen at the previous size is kept while its regret
-//!    is within [`MARGIN`] of the best, so noise does not split a row into bands.
-//! 4. **Probing**, in unknown rows: from the first size where probing and then
+//! 3. **The floor**: only kernels that run every scenario of the row at least
+//!    [`FLOOR`] times as fast as the system C library, measured in the same cells,
+//!    are candidates (where none does, those closest to it). Least regret alone would
+//!    stream a 16 KiB copy to an evicted destination whose bytes are read right after
+//!    (1.3 times the best there, 0.8 times libc): blockmem must never lose to libc.
+//! 4. **Hysteresis**: the kernel chosen at the previous size is kept while its regret
+//!    is within [`MARGIN`] of the best, here or at the next size (one noisy size does
+//!    not split a row), so noise does not cut a row into bands.
+//! 5. **Probing**, in unknown rows: from the first size where probing and then
 //!    running the chosen kernel of the state found beats the unknown row's kernel by
 //!    [`PROBE_PAYBACK`] times the probe's measured cost in some scenario, while costing
 //!    no scenario more than [`PROBE_MAX_LOSS`]; probing then holds for every larger
@@ -68,6 +73,12 @@ pub type Key = (Family, KernelId, usize, bool, Dst, Then);
 /// Median time (ns) of each measured cell.
 pub type Measurements = BTreeMap<Key, f64>;
 
+/// The system C library's median time (ns) per cell: [`Key`] without the kernel.
+pub type Baseline = BTreeMap<(Family, usize, bool, Dst, Then), f64>;
+
+/// A candidate must run every scenario of its row at least this fast relative to libc.
+pub const FLOOR: f64 = 0.95;
+
 /// A kernel must beat the incumbent's regret by this factor to displace it.
 pub const MARGIN: f64 = 1.05;
 /// Probing must promise, in some scenario, this many times its own cost.
@@ -75,13 +86,16 @@ pub const PROBE_PAYBACK: f64 = 4.0;
 /// The most probing may cost any scenario, relative to not probing.
 pub const PROBE_MAX_LOSS: f64 = 1.05;
 
-/// What a probe costs a call, ns: (destination cached, destination cold).
+/// What a probe costs a call, ns, by the state it finds.
 #[derive(Clone, Copy, Debug)]
 pub struct ProbeCost {
     /// The probed line was in cache.
     pub cached: f64,
     /// The probed line came from memory.
     pub cold: f64,
+    /// The probed page was fresh: the probe's touch took the page fault the call would
+    /// have taken (and a second one when the call writes the zero page it mapped).
+    pub fresh: f64,
 }
 
 /// One scenario of a row: a destination state and what follows the call.
@@ -91,7 +105,8 @@ type Scenario = (Dst, Then);
 fn scenarios(m: &Measurements, fam: Family, hint: Hint, st: State, n: usize) -> Vec<Scenario> {
     let dsts: &[Dst] = match st {
         State::Cached => &[Dst::Hot],
-        State::Cold => &[Dst::Clean, Dst::Fresh],
+        State::Cold => &[Dst::Clean],
+        State::Fresh => &[Dst::Fresh],
         State::Unknown => &[Dst::Hot, Dst::Clean, Dst::Fresh],
     };
     let thens: &[Then] = match hint {
@@ -121,11 +136,24 @@ fn scenarios(m: &Measurements, fam: Family, hint: Hint, st: State, n: usize) -> 
 
 /// A kernel's cost in a scenario: the geometric mean over the measured source states.
 fn cost(m: &Measurements, fam: Family, k: KernelId, n: usize, (d, t): Scenario) -> Option<f64> {
-    let v: Vec<f64> = [true, false]
-        .iter()
-        .filter_map(|&hot| m.get(&(fam, k, n, hot, d, t)).copied())
-        .filter(|x| *x > 0.0 && x.is_finite())
-        .collect();
+    geomean(
+        [true, false]
+            .iter()
+            .filter_map(|&hot| m.get(&(fam, k, n, hot, d, t)).copied()),
+    )
+}
+
+/// libc's cost in a scenario, as [`cost`].
+fn libc_cost(b: &Baseline, fam: Family, n: usize, (d, t): Scenario) -> Option<f64> {
+    geomean(
+        [true, false]
+            .iter()
+            .filter_map(|&hot| b.get(&(fam, n, hot, d, t)).copied()),
+    )
+}
+
+fn geomean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = xs.filter(|x| *x > 0.0 && x.is_finite()).collect();
     (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
 }
 
@@ -140,6 +168,48 @@ fn candidates(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Vec<K
     ks.dedup();
     ks.retain(|&k| sc.iter().all(|&s| cost(m, fam, k, n, s).is_some()));
     ks
+}
+
+/// A candidate at one size: its regret and its worst speed relative to libc over the
+/// row's scenarios (infinite where libc was not measured).
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    kernel: KernelId,
+    regret: f64,
+    vs_libc: f64,
+}
+
+/// The candidates at `n` (see the module docs), least regret first (ties: table
+/// order), keeping only those at or above [`FLOOR`] against libc, or where none is,
+/// those within [`MARGIN`] of the best ratio to libc.
+fn candidates_at(
+    m: &Measurements,
+    b: &Baseline,
+    fam: Family,
+    n: usize,
+    sc: &[Scenario],
+) -> Vec<Candidate> {
+    let all: Vec<Candidate> = regrets(m, fam, n, sc)
+        .into_iter()
+        .map(|(kernel, regret)| {
+            let vs_libc = sc
+                .iter()
+                .filter_map(|&s| Some(libc_cost(b, fam, n, s)? / cost(m, fam, kernel, n, s)?))
+                .fold(f64::INFINITY, f64::min);
+            Candidate {
+                kernel,
+                regret,
+                vs_libc,
+            }
+        })
+        .collect();
+    if all.iter().any(|c| c.vs_libc >= FLOOR) {
+        return all.into_iter().filter(|c| c.vs_libc >= FLOOR).collect();
+    }
+    let best = all.iter().map(|c| c.vs_libc).fold(0.0, f64::max);
+    all.into_iter()
+        .filter(|c| c.vs_libc * MARGIN >= best)
+        .collect()
 }
 
 /// Each candidate's regret at `n` over the scenarios, smallest first (ties: table
@@ -180,29 +250,33 @@ fn sizes(m: &Measurements, fam: Family) -> Vec<usize> {
 /// The kernel chosen per measured size for one row, with the evidence where the
 /// choice changes.
 ///
-/// At each size the *acceptable* kernels are those whose regret is within [`MARGIN`]
-/// of the best. The incumbent stays while it is acceptable; otherwise (and at the first
-/// size) the acceptable kernel that stays acceptable over the longest run of sizes
-/// ahead takes over (ties: the lower regret), so noise between near-equal kernels
-/// does not cut a row into bands.
+/// At each size the *acceptable* kernels are the candidates ([`candidates_at`]) whose
+/// regret is within [`MARGIN`] of the least. The incumbent stays while it is a
+/// candidate and acceptable here or at the next size; otherwise (and at the first size)
+/// the acceptable kernel that stays acceptable over the longest run of sizes ahead
+/// takes over (ties: the lower regret), so noise between near-equal kernels does not
+/// cut a row into bands.
 fn choose_kernels(
     m: &Measurements,
+    b: &Baseline,
     fam: Family,
     hint: Hint,
     st: State,
 ) -> Vec<(usize, KernelId, String)> {
-    let per_size: Vec<(usize, Vec<Scenario>, Vec<(KernelId, f64)>)> = sizes(m, fam)
+    let per_size: Vec<(usize, Vec<Scenario>, Vec<Candidate>)> = sizes(m, fam)
         .into_iter()
         .map(|n| {
             let sc = scenarios(m, fam, hint, st, n);
-            let r = regrets(m, fam, n, &sc);
-            (n, sc, r)
+            let c = candidates_at(m, b, fam, n, &sc);
+            (n, sc, c)
         })
         .filter(|x| !x.2.is_empty())
         .collect();
+    let candidate = |i: usize, k: KernelId| per_size[i].2.iter().any(|c| c.kernel == k);
     let acceptable = |i: usize, k: KernelId| {
-        let r = &per_size[i].2;
-        r.iter().any(|x| x.0 == k && x.1 <= r[0].1 * MARGIN)
+        let c = &per_size[i].2;
+        c.iter()
+            .any(|x| x.kernel == k && x.regret <= c[0].regret * MARGIN)
     };
     let run_ahead = |i: usize, k: KernelId| {
         (i..per_size.len())
@@ -211,31 +285,36 @@ fn choose_kernels(
     };
     let mut out: Vec<(usize, KernelId, String)> = Vec::new();
     let mut last: Option<KernelId> = None;
-    for (i, (n, sc, r)) in per_size.iter().enumerate() {
+    for (i, (n, sc, c)) in per_size.iter().enumerate() {
+        let keeps = |k: KernelId| {
+            candidate(i, k)
+                && (acceptable(i, k) || (i + 1 < per_size.len() && acceptable(i + 1, k)))
+        };
         let k = match last {
-            Some(k) if acceptable(i, k) => k,
+            Some(k) if keeps(k) => k,
             _ => {
-                let best = r[0].1;
-                r.iter()
-                    .filter(|x| x.1 <= best * MARGIN)
+                let best = c[0].regret;
+                c.iter()
+                    .filter(|x| x.regret <= best * MARGIN)
                     .max_by(|a, b| {
-                        run_ahead(i, a.0)
-                            .cmp(&run_ahead(i, b.0))
-                            .then(b.1.total_cmp(&a.1))
+                        run_ahead(i, a.kernel)
+                            .cmp(&run_ahead(i, b.kernel))
+                            .then(b.regret.total_cmp(&a.regret))
                     })
-                    .map_or(r[0].0, |x| x.0)
+                    .map_or(c[0].kernel, |x| x.kernel)
             }
         };
         if last != Some(k) {
-            out.push((*n, k, evidence(*n, sc, r)));
+            out.push((*n, k, evidence(*n, sc, c)));
         }
         last = Some(k);
     }
     out
 }
 
-/// `64KiB over hot,clean+read: avx2 1.00, avx2_pw 1.03, rep_movsb 1.10`.
-fn evidence(n: usize, sc: &[Scenario], r: &[(KernelId, f64)]) -> String {
+/// `64KiB over hot,clean+read: avx2 1.00 (1.04x libc) rep_movsb 1.10 (0.99x libc)`:
+/// each candidate's regret, and its worst ratio to libc where libc was measured.
+fn evidence(n: usize, sc: &[Scenario], r: &[Candidate]) -> String {
     let scen: Vec<String> = sc
         .iter()
         .map(|(d, t)| match t {
@@ -244,8 +323,11 @@ fn evidence(n: usize, sc: &[Scenario], r: &[(KernelId, f64)]) -> String {
         })
         .collect();
     let mut s = format!("{} over {}:", blockmem::profile::Size(n), scen.join(","));
-    for (k, x) in r.iter().take(4) {
-        let _ = write!(s, " {} {x:.2}", k.name());
+    for c in r.iter().take(4) {
+        let _ = write!(s, " {} {:.2}", c.kernel.name(), c.regret);
+        if c.vs_libc.is_finite() {
+            let _ = write!(s, " ({:.2}x libc)", c.vs_libc);
+        }
     }
     s
 }
@@ -256,7 +338,7 @@ fn probe_from(
     m: &Measurements,
     fam: Family,
     hint: Hint,
-    rows: &[Vec<(usize, KernelId, String)>; 3],
+    rows: &[Vec<(usize, KernelId, String)>; 4],
     probe: ProbeCost,
 ) -> Option<(usize, String)> {
     let at = |row: &[(usize, KernelId, String)], n: usize| {
@@ -276,7 +358,8 @@ fn probe_from(
         for &s in &sc {
             let (known, pc) = match s.0 {
                 Dst::Hot => (&rows[1], probe.cached),
-                Dst::Clean | Dst::Fresh => (&rows[2], probe.cold),
+                Dst::Clean => (&rows[2], probe.cold),
+                Dst::Fresh => (&rows[3], probe.fresh),
             };
             let (Some(kk), Some(tu)) = (at(known, n), cost(m, fam, ku, n, s)) else {
                 continue;
@@ -333,6 +416,7 @@ fn build_row(
 /// kernel of a row with no measurement (the widest temporal kernel of the host).
 pub fn derive(
     m: &Measurements,
+    libc: &Baseline,
     probe: ProbeCost,
     llc_effective: usize,
     probe_hit_max: u32,
@@ -343,8 +427,7 @@ pub fn derive(
     let mut notes = vec![String::new(); blockmem::profile::ROWS];
     for (fi, fam) in Family::ALL.into_iter().enumerate() {
         for hint in Hint::ALL {
-            let rows = [State::Unknown, State::Cached, State::Cold]
-                .map(|st| choose_kernels(m, fam, hint, st));
+            let rows = State::ALL.map(|st| choose_kernels(m, libc, fam, hint, st));
             let probe_at = probe_from(m, fam, hint, &rows, probe);
             for (i, st) in State::ALL.into_iter().enumerate() {
                 let p = if st == State::Unknown {
@@ -420,10 +503,18 @@ mod tests {
     const PROBE: ProbeCost = ProbeCost {
         cached: 50.0,
         cold: 300.0,
+        fresh: 1000.0,
     };
 
     fn derived() -> Derived {
-        derive(&host(), PROBE, 32 * MIB, 180, [Avx2, Avx2])
+        derive(
+            &host(),
+            &Baseline::new(),
+            PROBE,
+            32 * MIB,
+            180,
+            [Avx2, Avx2],
+        )
     }
 
     #[test]
@@ -480,7 +571,7 @@ mod tests {
             let avx2 = m[&(Family::Copy, Avx2, 8 * MIB, src, Dst::Hot, Then::Nothing)];
             m.insert(k, avx2 * 0.98);
         }
-        let t = derive(&m, PROBE, 32 * MIB, 180, [Avx2, Avx2]).table;
+        let t = derive(&m, &Baseline::new(), PROBE, 32 * MIB, 180, [Avx2, Avx2]).table;
         assert_eq!(
             t.row(Family::Copy, Hint::NoReuse, State::Cached)
                 .at(8 * MIB),
@@ -489,9 +580,39 @@ mod tests {
     }
 
     #[test]
+    fn no_kernel_below_the_libc_floor_is_chosen_where_one_above_it_exists() {
+        let m = host();
+        // Without libc, least regret streams a cold destination from 1 MiB even when
+        // the caller may read it back (Auto): 1.44x the best read back, against 2x for
+        // avx2 when nothing follows.
+        let t = derive(&m, &Baseline::new(), PROBE, 32 * MIB, 180, [Avx2, Avx2]).table;
+        assert_eq!(
+            t.row(Family::Copy, Hint::Auto, State::Cold).at(MIB),
+            Action::Run(Avx2Nt)
+        );
+        // A libc as fast as avx2: streaming runs a read-back scenario at 0.69x libc and
+        // drops out; rep_movsb (1.11x and 1.07x libc) takes the band.
+        let mut libc = Baseline::new();
+        for (&(fam, k, n, src, d, then), &ns) in &m {
+            if k == Avx2 {
+                libc.insert((fam, n, src, d, then), ns);
+            }
+        }
+        let d = derive(&m, &libc, PROBE, 32 * MIB, 180, [Avx2, Avx2]);
+        let cold = d.table.row(Family::Copy, Hint::Auto, State::Cold);
+        assert_eq!(cold.at(MIB), Action::Run(RepMovsb), "{cold}");
+        // NoReuse never reads back: streaming stays.
+        let noreuse = d.table.row(Family::Copy, Hint::NoReuse, State::Cold);
+        assert_eq!(noreuse.at(MIB), Action::Run(Avx2Nt));
+        let i = blockmem::profile::row_index(Family::Copy, Hint::Auto, State::Cold);
+        assert!(d.notes[i].contains("x libc)"), "{}", d.notes[i]);
+    }
+
+    #[test]
     fn rows_without_measurements_take_the_fallback() {
         let t = derive(
             &Measurements::new(),
+            &Baseline::new(),
             PROBE,
             MIB,
             150,

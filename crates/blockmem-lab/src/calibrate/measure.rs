@@ -9,7 +9,7 @@ use anyhow::Result;
 use blockmem::kernel::{self, KernelId, Op};
 use blockmem::profile::{kernel_fits, Family, Size};
 
-use super::derive::{measured_op, Dst, Measurements, ProbeCost, Then};
+use super::derive::{measured_op, Baseline, Dst, Measurements, ProbeCost, Then};
 use crate::lab::experiments::probe::probe_call_samples;
 use crate::lab::method::Method;
 use crate::lab::runner::{After, Cell};
@@ -20,12 +20,19 @@ use crate::lab::timer::Timer;
 pub struct Measured {
     /// Kernel medians.
     pub medians: Measurements,
+    /// The system C library's medians in the same cells (empty if it could not be
+    /// loaded).
+    pub libc: Baseline,
     /// Effective LLC bytes.
     pub llc_effective: usize,
     /// Probe latencies, TSC cycles: (LLC hit, p80; flushed, p20).
     pub probe_cycles: (f64, f64),
     /// The probe's hit threshold.
     pub probe_hit_max: u32,
+    /// First touches of a page, TSC cycles: (long-untouched page, p99; fresh page, p5).
+    pub fault_cycles: (f64, f64),
+    /// The probe's page-fault threshold.
+    pub probe_fault_min: u32,
     /// What a probe costs a call.
     pub probe_cost: ProbeCost,
     /// Whether fresh destinations were measured.
@@ -34,23 +41,35 @@ pub struct Measured {
 
 /// The kernels calibration may put in the table: every available kernel that serves a
 /// family, but the reference ones (`naive`, `portable`: never faster than `sse2`).
-fn kernels(fam: Family) -> Vec<KernelId> {
-    kernel::available()
+/// `quick` keeps only the widest kernel of each store class: none whose wider relative
+/// of the same class ([`KernelId::narrower`]) the CPU also runs (`avx2` goes where
+/// `avx512` runs), which roughly halves the work on AVX-512 hosts.
+fn kernels(fam: Family, quick: bool) -> Vec<KernelId> {
+    let all: Vec<KernelId> = kernel::available()
         .map(|a| a.kernel().id)
         .filter(|&k| !matches!(k, KernelId::Naive | KernelId::Portable))
         .filter(|&k| {
             kernel_fits(fam, k) && k.kernel().is_some_and(|e| e.supports(measured_op(fam)))
         })
+        .collect();
+    let widened = |k: KernelId| {
+        all.iter()
+            .any(|&w| w.narrower() == Some(k) && w.streams() == k.streams())
+    };
+    all.iter()
+        .copied()
+        .filter(|&k| !quick || !widened(k))
         .collect()
 }
 
 /// Every kernel measured, for the profile's header.
-pub fn kernel_names() -> Vec<&'static str> {
+pub fn kernel_names(quick: bool) -> Vec<&'static str> {
     let mut v: Vec<&'static str> = Family::ALL
         .iter()
-        .flat_map(|&f| kernels(f))
+        .flat_map(|&f| kernels(f, quick))
         .map(KernelId::name)
         .collect();
+    v.sort_unstable();
     v.dedup();
     v
 }
@@ -131,7 +150,7 @@ fn lab_state(d: Dst) -> Option<CacheState> {
 type Group<'a> = (Vec<Cell<'a>>, Family, usize, bool, Dst, Then);
 
 fn groups<'a>(
-    methods: &'a [(Family, Vec<(KernelId, Method)>)],
+    methods: &'a [(Family, Vec<(Option<KernelId>, Method)>)],
     quick: bool,
     fresh: bool,
 ) -> Vec<Group<'a>> {
@@ -205,12 +224,20 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
     // table must price the loop-exit mispredictions a repeated size never has.
     runner.size_mix = true;
     let fresh = lab_state(Dst::Fresh).is_some();
-    let methods: Vec<(Family, Vec<(KernelId, Method)>)> = Family::ALL
+    let libc = Method::libc()
+        .map_err(|e| {
+            eprintln!(
+                "calibrate: the C library's functions cannot be loaded ({e}); the table is derived without its floor"
+            )
+        })
+        .ok();
+    let methods: Vec<(Family, Vec<(Option<KernelId>, Method)>)> = Family::ALL
         .iter()
         .map(|&fam| {
-            let ms = kernels(fam)
+            let ms = kernels(fam, quick)
                 .into_iter()
-                .filter_map(|k| Method::kernel(k.name()).map(|m| (k, m)))
+                .filter_map(|k| Method::kernel(k.name()).map(|m| (Some(k), m)))
+                .chain(libc.iter().map(|m| (None, m.clone())))
                 .collect();
             (fam, ms)
         })
@@ -223,21 +250,25 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
     let results = runner.measure_rounds(&cells, rounds, |k| bar.inc(k as u64));
     bar.finish_and_clear();
     let mut medians = Measurements::new();
+    let mut libc_medians = Baseline::new();
     let mut wrong = Vec::new();
     for (recs, (g, fam, n, src_hot, dst, then)) in results.into_iter().zip(&groups) {
         for (r, cell) in recs.into_iter().zip(g) {
             let Some(r) = r else { continue };
-            let k = KernelId::from_name(cell.method.name()).expect("a kernel method");
             if !r.verified {
                 wrong.push(format!(
                     "{} {} {} {}",
-                    k.name(),
+                    cell.method.name(),
                     fam.name(),
                     Size(*n),
                     dst.name()
                 ));
             }
-            medians.insert((*fam, k, *n, *src_hot, *dst, *then), r.summary.median);
+            let median = r.summary.median;
+            match KernelId::from_name(cell.method.name()) {
+                Some(k) => medians.insert((*fam, k, *n, *src_hot, *dst, *then), median),
+                None => libc_medians.insert((*fam, *n, *src_hot, *dst, *then), median),
+            };
         }
     }
     anyhow::ensure!(
@@ -261,31 +292,44 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
     let probe_cost = ProbeCost {
         cached: call_ns(CacheState::Hot),
         cold: call_ns(CacheState::Clean),
+        fresh: call_ns(CacheState::Fresh),
     };
+    let (walk, fault) = measure_first_touch(if quick { 200 } else { 1000 });
     Ok(Measured {
         medians,
+        libc: libc_medians,
         llc_effective: llc_eff,
         probe_cycles: (hot.1, cold.1),
         // Halfway between the slowest LLC hits (p80) and the fastest flushed lines (p20).
         probe_hit_max: ((hot.1 + cold.1) / 2.0).round().clamp(1.0, u32::MAX as f64) as u32,
         probe_cost,
         fresh,
+        fault_cycles: (walk, fault),
+        probe_fault_min: fault_threshold(walk, fault),
     })
 }
 
 /// The medians as text (the `.measurements` file beside the profile).
-pub fn raw_text(m: &Measurements) -> String {
+pub fn raw_text(m: &Measurements, libc: &Baseline) -> String {
     let mut raw = String::from(
-        "# blockmem calibrate: measured medians (ns): family kernel size src dst then\n",
+        "# blockmem calibrate: measured medians (ns): family method size src dst then\n",
     );
-    for ((fam, k, n, src_hot, dst, then), ns) in m {
+    let rows = m
+        .iter()
+        .map(|(&(fam, k, n, src_hot, dst, then), &ns)| (fam, k.name(), n, src_hot, dst, then, ns))
+        .chain(
+            libc.iter().map(|(&(fam, n, src_hot, dst, then), &ns)| {
+                (fam, "libc", n, src_hot, dst, then, ns)
+            }),
+        );
+    for (fam, method, n, src_hot, dst, then, ns) in rows {
         let _ = writeln!(
             raw,
             "{:<4} {:<11} {:>8} {:<5} {:<5} {:<7} {:>12.0}",
             fam.name(),
-            k.name(),
-            Size(*n).to_string(),
-            if *src_hot { "hot" } else { "clean" },
+            method,
+            Size(n).to_string(),
+            if src_hot { "hot" } else { "clean" },
             dst.name(),
             match then {
                 Then::Nothing => "alone",
@@ -295,6 +339,50 @@ pub fn raw_text(m: &Measurements) -> String {
         );
     }
     raw
+}
+
+/// The probe's page-fault threshold from the slowest first touches of long-untouched
+/// pages (`walk`, p99: a page walk and a DRAM access) and the fastest of fresh ones
+/// (`fault`, p5): their geometric mean, which leans towards the walk (a cold
+/// destination taken for fresh loses only streaming's gain; see
+/// `blockmem::profile::DEFAULT_PROBE_FAULT_MIN`). Where the two overlap, the default.
+pub fn fault_threshold(walk: f64, fault: f64) -> u32 {
+    if !(walk > 0.0 && fault > walk * 1.2) {
+        return blockmem::profile::DEFAULT_PROBE_FAULT_MIN;
+    }
+    (walk * fault).sqrt().round() as u32
+}
+
+/// First-touch latencies (TSC cycles) of the probe's page mate: on a page last touched
+/// long ago (its line flushed, its translation evicted by reading one line of each page
+/// of a 64 MiB region), p99; on a fresh page (released with `MADV_DONTNEED`), p5.
+fn measure_first_touch(samples: usize) -> (f64, f64) {
+    let pages = 4096;
+    let mut buf = crate::lab::mem::Buffer::new(pages * 4096);
+    let p = buf.as_mut_ptr();
+    let tlb_len = 64 << 20;
+    let tlb = crate::lab::mem::Buffer::new(tlb_len);
+    let mut rng = fastrand::Rng::with_seed(0xf4e5);
+    let (mut walk, mut fault) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    for _ in 0..samples {
+        let line = p.wrapping_add(rng.usize(..pages) * 4096 + 64);
+        // SAFETY: `line` and its page mate lie inside `buf`, a private anonymous mapping
+        // of ours whose contents nothing needs; `tlb` is ours too.
+        unsafe {
+            std::arch::x86_64::_mm_clflush(blockmem::probe::page_mate(line));
+            std::arch::x86_64::_mm_clflush(line);
+            read_pages(tlb.as_ptr(), tlb_len);
+            std::arch::x86_64::_mm_mfence();
+            walk.push(blockmem::probe::mate_then_load_cycles(line).0 as f64);
+            crate::lab::state::release_pages(line.wrapping_sub(64), 4096);
+            fault.push(blockmem::probe::mate_then_load_cycles(line).0 as f64);
+        }
+    }
+    let q = |v: &mut Vec<f64>, x: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * x) as usize]
+    };
+    (q(&mut walk, 0.99), q(&mut fault, 0.05))
 }
 
 /// Probe latencies (TSC cycles) of `samples` cached and `samples` flushed lines:

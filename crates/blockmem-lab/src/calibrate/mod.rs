@@ -103,13 +103,15 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         .map_err(anyhow::Error::msg)
         .context("--llc")?;
     let measured = measure::measure(args.quick, llc, args.drain_stores)?;
-    let derived = derive::derive(
+    let mut derived = derive::derive(
         &measured.medians,
+        &measured.libc,
         measured.probe_cost,
         measured.llc_effective,
         measured.probe_hit_max,
         measure::fallbacks(),
     );
+    derived.table.probe_fault_min = measured.probe_fault_min;
     let elapsed = start.elapsed();
     let header = header(args, &measured, elapsed.as_secs_f64());
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
@@ -129,7 +131,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         profile::render(&mut text, &derived.table, &header_refs, &|_, _, _| None)
             .expect("render to a String");
     }
-    let raw = measure::raw_text(&measured.medians);
+    let raw = measure::raw_text(&measured.medians, &measured.libc);
     let Some(path) = path else {
         print!("{text}");
         print!("{raw}");
@@ -181,6 +183,10 @@ fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String>
             m.probe_cycles.0, m.probe_cycles.1, m.probe_hit_max, m.probe_cost.cached, m.probe_cost.cold
         ),
         format!(
+            "page faults: first touches of long-untouched pages took at most {:.0} cycles (p99), of fresh pages at least {:.0} (p5): a first touch over {} cycles took a fault; a probe costs a call to a fresh destination {:.0} ns",
+            m.fault_cycles.0, m.fault_cycles.1, m.probe_fault_min, m.probe_cost.fresh
+        ),
+        format!(
             "timing: {}; destinations hot, evicted (clean) and fresh (never touched){}",
             if args.drain_stores {
                 "each call timed until its stores drained"
@@ -195,7 +201,7 @@ fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String>
     let _ = write!(
         w,
         "kernels measured: {}",
-        measure::kernel_names().join(", ")
+        measure::kernel_names(args.quick).join(", ")
     );
     h.push(w);
     h

@@ -14,6 +14,14 @@
 //!   the cache holds clean lines and a fill evicts for free.
 //! * `dirty`: the region is flushed and the cache is then filled by *writing* a second
 //!   eviction buffer, so every fill first writes a modified line of other data back.
+//! * `fresh` (destinations only): the region's pages are released (`MADV_DONTNEED` on
+//!   the private anonymous mapping), so they are mapped but not present: the call
+//!   itself takes one page fault per 4 KiB page, and the kernel clears each page before
+//!   the call's stores reach it. The commonest state of a large destination in real
+//!   programs (a large `malloc` is a new `mmap`); a lab that pre-faults every buffer
+//!   never sees it. Nothing touches a fresh region before the call (a flush or a probe
+//!   would fault it in); it is verified with `mincore` (no page resident). Only the
+//!   pages wholly inside the region are released, so the canary after it survives.
 //!
 //! Each eviction buffer is 1.5 effective LLCs and is swept twice, for the same reason
 //! hot regions are touched twice. When one region is clean and the other dirty, the
@@ -46,24 +54,35 @@ pub enum CacheState {
     Clean,
     /// Evicted; the cache is full of modified lines of other data.
     Dirty,
+    /// Mapped but not present: the call takes the page faults (destinations only).
+    Fresh,
 }
 
 impl CacheState {
-    /// All three, in matrix order.
+    /// The three states any region can be put in, in matrix order.
     pub const ALL: [CacheState; 3] = [CacheState::Hot, CacheState::Clean, CacheState::Dirty];
 
-    /// The stable name (`hot`, `clean`, `dirty`).
+    /// Every state a destination can be put in: [`ALL`](Self::ALL) and `fresh`.
+    pub const DST_ALL: [CacheState; 4] = [
+        CacheState::Hot,
+        CacheState::Clean,
+        CacheState::Dirty,
+        CacheState::Fresh,
+    ];
+
+    /// The stable name (`hot`, `clean`, `dirty`, `fresh`).
     pub const fn name(self) -> &'static str {
         match self {
             CacheState::Hot => "hot",
             CacheState::Clean => "clean",
             CacheState::Dirty => "dirty",
+            CacheState::Fresh => "fresh",
         }
     }
 
     /// Parses a stable name.
     pub fn from_name(s: &str) -> Option<CacheState> {
-        CacheState::ALL.into_iter().find(|c| c.name() == s)
+        CacheState::DST_ALL.into_iter().find(|c| c.name() == s)
     }
 
     /// True for the evicted states.
@@ -153,6 +172,46 @@ pub unsafe fn write_lines(p: *mut u8, len: usize) {
         }
         off += LINE;
     }
+}
+
+/// The whole 4 KiB pages inside `[p, p+len)`, as (first address, length); `None` if
+/// the range holds no whole page.
+fn whole_pages(p: *const u8, len: usize) -> Option<(usize, usize)> {
+    let start = (p as usize).next_multiple_of(4096);
+    let end = (p as usize + len) / 4096 * 4096;
+    (end > start).then(|| (start, end - start))
+}
+
+/// Releases the whole pages of `[p, p+len)` (`MADV_DONTNEED`): they stay mapped, and
+/// the next touch of each takes a page fault and finds it zeroed.
+///
+/// # Safety
+/// The range must lie in a private anonymous mapping that is ours, and nothing may
+/// need its contents.
+pub unsafe fn release_pages(p: *mut u8, len: usize) {
+    let Some((start, n)) = whole_pages(p, len) else {
+        return;
+    };
+    // SAFETY: caller's contract; `start..start+n` is page-aligned and inside the range.
+    let r = unsafe { libc::madvise(start as *mut libc::c_void, n, libc::MADV_DONTNEED) };
+    assert!(
+        r == 0,
+        "blockmem lab: cannot release the pages of a fresh destination: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// How many of the whole pages of `[p, p+len)` are present (`mincore`); `None` if the
+/// kernel cannot say.
+///
+/// # Safety
+/// The range must be mapped.
+pub unsafe fn pages_present(p: *const u8, len: usize) -> Option<usize> {
+    let (start, n) = whole_pages(p, len)?;
+    let mut vec = vec![0u8; n / 4096];
+    // SAFETY: the range is mapped (caller) and page-aligned; `vec` has a byte per page.
+    let r = unsafe { libc::mincore(start as *mut libc::c_void, n, vec.as_mut_ptr()) };
+    (r == 0).then(|| vec.iter().filter(|&&b| b & 1 != 0).count())
 }
 
 /// Sweeps the eviction buffers: reads `clean` (never written, so its lines are clean),
@@ -628,7 +687,10 @@ impl StateBuilder {
     /// # Safety
     /// As for [`prepare`](Self::prepare).
     pub unsafe fn prepare_cold(&mut self, regions: &[Region]) {
-        let cold: Vec<&Region> = regions.iter().filter(|r| r.state.is_cold()).collect();
+        let cold: Vec<&Region> = regions
+            .iter()
+            .filter(|r| matches!(r.state, CacheState::Clean | CacheState::Dirty))
+            .collect();
         self.last_sweep = None;
         if !cold.is_empty() {
             for r in &cold {
@@ -648,6 +710,12 @@ impl StateBuilder {
                 // SAFETY: the eviction buffers are ours, both `n` bytes.
                 unsafe { sweep(c, d, n, any_dirty, any_dirty && any_clean) };
             }
+        }
+        // Last, so that nothing above touches a released page.
+        for r in regions.iter().filter(|r| r.state == CacheState::Fresh) {
+            // SAFETY: caller's contract (the region is ours and lies in a private
+            // anonymous mapping, whose released pages read as zero when touched again).
+            unsafe { release_pages(r.ptr, r.len) };
         }
     }
 
@@ -737,6 +805,19 @@ impl StateBuilder {
     /// # Safety
     /// The region must be valid for reads.
     pub unsafe fn verify(&mut self, r: &Region) -> StateCheck {
+        if r.state == CacheState::Fresh {
+            // Probing would fault the pages in: ask the kernel instead.
+            // SAFETY: caller's contract.
+            let present = unsafe { pages_present(r.ptr, r.len) };
+            return StateCheck {
+                wanted: r.state,
+                probe_ns: f64::NAN,
+                resident: present.is_some_and(|p| p > 0),
+                verified: present.map(|p| p == 0),
+                by_construction: false,
+                counted_misses: None,
+            };
+        }
         if let Some(c) = &self.counter {
             c.start();
         }

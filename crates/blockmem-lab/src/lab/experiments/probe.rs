@@ -100,7 +100,11 @@ pub fn probe_call_samples(
             unsafe {
                 states.prepare(&[region]);
                 timer.time(|| {
-                    std::hint::black_box(blockmem::probe::probe(p.add(len / 2), u32::MAX));
+                    std::hint::black_box(blockmem::probe::probe(
+                        p.add(len / 2),
+                        u32::MAX,
+                        u32::MAX,
+                    ));
                 })
             }
         })
@@ -194,7 +198,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         _ => {}
                     }
                     let c = blockmem::probe::load_cycles_tlb_warm(p);
-                    hits += usize::from(blockmem::probe::classify(c, hit_max) == Probed::Cached);
+                    hits += usize::from(
+                        blockmem::probe::classify(0, c, hit_max, u32::MAX) == Probed::Cached,
+                    );
                     cycles.push(c as f64);
                     ns.push(c as f64 / timer.ticks_per_ns);
                 }
@@ -276,9 +282,11 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     };
                     ns.push(c as f64 / timer.ticks_per_ns);
                     ns_mid.push(c_mid as f64 / timer.ticks_per_ns);
-                    let said_cached = blockmem::probe::classify(c, hit_max) == Probed::Cached;
+                    let said_cached =
+                        blockmem::probe::classify(0, c, hit_max, u32::MAX) == Probed::Cached;
                     ok += usize::from(said_cached == want_cached);
-                    let mid_cached = blockmem::probe::classify(c_mid, hit_max) == Probed::Cached;
+                    let mid_cached =
+                        blockmem::probe::classify(0, c_mid, hit_max, u32::MAX) == Probed::Cached;
                     ok_mid += usize::from(mid_cached == want_cached);
                     total += 1;
                 }

@@ -1,5 +1,7 @@
 //! `temperature`: the 3×3 matrix of source × destination cache states per method
-//! (seed 000 Tables 5–6), at the paper's 4 KiB and at 64 KiB, 1 MiB and 16 MiB.
+//! (seed 000 Tables 5–6), plus a `fresh` destination (never-touched pages: the call
+//! takes the page faults) per source state, at the paper's 4 KiB and at 64 KiB, 1 MiB
+//! and 16 MiB.
 
 use blockmem::kernel::Op;
 
@@ -21,7 +23,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let mut shapes = Vec::new();
     for &n in &sizes {
         for s in CacheState::ALL {
-            for d in CacheState::ALL {
+            for d in CacheState::DST_ALL {
                 let reps = ctx.reps_for(n, 31, 31);
                 let shape = Shape {
                     experiment: NAME,
@@ -52,7 +54,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         let pairs: Vec<(String, String)> = CacheState::ALL
             .iter()
             .flat_map(|s| {
-                CacheState::ALL
+                CacheState::DST_ALL
                     .iter()
                     .map(move |d| (s.name().to_string(), d.name().to_string()))
             })
