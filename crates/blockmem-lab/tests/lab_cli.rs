@@ -275,6 +275,60 @@ fn fleet_runs_on_a_given_distribution_directory() {
         .any(|r| r["op"] == "move" && r["overlapping_calls"].as_u64().unwrap() > 0));
 }
 
+/// The fleetbench distributions are built into the binary: a copy of it in an empty
+/// directory, run from another one with no BLOCKMEM_* variable, replays the three
+/// fleet-wide ones in quick mode without being told where they are.
+#[test]
+fn fleet_finds_its_distributions_without_configuration() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("blockmem");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("blockmem"), &exe).unwrap();
+    let cwd = home.path().join("elsewhere");
+    std::fs::create_dir(&cwd).unwrap();
+    let mut c = std::process::Command::new(&exe);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("BLOCKMEM_") {
+            c.env_remove(k);
+        }
+    }
+    let out = c
+        .current_dir(&cwd)
+        .args([
+            "lab",
+            "fleet",
+            "--quick",
+            "--reps",
+            "1",
+            "--methods",
+            "libc",
+            "--llc",
+            "1M",
+            "--quiet",
+            "--json",
+            "f.json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("f.json")).unwrap()).unwrap();
+    let mut workloads: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect();
+    workloads.sort();
+    workloads.dedup();
+    assert_eq!(workloads, ["Memcpy_Fleet", "Memmove_Fleet", "Memset_Fleet"]);
+}
+
 /// `blockmem info --json` reports how an `Auto` call of each size is dispatched: the
 /// stretches cover every size once, in order, and a calibrated robust range gets a
 /// segment of its own right after the `rep movsb` window.
