@@ -131,20 +131,20 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
     }
     let raw = measure::raw_text(&measured.medians);
     let Some(path) = path else {
-        print!("{text}");
-        print!("{raw}");
+        crate::output::print(&text)?;
+        crate::output::print(&raw)?;
         return Ok(());
     };
     std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
     let raw_path = path.with_extension("measurements");
     std::fs::write(&raw_path, &raw).with_context(|| format!("writing {}", raw_path.display()))?;
-    println!(
-        "calibrate: wrote {} ({} bytes; raw medians in {}) in {:.1} s",
+    crate::output::print(&format!(
+        "calibrate: wrote {} ({} bytes; raw medians in {}) in {:.1} s\n",
         path.display(),
         text.len(),
         raw_path.display(),
         elapsed.as_secs_f64()
-    );
+    ))?;
     Ok(())
 }
 

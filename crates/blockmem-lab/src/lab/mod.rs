@@ -349,20 +349,7 @@ pub fn timed_runner(hier: Hierarchy, timer: Timer, drain_stores: bool) -> Runner
 /// Writes to stdout; a closed pipe (`blockmem lab | head`) silences the rest instead of
 /// aborting the run (the JSON and report files still get written).
 fn emit(s: &str) {
-    use std::io::Write;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static CLOSED: AtomicBool = AtomicBool::new(false);
-    if CLOSED.load(Ordering::Relaxed) {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    if out
-        .write_all(s.as_bytes())
-        .and_then(|()| out.flush())
-        .is_err()
-    {
-        CLOSED.store(true, Ordering::Relaxed);
-    }
+    crate::output::print_lossy(s);
 }
 
 fn mib(n: usize) -> String {

@@ -174,9 +174,10 @@ fn parse_window(s: &str) -> Result<u64, String> {
     }
 }
 
-/// Writes to stdout, ignoring a closed pipe.
+/// Writes to stdout; a closed pipe silences the rest, the report files still get
+/// written.
 fn emit(s: &str) {
-    let _ = std::io::stdout().lock().write_all(s.as_bytes());
+    crate::output::print_lossy(s);
 }
 
 /// Runs `blockmem trace`.
