@@ -78,6 +78,40 @@ fn unwritable_output_fails_before_measuring() {
         );
 }
 
+/// `calibrate` checks where it will write before it measures (a quick calibration takes
+/// about half a minute): a path it cannot create, a directory and a FIFO each fail
+/// within seconds, naming the path.
+#[test]
+fn calibrate_rejects_an_unwritable_out_before_measuring() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (path, says) in [
+        (
+            "/proc/x/profile".to_string(),
+            "cannot create the directory /proc/x",
+        ),
+        (d.path().display().to_string(), "is a directory"),
+        (fifo.display().to_string(), "is not a regular file"),
+    ] {
+        let start = std::time::Instant::now();
+        let out = Command::cargo_bin("blockmem")
+            .unwrap()
+            .args(["calibrate", "--quick", "--out", &path])
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{path}: {err}");
+        assert!(err.contains(&path) && err.contains(says), "{path}: {err}");
+        assert!(err.contains("choose another --out"), "{err}");
+        assert!(secs < 5.0, "{path}: failed after {secs:.1} s");
+    }
+}
+
 #[test]
 fn compare_needs_two_files() {
     lab()
