@@ -29,7 +29,7 @@ fn ends_quietly(mut c: Command, lines: usize) {
     }
     c.stdout(writer).stderr(std::process::Stdio::piped());
     let child = c.spawn().expect("spawn blockmem");
-    // Our copy of the write end goes with the command, so the reader sees only the
+    // The test's copy of the write end goes with the command, so the reader sees only the
     // child's.
     drop(c);
     if let Some(r) = reader {

@@ -59,7 +59,7 @@ extern "C" {
 /// `environ` as an atomic: `AtomicPtr<T>` has the size and alignment of `*mut T`.
 fn environ_atomic() -> &'static AtomicPtr<*mut c_char> {
     // SAFETY: `environ` is a pointer-sized, pointer-aligned variable that lives as long
-    // as the process; viewing it as an `AtomicPtr` only changes how we access it.
+    // as the process; viewing it as an `AtomicPtr` only changes how it is accessed.
     unsafe { &*core::ptr::addr_of_mut!(environ).cast::<AtomicPtr<*mut c_char>>() }
 }
 
