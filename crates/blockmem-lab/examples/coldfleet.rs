@@ -2,7 +2,10 @@
 //! same drawn calls (`fleet::draw`, 24 MiB span), each method replaying only the calls
 //! of one size class after the buffers are flushed and a 32 MiB buffer read twice.
 //!
-//! `cargo run --release -p blockmem-lab --example coldfleet -- [FILE] [REPS]`
+//! `cargo run --release -p blockmem-lab --example coldfleet -- [DIST] [REPS]`
+//!
+//! DIST: a shipped distribution's name (default `Memcpy_Fleet`) or a fleetbench-format
+//! CSV file.
 //!
 //! This is how the masked copy's zero-byte calls were found: 57.7 ns per call for
 //! `auto` against libc's 6.7 (see `blockmem::arch::x86_64::masked::copy_le64`).
@@ -14,12 +17,11 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let file = args
-        .get(1)
-        .cloned()
-        .unwrap_or_else(|| "../shared/data/fleet-size-distributions/Memcpy_Fleet.csv".into());
+    let dist = args.get(1).map_or("Memcpy_Fleet", String::as_str);
     let reps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(31);
-    let d = Distribution::parse(std::path::Path::new(&file)).expect("distribution");
+    let d = Distribution::shipped(dist)
+        .map_or_else(|| Distribution::parse(std::path::Path::new(dist)), Ok)
+        .expect("distribution");
     let span = 24usize << 20;
     let max = d.max_size() + 256;
     let calls = draw(&d, 2000, span, 0xf1ee7);

@@ -5,6 +5,7 @@ use blockmem::dispatch;
 use blockmem::kernel::{self, Op};
 use blockmem::profile;
 use serde_json::{json, Value};
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// Where the library looks for its profile: `BLOCKMEM_PROFILE`, else
@@ -161,12 +162,19 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let info = cpu::detect();
     let r = report(&info);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        crate::output::print(&(serde_json::to_string_pretty(&r)? + "\n"))?;
         return Ok(());
+    }
+    // The text is assembled, then printed in one write (see `crate::output`).
+    let mut out = String::new();
+    macro_rules! say {
+        ($($arg:tt)*) => {{
+            let _ = writeln!(out, $($arg)*);
+        }};
     }
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let u = |v: &Value| v.as_u64().unwrap_or(0) as usize;
-    println!(
+    say!(
         "CPU       {} ({}, family {:#x} model {:#x} stepping {}){}",
         s(&r["cpu"]["brand"]),
         s(&r["cpu"]["vendor"]),
@@ -179,17 +187,17 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             ""
         }
     );
-    println!(
+    say!(
         "features  {}",
         info.features.names().collect::<Vec<_>>().join(" ")
     );
-    println!();
-    println!(
+    say!();
+    say!(
         "caches as CPUID leaf {} reports them:",
         s(&r["caches"]["per_level_leaf"])
     );
     for l in info.caches.levels() {
-        println!(
+        say!(
             "  L{} {:<11} {:>9}  {:>2}-way  {:>5} sets  {} B lines  shared by {} threads",
             l.level,
             kind_name(l.kind),
@@ -201,7 +209,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         );
     }
     let c = &info.caches;
-    println!(
+    say!(
         "legacy leaf 0x80000006:  L2 {}  L3 {}",
         if c.legacy_l2 > 0 {
             fmt_bytes(c.legacy_l2)
@@ -222,11 +230,11 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         .max();
     if let (Some(top), true) = (top, c.legacy_l3 > 0) {
         if top != c.legacy_l3 {
-            println!("  note: the legacy leaf disagrees with the per-level leaf on L3 ({} vs {}); blockmem uses the per-level leaf",
+            say!("  note: the legacy leaf disagrees with the per-level leaf on L3 ({} vs {}); blockmem uses the per-level leaf",
                 fmt_bytes(c.legacy_l3), fmt_bytes(top));
         }
     }
-    println!(
+    say!(
         "blockmem uses:  L1d {} ({})  L2 {} ({})  LLC {} ({})  line {} B",
         fmt_bytes(c.used.l1d.size),
         c.used.l1d.source.describe(info.vendor),
@@ -236,12 +244,12 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         c.used.llc.source.describe(info.vendor),
         c.used.line
     );
-    println!();
-    println!("kernels:");
+    say!();
+    say!("kernels:");
     for k in kernel::table() {
         let ops: Vec<_> = k.ops().map(Op::name).collect();
         let req: Vec<_> = k.requires.names().collect();
-        println!(
+        say!(
             "  {:<11} {:<9} {:<20} {:<16} {}",
             k.name(),
             if k.is_available() {
@@ -258,23 +266,23 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             k.summary
         );
     }
-    println!();
+    say!();
     let pr = &r["profile"];
     let path = pr["path"]
         .as_str()
         .unwrap_or("(no HOME or XDG_CACHE_HOME: none)");
     let class = s(&r["table"]["builtin_class"]);
     match (pr["error"].as_str(), s(&pr["source"]).as_str()) {
-        (Some(e), _) => println!(
+        (Some(e), _) => say!(
             "profile: {path}: rejected, {e}; using the built-in table ({class}) (fix the file or re-run `blockmem calibrate`)"
         ),
-        (None, "built-in") => println!(
+        (None, "built-in") => say!(
             "profile: none at {path}; using the built-in table for {class} CPUs (run `blockmem calibrate` to measure this host)"
         ),
-        (None, src) => println!("profile: {path} ({src}; rows it lacks from the built-in {class} table)"),
+        (None, src) => say!("profile: {path} ({src}; rows it lacks from the built-in {class} table)"),
     }
     let t = &r["table"];
-    println!(
+    say!(
         "decision table in force (calls up to {} bytes (copy) / {} (set) run inline first; effective LLC {}; a probe hit is <= {} cycles{}):",
         u(&pr["inline_max"]["copy"]),
         u(&pr["inline_max"]["set"]),
@@ -290,7 +298,8 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             s(&row["state"])
         );
         let compiled = row["compiled"].as_array().map_or(&[][..], |v| v.as_slice());
-        println!("  {key:<22} {}", row_line(compiled));
+        say!("  {key:<22} {}", row_line(compiled));
     }
+    crate::output::print(&out)?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 pub mod calibrate;
 pub mod info;
 pub mod lab;
+pub mod output;
 pub mod run_cmd;
 pub mod trace;
 

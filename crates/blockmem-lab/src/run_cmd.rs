@@ -426,7 +426,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         exe_dir,
     )?;
     let report = measure(args, &shim)?;
-    print!("{}", render(&report));
+    crate::output::print(&render(&report))?;
     Ok(())
 }
 

@@ -78,6 +78,40 @@ fn unwritable_output_fails_before_measuring() {
         );
 }
 
+/// `calibrate` checks where it will write before it measures (a quick calibration takes
+/// about half a minute): a path it cannot create, a directory and a FIFO each fail
+/// within seconds, naming the path.
+#[test]
+fn calibrate_rejects_an_unwritable_out_before_measuring() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (path, says) in [
+        (
+            "/proc/x/profile".to_string(),
+            "cannot create the directory /proc/x",
+        ),
+        (d.path().display().to_string(), "is a directory"),
+        (fifo.display().to_string(), "is not a regular file"),
+    ] {
+        let start = std::time::Instant::now();
+        let out = Command::cargo_bin("blockmem")
+            .unwrap()
+            .args(["calibrate", "--quick", "--out", &path])
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{path}: {err}");
+        assert!(err.contains(&path) && err.contains(says), "{path}: {err}");
+        assert!(err.contains("choose another --out"), "{err}");
+        assert!(secs < 5.0, "{path}: failed after {secs:.1} s");
+    }
+}
+
 #[test]
 fn compare_needs_two_files() {
     lab()
@@ -273,6 +307,60 @@ fn fleet_runs_on_a_given_distribution_directory() {
     assert!(results
         .iter()
         .any(|r| r["op"] == "move" && r["overlapping_calls"].as_u64().unwrap() > 0));
+}
+
+/// The fleetbench distributions are built into the binary: a copy of it in an empty
+/// directory, run from another one with no BLOCKMEM_* variable, replays the three
+/// fleet-wide ones in quick mode without being told where they are.
+#[test]
+fn fleet_finds_its_distributions_without_configuration() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("blockmem");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("blockmem"), &exe).unwrap();
+    let cwd = home.path().join("elsewhere");
+    std::fs::create_dir(&cwd).unwrap();
+    let mut c = std::process::Command::new(&exe);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("BLOCKMEM_") {
+            c.env_remove(k);
+        }
+    }
+    let out = c
+        .current_dir(&cwd)
+        .args([
+            "lab",
+            "fleet",
+            "--quick",
+            "--reps",
+            "1",
+            "--methods",
+            "libc",
+            "--llc",
+            "1M",
+            "--quiet",
+            "--json",
+            "f.json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("f.json")).unwrap()).unwrap();
+    let mut workloads: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect();
+    workloads.sort();
+    workloads.dedup();
+    assert_eq!(workloads, ["Memcpy_Fleet", "Memmove_Fleet", "Memset_Fleet"]);
 }
 
 /// `blockmem info --json` reports how an `Auto` call of each size is dispatched: the

@@ -65,7 +65,7 @@ fn op(counts: &Value, k: usize) -> (u64, u64) {
 #[test]
 fn known_calls_give_exactly_their_numbers() {
     let exe = known_calls();
-    let (o, j, _) = trace(
+    let (o, j, out) = trace(
         "known",
         &[
             "--sample",
@@ -127,8 +127,10 @@ fn known_calls_give_exactly_their_numbers() {
         err.contains("totals match BLOCKMEM_STATS for all 1 processes"),
         "{err}"
     );
-    // Seed 004 Table 7 in the text: the two 4 KiB copies are full pages.
-    let text = String::from_utf8_lossy(&o.stdout);
+    // Seed 004 Table 7 in the text: the two 4 KiB copies are full pages. With --out the
+    // tables go to a file; stdout is the program's alone.
+    let text = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("Block sizes"));
     assert!(text.contains("Block sizes (seed 004 Table 7)"), "{text}");
     assert!(text.contains("4 KiB ×2"), "{text}");
 }
@@ -250,6 +252,62 @@ fn sort_totals_match_the_statistics_and_its_distribution_replays() {
             .arg(&out),
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("Totals by operation"));
+}
+
+/// The traced program's stdout is its own: `blockmem trace -- gzip -c big.txt > out.gz`
+/// leaves an `out.gz` that decompresses to `big.txt` byte for byte, with `--out` and
+/// the shim's statistics line at exit (`--check-stats`), and without `--out`, where the
+/// tables go to stderr.
+#[test]
+fn tracing_gzip_leaves_its_output_byte_for_byte() {
+    if !common::have("gzip") {
+        eprintln!("skipped: gzip is not installed (scripts/deps.sh installs it)");
+        return;
+    }
+    let dir = common::scratch("trace-gzip");
+    let input = dir.join("big.txt");
+    let mut text = Vec::with_capacity(4 << 20);
+    let mut x = 11u64;
+    while text.len() < 4 << 20 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        text.extend_from_slice(format!("record {} {:x}\n", x >> 45, x >> 20).as_bytes());
+    }
+    std::fs::write(&input, &text).unwrap();
+    for (name, flags) in [
+        ("with-out", &["--out", "t", "--check-stats"][..]),
+        ("default", &[][..]),
+    ] {
+        let run = dir.join(name);
+        let _ = std::fs::remove_dir_all(&run);
+        std::fs::create_dir_all(&run).unwrap();
+        let gz = run.join("out.gz");
+        let o = common::run_ok(
+            blockmem()
+                .current_dir(&run)
+                .arg("trace")
+                .args(flags)
+                .args(["--no-estimate", "--", "gzip", "-c"])
+                .arg(&input)
+                .stdout(std::fs::File::create(&gz).unwrap()),
+        );
+        let back = common::run_ok(Command::new("gzip").arg("-dc").arg(&gz));
+        assert!(
+            back.stdout == text,
+            "{name}: out.gz does not decompress to the input ({} bytes back, {} in)",
+            back.stdout.len(),
+            text.len()
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        if flags.is_empty() {
+            assert!(err.contains("Totals by operation"), "{name}: {err}");
+        } else {
+            let report = std::fs::read_to_string(run.join("t/report.txt")).unwrap();
+            assert!(report.contains("Totals by operation"), "{report}");
+            assert!(err.contains("totals match BLOCKMEM_STATS"), "{err}");
+        }
+    }
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
 //! | `BLOCKMEM_TRACE=<path>` | record every call in a trace file ([`crate::trace`]; children write `<path>.<pid>`) |
 //! | `BLOCKMEM_TRACE_SAMPLE=N` | with tracing, probe the cache state every N-th call (default 64; 0: never) |
+//! | `BLOCKMEM_PROFILE_WARNED=<profile>` | set by the shim: an ancestor reported that rejected profile ([`crate::warned`]) |
 //!
 //! A flag is on when its value is non-empty and not `0`. Everything is ignored when
 //! the process runs with `AT_SECURE` (set-user-ID, set-group-ID, file capabilities):
@@ -23,8 +24,9 @@
 //! path) on the first call that needs the policy, without allocating, and ignores the
 //! environment under `AT_SECURE` itself. The constructor makes that first call happen
 //! at load time, in a known place rather than inside some later `memcpy`, and reports a
-//! rejected profile once on stderr (naming the line); the program then runs on the
-//! CPUID defaults and is never stopped.
+//! rejected profile on stderr (naming the line) once per process tree: the children of
+//! a process that reported it stay silent ([`crate::warned`]). The program then runs
+//! on the built-in table and is never stopped.
 
 use core::ffi::{c_char, c_int};
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -144,14 +146,22 @@ fn profile_error(line: &mut Line, e: ProfileError) {
     }
 }
 
-/// Loads the profile now (see the module docs) and reports a rejected one.
+/// Loads the profile now (see the module docs) and reports a rejected one, unless
+/// `warned` (the inherited `BLOCKMEM_PROFILE_WARNED`) says an ancestor reported the
+/// same profile; after reporting, marks the environment so that children stay silent.
 ///
 /// `reload`, not `status`: a call that needed the policy before this constructor ran
 /// (another library's constructor, the program's `.preinit_array`) may have made the
 /// core load its profile while libc's `environ` was still unset, so that it saw no
 /// `BLOCKMEM_PROFILE` and settled on defaults. Now the environment is in place.
-fn load_profile() {
+fn load_profile(warned: Option<&[u8]>) {
     if let (source, Some(error)) = blockmem::dispatch::reload() {
+        // The profile as the message names it: the path, or where it came from.
+        let mut named = Line::new();
+        profile_source(&mut named, source);
+        if warned == Some(named.as_bytes()) {
+            return;
+        }
         let mut line = Line::new();
         line.bytes(b"blockmem: profile ");
         profile_source(&mut line, source);
@@ -159,6 +169,7 @@ fn load_profile() {
         profile_error(&mut line, error);
         line.bytes(b"; using the built-in table\n");
         line.write_to(2);
+        crate::warned::publish(named.as_bytes());
     }
 }
 
@@ -241,6 +252,7 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     }
     let (mut stats, mut disable) = (false, false);
     let (mut trace_path, mut sample): (&[u8], u32) = (b"", crate::trace::DEFAULT_SAMPLE);
+    let mut warned = None;
     let mut i = 0;
     loop {
         // SAFETY: envp is a null-terminated array of pointers to NUL-terminated strings
@@ -267,6 +279,8 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
             trace_path = v;
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_TRACE_SAMPLE") {
             sample = parse_sample(v);
+        } else if let Some(v) = value_of(entry, crate::warned::NAME) {
+            warned = Some(v);
         }
     }
     let mut mode = 0;
@@ -283,7 +297,7 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
             warn(&[b"BLOCKMEM_DISABLE=1: the next memcpy/memmove/memset was not found; staying on blockmem"]);
         }
     }
-    load_profile();
+    load_profile(warned);
     // SAFETY: this is the constructor.
     if !trace_path.is_empty() && unsafe { start_trace(trace_path, sample, argv) } {
         mode |= MODE_TRACE;

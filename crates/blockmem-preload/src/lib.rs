@@ -89,6 +89,7 @@ mod out;
 mod stats;
 mod trace;
 mod trace_file;
+mod warned;
 
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicU8, Ordering};

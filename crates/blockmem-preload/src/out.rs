@@ -80,10 +80,14 @@ impl Line {
         }
     }
 
+    /// The bytes so far.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes were written by `byte`.
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len) }
+    }
+
     /// Writes the line to `fd`; false if that failed.
     pub(crate) fn write_to(&self, fd: i32) -> bool {
-        // SAFETY: the first `len` bytes were written by `byte`.
-        let s = unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len) };
-        write_all(fd, s)
+        write_all(fd, self.as_bytes())
     }
 }

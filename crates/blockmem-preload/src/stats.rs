@@ -30,7 +30,9 @@
 //! (GNU coreutils' `close_stdout` does), which would silence a write to fd 2. The
 //! duplicate is close-on-exec and sits at fd 200 or above (lowest free fd from 3 if
 //! the limit is lower), away from the numbers programs expect `open` to return; it
-//! exists only when statistics are on.
+//! exists only when statistics are on. Nothing the shim writes goes to stdout, which is
+//! the program's (`gzip -c f > f.gz` under `BLOCKMEM_STATS=1` or `blockmem trace` leaves
+//! `f.gz` exactly as gzip wrote it).
 
 use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
@@ -57,7 +59,8 @@ const KERNEL_SLOTS: usize = KernelId::ALL.len() + 2;
 const SLOT_INLINE: usize = 0;
 const SLOT_LIBC: usize = KERNEL_SLOTS - 1;
 
-/// Where the line goes: the duplicate of stderr, or stderr itself.
+/// Where the line goes: the duplicate of stderr, or stderr itself; -1: nowhere (stderr
+/// was closed at start). Never stdout.
 static STATS_FD: AtomicI32 = AtomicI32::new(2);
 
 /// Duplicates stderr for the line at exit (see the module docs). Called by the
@@ -71,6 +74,13 @@ pub(crate) fn keep_stderr() {
             STATS_FD.store(fd, Ordering::Relaxed);
             return;
         }
+    }
+    // Neither worked. If fd 2 is not even open, the program started with stderr closed
+    // and whatever it opens later may get that number (its output file, say): then the
+    // line is not written at all.
+    // SAFETY: fcntl(F_GETFD) has no memory-safety preconditions.
+    if unsafe { libc::fcntl(2, libc::F_GETFD) } < 0 {
+        STATS_FD.store(-1, Ordering::Relaxed);
     }
 }
 
@@ -157,6 +167,9 @@ extern "C" fn print_at_exit() {
     config::describe(&mut line);
     line.byte(b'\n');
     let fd = STATS_FD.load(Ordering::Relaxed);
+    if fd < 0 {
+        return;
+    }
     if !line.write_to(fd) && fd != 2 {
         line.write_to(2);
     }

@@ -272,8 +272,11 @@ pub(crate) static ARGV0: Bytes<255> = Bytes::new();
 /// Creates the trace file for process `pid`: `<path>` itself when `plain` (the
 /// process the variable was set for), else, or when `<path>` exists already,
 /// `<path>.<pid>`, then `<path>.<pid>.1` … (an exec'd program keeps its pid). Never
-/// truncates an existing file (`O_EXCL`). The descriptor is moved to 200 or above and
-/// is close-on-exec. Returns the descriptor, or the errno of the failure.
+/// truncates an existing file (`O_EXCL`). The descriptor is moved to 200 or above (else
+/// to the lowest free one from 3) and is close-on-exec. It is never 0, 1 or 2, even in
+/// a program started with those closed: a program that later opens its output there,
+/// or `dup2`s onto it, must not find trace records in it. Returns the descriptor, or
+/// the errno of the failure.
 pub(crate) fn create(pid: u32, plain: bool) -> Result<c_int, c_int> {
     let path = TRACE_PATH.get();
     let mut name = Local::new();
@@ -303,15 +306,23 @@ pub(crate) fn create(pid: u32, plain: bool) -> Result<c_int, c_int> {
             }
             return Err(e);
         }
-        // SAFETY: fcntl/close on a descriptor we own.
-        unsafe {
-            let high = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 200);
-            if high >= 0 {
-                libc::close(fd);
-                return Ok(high);
+        for lowest in [200, 3] {
+            // SAFETY: fcntl/close on a descriptor we own.
+            unsafe {
+                let moved = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, lowest);
+                if moved >= 0 {
+                    libc::close(fd);
+                    return Ok(moved);
+                }
             }
         }
-        return Ok(fd);
+        if fd > 2 {
+            return Ok(fd);
+        }
+        let e = errno();
+        // SAFETY: close on a descriptor we own.
+        unsafe { libc::close(fd) };
+        return Err(e);
     }
     Err(libc::EEXIST)
 }

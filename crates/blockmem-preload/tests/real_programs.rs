@@ -421,3 +421,44 @@ git rev-parse HEAD
     };
     assert!(objects("plain") == objects("shim"));
 }
+
+/// A rejected profile is reported once per process tree: a shell script under the shim
+/// whose commands are processes of their own (a nested shell, `env`, `ls`, a loop)
+/// prints the warning once, from the shell, while every process's statistics line
+/// still says the profile was rejected. A child given another bad profile reports
+/// that one.
+#[test]
+fn a_bad_profile_is_reported_once_per_process_tree() {
+    let dir = scratch("warn-once");
+    let bad = dir.join("bad-profile");
+    let other = dir.join("other-bad-profile");
+    fs::write(&bad, "version = 9\n").unwrap();
+    fs::write(&other, "version = 8\n").unwrap();
+    let script = "/bin/true; ls / > /dev/null; env /bin/true; sh -c '/bin/true; /bin/true'; \
+                  for i in 1 2 3; do /bin/true; done; BLOCKMEM_PROFILE=\"$OTHER\" /bin/true";
+    let out = run_ok(
+        under_shim("sh")
+            .args(["-c", script])
+            .env("BLOCKMEM_PROFILE", &bad)
+            .env("OTHER", &other)
+            .env("BLOCKMEM_STATS", "1"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("blockmem: profile "))
+        .collect();
+    let named = |p: &Path| format!("blockmem: profile {} rejected: ", p.display());
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(warnings[0].starts_with(&named(&bad)), "{err}");
+    assert!(warnings[1].starts_with(&named(&other)), "{err}");
+    // At least 8 processes: /bin/true, ls, env (which execs /bin/true), the inner sh
+    // (which execs its last command) and its first, the loop's three, the last (which
+    // the outer sh may exec).
+    let stats = stats_lines(&out.stderr);
+    assert!(stats.len() >= 8, "{} statistics lines: {err}", stats.len());
+    assert!(
+        stats.iter().all(|s| s.line.contains("(rejected: ")),
+        "{err}"
+    );
+}

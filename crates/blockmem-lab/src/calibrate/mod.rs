@@ -53,32 +53,36 @@ pub struct CalibrateArgs {
 }
 
 /// Checks, before anything is measured, that `path` can be written: its directory is
-/// created if missing and a scratch file beside it is created and removed.
-pub fn check_writable(path: &Path) -> Result<()> {
+/// created if missing, an existing `path` must be a regular file (a directory cannot
+/// be written, a FIFO would block), and a scratch file beside it is created and
+/// removed. `fix` ends each message: what to change (`choose another --out`).
+pub fn check_writable(path: &Path, fix: &str) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir).with_context(|| {
         format!(
-            "cannot create the directory {} for the profile {}; choose another --out",
+            "cannot create the directory {} for the profile {}; {fix}",
             dir.display(),
             path.display()
         )
     })?;
     if path.is_dir() {
         anyhow::bail!(
-            "{} is a directory; --out names the profile file to write",
+            "{} is a directory, not the profile file to write; {fix}",
+            path.display()
+        );
+    }
+    if path.exists() && !path.is_file() {
+        anyhow::bail!(
+            "{} is not a regular file (a device or FIFO?); {fix}",
             path.display()
         );
     }
     let scratch = dir.join(format!(".blockmem-calibrate-{}", std::process::id()));
-    std::fs::write(&scratch, b"").with_context(|| {
-        format!(
-            "cannot write the profile {}; choose another --out",
-            path.display()
-        )
-    })?;
+    std::fs::write(&scratch, b"")
+        .with_context(|| format!("cannot write the profile {}; {fix}", path.display()))?;
     let _ = std::fs::remove_file(&scratch);
     Ok(())
 }
@@ -92,7 +96,12 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         let p = args.out.clone().or_else(profile_path).context(
             "no --out given and neither BLOCKMEM_PROFILE, XDG_CACHE_HOME nor HOME is set",
         )?;
-        check_writable(&p)?;
+        let fix = if args.out.is_some() {
+            "choose another --out"
+        } else {
+            "pass --out PATH (or set BLOCKMEM_PROFILE) to a writable file"
+        };
+        check_writable(&p, fix)?;
         Some(p)
     };
     let llc = args
@@ -133,20 +142,20 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
     }
     let raw = measure::raw_text(&measured.medians, &measured.libc);
     let Some(path) = path else {
-        print!("{text}");
-        print!("{raw}");
+        crate::output::print(&text)?;
+        crate::output::print(&raw)?;
         return Ok(());
     };
     std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
     let raw_path = path.with_extension("measurements");
     std::fs::write(&raw_path, &raw).with_context(|| format!("writing {}", raw_path.display()))?;
-    println!(
-        "calibrate: wrote {} ({} bytes; raw medians in {}) in {:.1} s",
+    crate::output::print(&format!(
+        "calibrate: wrote {} ({} bytes; raw medians in {}) in {:.1} s\n",
         path.display(),
         text.len(),
         raw_path.display(),
         elapsed.as_secs_f64()
-    );
+    ))?;
     Ok(())
 }
 

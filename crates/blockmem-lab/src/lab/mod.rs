@@ -118,9 +118,10 @@ pub struct LabArgs {
     /// Effective LLC size to assume instead of measuring it (e.g. 12M).
     #[arg(long, value_name = "SIZE")]
     pub llc: Option<String>,
-    /// Directory of fleetbench distribution CSVs (default: shared/data/fleet-size-distributions),
-    /// or one such file; `--distribution PATH` says the same (e.g. a traced program's,
-    /// from `blockmem trace --export-distribution DIR`).
+    /// Directory of fleetbench-format distribution CSVs, or one such file, to replay
+    /// instead of the fleetbench distributions built into blockmem (also
+    /// $BLOCKMEM_FLEET_DIR); `--distribution PATH` says the same (e.g. a traced
+    /// program's, from `blockmem trace --export-distribution DIR`).
     #[arg(long, visible_alias = "distribution", value_name = "PATH")]
     pub fleet_dir: Option<PathBuf>,
     /// Compare two result JSON files cell by cell instead of measuring.
@@ -348,20 +349,7 @@ pub fn timed_runner(hier: Hierarchy, timer: Timer, drain_stores: bool) -> Runner
 /// Writes to stdout; a closed pipe (`blockmem lab | head`) silences the rest instead of
 /// aborting the run (the JSON and report files still get written).
 fn emit(s: &str) {
-    use std::io::Write;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static CLOSED: AtomicBool = AtomicBool::new(false);
-    if CLOSED.load(Ordering::Relaxed) {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    if out
-        .write_all(s.as_bytes())
-        .and_then(|()| out.flush())
-        .is_err()
-    {
-        CLOSED.store(true, Ordering::Relaxed);
-    }
+    crate::output::print_lossy(s);
 }
 
 fn mib(n: usize) -> String {
@@ -458,8 +446,8 @@ pub fn run(args: &LabArgs) -> Result<()> {
         };
         let recs = match exp.run(&mut ctx) {
             Ok(r) => r,
-            // In the default set, an experiment that cannot run (the fleet data is not
-            // beside this checkout, say) is skipped so the others still report.
+            // In the default set, an experiment that cannot run (a --fleet-dir that
+            // does not exist, say) is skipped so the others still report.
             Err(e) if !opts.explicit => {
                 eprintln!("warning: {} skipped: {e:#}", exp.name());
                 continue;

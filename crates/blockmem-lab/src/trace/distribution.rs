@@ -1,5 +1,5 @@
 //! `--export-distribution DIR`: the traced calls in the fleetbench format
-//! (`shared/data/fleet-size-distributions/FORMAT.md`: sizes, overlap probability and
+//! (`crates/blockmem-lab/data/fleet/FORMAT.md`: sizes, overlap probability and
 //! alignments, one `x:p` list per line), one file per op family named the way the
 //! lab's `fleet` experiment recognises: `Memcpy_<name>.csv` (memcpy, mempcpy),
 //! `Memmove_<name>.csv` and `Memset_<name>.csv` (memset and bzero). Alignments pool the

@@ -11,12 +11,16 @@
 //! The first form runs `CMD` with the LD_PRELOAD shim and `BLOCKMEM_TRACE=DIR/trace`
 //! (`DIR` defaults to `./blockmem-trace`; earlier trace files there are removed), then
 //! reads every trace file the run left — `DIR/trace` for the program, `DIR/trace.<pid>`
-//! for the processes it forked or exec'd — and reports: tables on stdout, and in `DIR`
-//! `index.html`, `report.json` and SVG histograms. `--check-stats` also sets
+//! for the processes it forked or exec'd — and reports: in `DIR` the tables
+//! (`report.txt`), `index.html`, `report.json` and SVG histograms; without `--out`,
+//! the tables on stderr too. Never on stdout: that is the program's, and
+//! `blockmem trace -- gzip -c f > f.gz` must leave `f.gz` exactly as gzip wrote it
+//! (the shim writes only to its trace files and stderr). `--check-stats` also sets
 //! `BLOCKMEM_STATS=1`, takes the statistics lines out of the program's stderr (the rest
 //! is passed through) and checks, process by process, that the trace's totals equal
 //! them. The second form reports files already written (also by hand:
-//! `BLOCKMEM_TRACE=/tmp/t LD_PRELOAD=… CMD`).
+//! `BLOCKMEM_TRACE=/tmp/t LD_PRELOAD=… CMD`); it runs no program, so its tables go to
+//! stdout (and to `report.txt` with `--out`).
 //!
 //! What is recorded, the record format, and how per-thread buffers, signals, fork and
 //! exec are handled: the shim's `trace` and `trace_file` modules. In short, per call:
@@ -95,8 +99,9 @@ enum TraceCommand {
 /// Report flags shared by both forms.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ReportOpts {
-    /// Write index.html, report.json and SVG histograms into DIR (running a program:
-    /// also its trace files; default ./blockmem-trace).
+    /// Write report.txt, index.html, report.json and SVG histograms into DIR (running a
+    /// program: also its trace files; default ./blockmem-trace, and the tables on
+    /// stderr).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Write the report as JSON to PATH too.
@@ -169,9 +174,10 @@ fn parse_window(s: &str) -> Result<u64, String> {
     }
 }
 
-/// Writes to stdout, ignoring a closed pipe.
+/// Writes to stdout; a closed pipe silences the rest, the report files still get
+/// written.
 fn emit(s: &str) {
-    let _ = std::io::stdout().lock().write_all(s.as_bytes());
+    crate::output::print_lossy(s);
 }
 
 /// Runs `blockmem trace`.
@@ -241,7 +247,25 @@ fn report_files(args: &ReportArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    report(&files, &args.report, &title, stats.as_deref(), None)
+    report(
+        &files,
+        &args.report,
+        &title,
+        stats.as_deref(),
+        None,
+        Tables::Stdout,
+    )
+}
+
+/// Where the report's tables are printed, besides `report.txt` in `--out`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tables {
+    /// `trace report`: the tables are the command's output.
+    Stdout,
+    /// A traced program's run without `--out`: stdout belongs to the program.
+    Stderr,
+    /// A traced program's run with `--out`: only the file (stderr says where).
+    FileOnly,
 }
 
 /// Analyses, prints and writes everything; fails if a statistics check was asked for
@@ -252,6 +276,7 @@ fn report(
     title: &str,
     stats: Option<&[StatsLine]>,
     wall: Option<f64>,
+    tables: Tables,
 ) -> Result<()> {
     let a = Analysis::run(
         files,
@@ -278,7 +303,13 @@ fn report(
         text.push_str(&t.to_text());
         text.push('\n');
     }
-    emit(&text);
+    match tables {
+        Tables::Stdout => emit(&text),
+        Tables::Stderr => {
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        }
+        Tables::FileOnly => {}
+    }
     for w in &a.warnings {
         eprintln!("warning: {w}");
     }
@@ -288,12 +319,15 @@ fn report(
     if let Some(dir) = &opts.out {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create --out directory {}", dir.display()))?;
+        let txt = dir.join("report.txt");
+        std::fs::write(&txt, &text).with_context(|| format!("cannot write {}", txt.display()))?;
         write_json(&r, &dir.join("report.json"))?;
         let plots = r.plots(dir)?;
         r.html(dir, &plots, &["report.json".to_string()])?;
         eprintln!(
-            "blockmem trace: report written to {}",
-            dir.join("index.html").display()
+            "blockmem trace: report written to {} (tables: {})",
+            dir.join("index.html").display(),
+            txt.display()
         );
     }
     if let Some(dir) = &opts.export_distribution {
@@ -421,12 +455,18 @@ fn run_program(args: &RunArgs) -> Result<()> {
     })?;
     let mut opts = args.report.clone();
     opts.out = Some(out);
+    let tables = if args.report.out.is_some() {
+        Tables::FileOnly
+    } else {
+        Tables::Stderr
+    };
     report(
         &files,
         &opts,
         &format!("trace: {cmd}"),
         args.check_stats.then_some(lines.as_slice()),
         Some(wall),
+        tables,
     )?;
     if !status.success() {
         bail!("{cmd} failed ({status}); the report covers what it did");

@@ -1,6 +1,9 @@
 //! `fleet`: throughput on the fleetbench distributions (sizes, overlap probability and
-//! pointer alignment sampled from production call sites; see
-//! `shared/data/fleet-size-distributions`). For each distribution a fixed sequence of
+//! pointer alignment sampled from production call sites; `data/fleet/` in this crate,
+//! whose `SOURCE.md` gives their origin and licence). They are compiled into the binary
+//! ([`SHIPPED`]), so the experiment runs anywhere without configuration; `--fleet-dir`
+//! (or `BLOCKMEM_FLEET_DIR`) replays other files in the same format instead, such as a
+//! traced program's. For each distribution a fixed sequence of
 //! calls is drawn once and replayed by every method, on a hot working set (the same
 //! addresses every call) and a cold one (calls scattered over buffers several times the
 //! effective LLC, flushed before each repetition).
@@ -42,60 +45,113 @@ pub struct Distribution {
     pub aligns: Vec<(usize, f64)>,
 }
 
-fn parse_line(line: &str, what: &str, path: &Path) -> anyhow::Result<Vec<(usize, f64)>> {
+fn parse_line(line: &str, what: &str, origin: &str) -> anyhow::Result<Vec<(usize, f64)>> {
     line.split(',')
         .filter(|e| !e.trim().is_empty())
         .map(|e| {
-            let (x, p) = e.trim().split_once(':').with_context(|| {
-                format!("{}: {what} line: entry '{e}' is not x:p", path.display())
-            })?;
+            let (x, p) = e
+                .trim()
+                .split_once(':')
+                .with_context(|| format!("{origin}: {what} line: entry '{e}' is not x:p"))?;
             Ok((
                 x.parse()
-                    .with_context(|| format!("{}: {what} line: bad value '{x}'", path.display()))?,
-                p.parse().with_context(|| {
-                    format!("{}: {what} line: bad probability '{p}'", path.display())
-                })?,
+                    .with_context(|| format!("{origin}: {what} line: bad value '{x}'"))?,
+                p.parse()
+                    .with_context(|| format!("{origin}: {what} line: bad probability '{p}'"))?,
             ))
         })
         .collect()
 }
 
+/// `(stem, include_str!("<crate>/data/fleet/<stem>.csv"))` for each stem.
+macro_rules! shipped {
+    ($($stem:literal),* $(,)?) => {
+        &[$((
+            $stem,
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/fleet/", $stem, ".csv")),
+        )),*]
+    };
+}
+
+/// The fleetbench distributions of `data/fleet/` (see `SOURCE.md` there), compiled in:
+/// (file stem, contents). A unit test checks that this list names every CSV file of
+/// the directory.
+pub const SHIPPED: &[(&str, &str)] = shipped![
+    "Memcpy_0",
+    "Memcpy_1",
+    "Memcpy_2",
+    "Memcpy_3",
+    "Memcpy_4",
+    "Memcpy_5",
+    "Memcpy_6",
+    "Memcpy_7",
+    "Memcpy_8",
+    "Memcpy_Fleet",
+    "Memmove_0",
+    "Memmove_1",
+    "Memmove_2",
+    "Memmove_3",
+    "Memmove_4",
+    "Memmove_5",
+    "Memmove_6",
+    "Memmove_7",
+    "Memmove_8",
+    "Memmove_Fleet",
+    "Memset_0",
+    "Memset_1",
+    "Memset_2",
+    "Memset_3",
+    "Memset_4",
+    "Memset_5",
+    "Memset_6",
+    "Memset_7",
+    "Memset_8",
+    "Memset_Fleet",
+];
+
 impl Distribution {
-    /// Parses a fleetbench CSV (sizes, overlap, alignments on three lines).
+    /// Parses a fleetbench CSV file (sizes, overlap, alignments on three lines).
     pub fn parse(path: &Path) -> anyhow::Result<Distribution> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let name = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("?")
-            .to_string();
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+        Distribution::parse_text(stem, &text, &path.display().to_string())
+    }
+
+    /// The shipped distribution named `stem` (`Memcpy_Fleet`), if there is one.
+    pub fn shipped(stem: &str) -> Option<Distribution> {
+        let (stem, text) = SHIPPED.iter().find(|(s, _)| *s == stem)?;
+        Some(
+            Distribution::parse_text(stem, text, &shipped_origin(stem))
+                .expect("the shipped distributions parse (unit-tested)"),
+        )
+    }
+
+    /// Parses the contents of a fleetbench CSV file whose stem is `name`; `origin`
+    /// names it in errors.
+    pub fn parse_text(name: &str, text: &str, origin: &str) -> anyhow::Result<Distribution> {
         let op = match name.split('_').next() {
             Some("Memcpy") => Op::Copy,
             Some("Memmove") => Op::Move,
             Some("Memset") => Op::Set,
-            _ => bail!(
-                "{}: name must start with Memcpy_, Memmove_ or Memset_",
-                path.display()
-            ),
+            _ => bail!("{origin}: name must start with Memcpy_, Memmove_ or Memset_"),
         };
         let lines: Vec<&str> = text.lines().collect();
         if lines.len() < 3 {
             bail!(
-                "{}: expected 3 lines (sizes, overlap, alignments), found {}",
-                path.display(),
+                "{origin}: expected 3 lines (sizes, overlap, alignments), found {}",
                 lines.len()
             );
         }
-        let sizes = parse_line(lines[0], "size", path)?;
-        let ov = parse_line(lines[1], "overlap", path)?;
-        let aligns = parse_line(lines[2], "alignment", path)?;
+        let sizes = parse_line(lines[0], "size", origin)?;
+        let ov = parse_line(lines[1], "overlap", origin)?;
+        let aligns = parse_line(lines[2], "alignment", origin)?;
         if sizes.is_empty() || aligns.is_empty() {
-            bail!("{}: empty size or alignment distribution", path.display());
+            bail!("{origin}: empty size or alignment distribution");
         }
         let overlap = ov.iter().filter(|(x, _)| *x == 1).map(|(_, p)| p).sum();
         Ok(Distribution {
-            name,
+            name: name.to_string(),
             op,
             sizes,
             overlap,
@@ -191,67 +247,97 @@ fn reference(call: &Call, op: Op, src: &[u8], dst: &mut [u8]) {
     }
 }
 
-/// The distribution files to run: the three fleet-wide ones in quick mode, all in full.
-/// A file (`--distribution FILE`) is used alone; in a directory without `_Fleet` files
-/// (a traced program's, say) quick mode runs them all.
-fn files(dir: &Path, quick: bool) -> anyhow::Result<Vec<PathBuf>> {
-    if dir.is_file() {
-        return Ok(vec![dir.to_path_buf()]);
+/// How the shipped distributions are named in errors.
+fn shipped_origin(stem: &str) -> String {
+    format!("data/fleet/{stem}.csv (built into blockmem)")
+}
+
+/// Which of `stems` to run: the three fleet-wide ones (`*_Fleet`) in quick mode, all in
+/// full; in a set without `_Fleet` files (a traced program's, say) quick mode runs them
+/// all. Returns indices into `stems`, in the order of their names.
+fn select(stems: &[&str], quick: bool) -> Vec<usize> {
+    let fleet_wide = |s: &str| s.ends_with("_Fleet");
+    let only_fleet = quick && stems.iter().any(|s| fleet_wide(s));
+    let mut v: Vec<usize> = (0..stems.len())
+        .filter(|&i| !only_fleet || fleet_wide(stems[i]))
+        .collect();
+    v.sort_by_key(|&i| stems[i]);
+    v
+}
+
+/// The distribution files under `path` (`--fleet-dir`): `path` alone if it is a file,
+/// else its `*.csv` files chosen by [`select`].
+fn files(path: &Path, quick: bool, flag: &str) -> anyhow::Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
     }
-    let all: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {} (pass --fleet-dir DIR)", dir.display()))?
+    let all: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| {
+            format!(
+                "{flag} {}: cannot list it; name a directory of Memcpy_/Memmove_/Memset_*.csv \
+                 files or one such file (without it, the shipped fleetbench distributions run)",
+                path.display()
+            )
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "csv"))
         .collect();
-    let fleet_wide = |p: &PathBuf| {
-        p.file_stem()
-            .is_some_and(|s| s.to_string_lossy().ends_with("_Fleet"))
-    };
-    let mut v: Vec<PathBuf> = if quick && all.iter().any(fleet_wide) {
-        all.into_iter().filter(fleet_wide).collect()
-    } else {
-        all
-    };
-    v.sort();
+    let stems: Vec<String> = all
+        .iter()
+        .map(|p| {
+            p.file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let stems: Vec<&str> = stems.iter().map(String::as_str).collect();
+    let v: Vec<PathBuf> = select(&stems, quick)
+        .into_iter()
+        .map(|i| all[i].clone())
+        .collect();
     if v.is_empty() {
         bail!(
-            "no Memcpy_/Memmove_/Memset_*.csv files in {}",
-            dir.display()
+            "{flag} {}: no Memcpy_/Memmove_/Memset_*.csv files in it",
+            path.display()
         );
     }
     Ok(v)
 }
 
-/// Where the distributions are by default: `../shared/data/fleet-size-distributions`
-/// relative to the current directory or the executable's workspace, else
-/// `$BLOCKMEM_FLEET_DIR`.
-pub fn default_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("BLOCKMEM_FLEET_DIR") {
-        return Some(PathBuf::from(d));
+/// The distributions to run: those under `given` (a path and the flag or variable
+/// that named it), else the shipped ones ([`SHIPPED`]).
+pub fn load(given: Option<(&Path, &str)>, quick: bool) -> anyhow::Result<Vec<Distribution>> {
+    match given {
+        Some((path, flag)) => files(path, quick, flag)?
+            .iter()
+            .map(|p| Distribution::parse(p))
+            .collect(),
+        None => {
+            let stems: Vec<&str> = SHIPPED.iter().map(|(s, _)| *s).collect();
+            select(&stems, quick)
+                .into_iter()
+                .map(|i| {
+                    let (stem, text) = SHIPPED[i];
+                    Distribution::parse_text(stem, text, &shipped_origin(stem))
+                })
+                .collect()
+        }
     }
-    let rel = Path::new("shared/data/fleet-size-distributions");
-    let mut roots: Vec<PathBuf> = Vec::new();
-    if let Ok(cwd) = std::env::current_dir() {
-        roots.extend(cwd.ancestors().map(Path::to_path_buf));
-    }
-    roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    roots.extend(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .map(Path::to_path_buf),
-    );
-    roots.into_iter().map(|r| r.join(rel)).find(|p| p.is_dir())
 }
 
 /// Runs every distribution × working set × method.
 pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
-    let dir = ctx.fleet_dir.clone().or_else(default_dir).context(
-        "fleet: distributions not found; pass --fleet-dir DIR or set BLOCKMEM_FLEET_DIR",
-    )?;
-    let dists: Vec<Distribution> = files(&dir, ctx.quick)?
-        .iter()
-        .map(|p| Distribution::parse(p))
-        .collect::<anyhow::Result<_>>()?;
+    // The flag wins over the variable; neither given: the shipped distributions.
+    let env_dir = std::env::var_os("BLOCKMEM_FLEET_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let given = match (&ctx.fleet_dir, &env_dir) {
+        (Some(p), _) => Some((p.as_path(), "--fleet-dir")),
+        (None, Some(p)) => Some((p.as_path(), "BLOCKMEM_FLEET_DIR")),
+        (None, None) => None,
+    };
+    let dists = load(given, ctx.quick)?;
     // Every method but the byte-at-a-time reference, unless named; each workload uses
     // those implementing its op.
     let methods: Vec<Method> = match ctx.methods {
@@ -696,10 +782,54 @@ mod tests {
 
     #[test]
     fn the_shipped_distributions_parse() {
-        let Some(dir) = default_dir() else { return };
-        for p in files(&dir, false).unwrap() {
-            let d = Distribution::parse(&p).unwrap();
+        let all = load(None, false).unwrap();
+        assert_eq!(all.len(), SHIPPED.len());
+        for d in &all {
             assert!(d.max_size() > 0, "{}", d.name);
         }
+        let quick: Vec<String> = load(None, true)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(quick, ["Memcpy_Fleet", "Memmove_Fleet", "Memset_Fleet"]);
+        assert_eq!(Distribution::shipped("Memset_Fleet").unwrap().op, Op::Set);
+        assert!(Distribution::shipped("Memcpy_Nonesuch").is_none());
+    }
+
+    /// `SHIPPED` names exactly the CSV files of `data/fleet/`, so a file added there is
+    /// not silently left out of the binary.
+    #[test]
+    fn shipped_lists_every_file_of_the_data_directory() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/fleet");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<&str> = SHIPPED.iter().map(|(s, _)| *s).collect();
+        listed.sort();
+        assert_eq!(on_disk, listed);
+    }
+
+    #[test]
+    fn a_given_directory_replaces_the_shipped_set_and_quick_keeps_its_files() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "Memcpy_Prog.csv", "8:1\n0:1\n8:1\n");
+        write(d.path(), "Memset_Prog.csv", "8:1\n0:1\n8:1\n");
+        write(d.path(), "notes.txt", "not a distribution");
+        let names: Vec<String> = load(Some((d.path(), "--fleet-dir")), true)
+            .unwrap()
+            .into_iter()
+            .map(|x| x.name)
+            .collect();
+        assert_eq!(names, ["Memcpy_Prog", "Memset_Prog"]);
+        let e = format!(
+            "{:#}",
+            load(Some((&d.path().join("missing"), "--fleet-dir")), true).unwrap_err()
+        );
+        assert!(e.contains("--fleet-dir") && e.contains("missing"), "{e}");
     }
 }
