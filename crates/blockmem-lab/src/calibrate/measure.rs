@@ -52,14 +52,22 @@ fn kernels(fam: Family, quick: bool) -> Vec<KernelId> {
             kernel_fits(fam, k) && k.kernel().is_some_and(|e| e.supports(measured_op(fam)))
         })
         .collect();
+    if quick {
+        widest_of_each_class(&all)
+    } else {
+        all
+    }
+}
+
+/// The kernels of `all` whose wider relative of the same store class
+/// ([`KernelId::narrower`]) is not in `all` too: `avx2` goes where `avx512` is,
+/// `avx2_nt` where `avx512_nt` is. What quick runs measure.
+pub fn widest_of_each_class(all: &[KernelId]) -> Vec<KernelId> {
     let widened = |k: KernelId| {
         all.iter()
             .any(|&w| w.narrower() == Some(k) && w.streams() == k.streams())
     };
-    all.iter()
-        .copied()
-        .filter(|&k| !quick || !widened(k))
-        .collect()
+    all.iter().copied().filter(|&k| !widened(k)).collect()
 }
 
 /// Every kernel measured, for the profile's header.

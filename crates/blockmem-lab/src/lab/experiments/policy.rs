@@ -2,9 +2,11 @@
 //! does it come to the best kernel for each situation? (seed 003 Fig. 4's selection,
 //! measured.)
 //!
-//! A grid of sizes × source state × destination state (hot, clean, dirty) × reuse
-//! (nothing after; the destination read right after) for copy, and sizes ×
-//! destination state × reuse for zero. Methods: `libc`; `auto` (`Hint::Auto`);
+//! A grid of sizes × source state × destination state (hot, clean, dirty, and fresh
+//! — never-touched pages — with a hot source) × reuse (nothing after; the destination
+//! read right after) for copy, and sizes × destination state × reuse for zero. With
+//! `--quick` the sources are hot and clean, the kernels the widest of each store class
+//! (as quick calibration measures), and noisy cells are measured at most twice as long. Methods: `libc`; `auto` (`Hint::Auto`);
 //! `auto_hinted` (the hint that matches the cell: `Reuse` when the destination is read
 //! after, `NoReuse` otherwise); every vector and string kernel, whose per-cell best is
 //! the oracle. Cells with reuse are timed as copy + read, so a kernel that leaves the
@@ -21,11 +23,12 @@
 
 use std::collections::BTreeMap;
 
-use blockmem::kernel::Op;
+use blockmem::kernel::{KernelId, Op};
 use blockmem::Hint;
 use serde_json::json;
 
 use super::{fmt_size, Ctx};
+use crate::calibrate::measure::widest_of_each_class;
 use crate::lab::method::{Kind, Method};
 use crate::lab::report::Table;
 use crate::lab::runner::{After, Cell, Record, Shape, SoFar};
@@ -63,11 +66,19 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     );
     let mut out = Vec::new();
     for op in [Op::Copy, Op::Zero] {
-        let kernels: Vec<Method> = ctx
+        let mut kernels: Vec<Method> = ctx
             .pick(op, None)
             .into_iter()
             .filter(|m| m.kind() == Kind::Kernel && !NOT_IN_ORACLE.contains(&m.name()))
             .collect();
+        if ctx.quick {
+            let ids: Vec<KernelId> = kernels
+                .iter()
+                .filter_map(|m| KernelId::from_name(m.name()))
+                .collect();
+            let keep = widest_of_each_class(&ids);
+            kernels.retain(|m| KernelId::from_name(m.name()).is_some_and(|k| keep.contains(&k)));
+        }
         let libc = ctx
             .all_methods
             .iter()
@@ -77,11 +88,12 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         let auto = Method::auto();
         let hinted_reuse = Method::auto_with_hint(Hint::Reuse, "auto_hinted");
         let hinted_noreuse = Method::auto_with_hint(Hint::NoReuse, "auto_hinted");
-        let srcs: &[CacheState] = if op == Op::Copy {
-            &CacheState::ALL
-        } else {
-            &[CacheState::Hot]
+        let srcs: &[CacheState] = match (op, ctx.quick) {
+            (Op::Copy, false) => &CacheState::ALL,
+            (Op::Copy, true) => &[CacheState::Hot, CacheState::Clean],
+            _ => &[CacheState::Hot],
         };
+        let cap = if ctx.quick { 2 } else { MAX_REPS_FACTOR };
         let methods: Vec<Vec<&Method>> = [&hinted_noreuse, &hinted_reuse]
             .into_iter()
             .map(|hinted| {
@@ -98,7 +110,12 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         let mut afters: Vec<After> = Vec::new();
         for &n in &sizes {
             for &s in srcs {
-                for d in CacheState::ALL {
+                // A fresh destination with the hot source only: the page faults, not
+                // the source, set its cost.
+                let dsts = CacheState::DST_ALL
+                    .into_iter()
+                    .filter(|&d| d != CacheState::Fresh || s == CacheState::Hot);
+                for d in dsts {
                     for after in [After::Nothing, After::ReadDst] {
                         // The worst-cell figures are a minimum over ~120 ratios, so
                         // every cell needs a steady median. Small cold cells are a few
@@ -142,7 +159,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     0
                 } else {
                     let names: Vec<&str> = cells.iter().map(|c| c.method.name()).collect();
-                    more_reps(&names, so_far)
+                    more_reps(&names, so_far, cap)
                 }
             },
         );
@@ -167,22 +184,23 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
 /// speed-up ((hi − lo) / speed-up, so ±5%), gets more repetitions ([`more_reps`]).
 pub const WIDE: f64 = 0.10;
 
-/// [`more_reps`] stops at this many times the first passes' repetitions.
+/// [`more_reps`] stops at this many times the first passes' repetitions (twice with
+/// `--quick`).
 pub const MAX_REPS_FACTOR: usize = 3;
 
 /// How many repetitions to add to a cell whose methods are `names` (in the order of
 /// `so_far.totals`): as many as its first passes made, while the 95% interval of
 /// `auto`'s, `auto_hinted`'s or `libc_again`'s paired speed-up over libc is wider than
-/// [`WIDE`] and the cell has fewer than [`MAX_REPS_FACTOR`] times those repetitions.
+/// [`WIDE`] and the cell has fewer than `cap` times those repetitions.
 ///
 /// The rule looks at how wide the intervals are, never where they lie: a cell is not
 /// measured again for being below the floor, only for being too noisy to tell. Large
 /// "hot" cells depend on how much of the host's shared LLC the neighbours leave, and
-/// their intervals ran 3–4 times wider than those of the steady cells (session 17:
-/// `auto` at 64 MiB hot→hot, read after, 0.88× with an interval of 0.79–1.14×), so a
-/// worst cell was often just the noisiest one.
-pub fn more_reps(names: &[&str], so_far: &SoFar<'_>) -> usize {
-    let cap = MAX_REPS_FACTOR * so_far.first;
+/// their intervals ran 3–4 times wider than those of the steady cells (`auto` at
+/// 64 MiB hot→hot, read after, measured 0.88× with an interval of 0.79–1.14× on a
+/// 2-vCPU Xeon guest), so a worst cell was often just the noisiest one.
+pub fn more_reps(names: &[&str], so_far: &SoFar<'_>, cap: usize) -> usize {
+    let cap = cap * so_far.first;
     if so_far.reps >= cap {
         return 0;
     }
@@ -721,6 +739,7 @@ mod tests {
                     first,
                     totals,
                 },
+                MAX_REPS_FACTOR,
             )
         };
         // Every paired interval narrow: nothing more, whether auto wins or loses.
@@ -759,7 +778,8 @@ mod tests {
                     reps: 20,
                     first: 20,
                     totals: &v
-                }
+                },
+                MAX_REPS_FACTOR,
             ),
             0
         );
