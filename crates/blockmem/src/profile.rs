@@ -17,7 +17,7 @@
 //! version = 2
 //! llc_effective = 24MiB    # probes past the LLC read the line half this from the end
 //! probe_hit_max = 150      # a probe load of at most this many TSC cycles hit the cache
-//! probe_fault_min = 1000   # a first touch of the page slower than this took a page fault
+//! probe_fault_min = 1500   # a first touch of the page slower than this took a page fault
 //! copy.auto.unknown = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe
 //! copy.auto.cached  = from 0: avx2; from 4KiB: rep_movsb
 //! copy.auto.cold    = from 0: avx2; from 4KiB: rep_movsb; from 8MiB: avx2_nt
@@ -57,17 +57,13 @@ pub const PROBE_MIN_BYTES: usize = 4096;
 /// DRAM access 200+ (more under a hypervisor). Calibration replaces it.
 pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 
-/// Default page-fault threshold in TSC cycles: the probe's first touch of the page (an
-/// untimed load until the fresh state existed, see `probe::probe`) that takes longer
-/// than this took a page fault, so the destination is fresh. A load that misses the
-/// TLB and the caches, page walk included, took at most 1.2k cycles (p99 1.05k) and a
-/// minor fault at least 2.0k on an Intel Xeon KVM guest; a fault is a kernel entry,
-/// a page allocation and exit, never much under a microsecond, while a page walk and a
-/// DRAM access stay well below one. The threshold leans low: a cold destination taken
-/// for fresh only loses streaming's gain, a fresh one taken for cold streams into
-/// pages the kernel has just cleared through the cache (half libc's speed there).
-/// Calibration replaces it.
-pub const DEFAULT_PROBE_FAULT_MIN: u32 = 1000;
+/// Default page-fault threshold in TSC cycles: a probe whose line load hit the cache
+/// after a first touch of the page slower than this read the zero page a fault had
+/// just mapped, so the destination is fresh (see `probe::classify`). On an Intel Xeon
+/// KVM guest fresh pages' first touches took at least 2.0k cycles and those of hot
+/// blocks past the TLB's reach at most 1.7k. A fault is a kernel entry and exit and a
+/// page-table update, rarely under a microsecond in a guest. Calibration replaces it.
+pub const DEFAULT_PROBE_FAULT_MIN: u32 = 1500;
 
 /// An op family: the ops that share a row of the table.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]

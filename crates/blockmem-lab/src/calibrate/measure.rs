@@ -351,9 +351,8 @@ pub fn raw_text(m: &Measurements, libc: &Baseline) -> String {
 
 /// The probe's page-fault threshold from the slowest first touches of long-untouched
 /// pages (`walk`, p99: a page walk and a DRAM access) and the fastest of fresh ones
-/// (`fault`, p5): their geometric mean, which leans towards the walk (a cold
-/// destination taken for fresh loses only streaming's gain; see
-/// `blockmem::profile::DEFAULT_PROBE_FAULT_MIN`). Where the two overlap, the default.
+/// (`fault`, p5): their geometric mean. Where the two overlap, the default
+/// (`blockmem::profile::DEFAULT_PROBE_FAULT_MIN`).
 pub fn fault_threshold(walk: f64, fault: f64) -> u32 {
     if !(walk > 0.0 && fault > walk * 1.2) {
         return blockmem::profile::DEFAULT_PROBE_FAULT_MIN;
