@@ -4,6 +4,11 @@
 //! frequency, other load) hits both alike, and the ratio of the medians. One extra,
 //! untimed run with `BLOCKMEM_STATS=1` shows what went through the shim.
 //!
+//! `--profile P` (repeatable) runs the shim once per decision table instead: `P` a
+//! profile file, or `builtin` for the CPU class's built-in table whatever profile is
+//! installed, so that one alternating run compares libc, the built-in table and a
+//! calibrated one.
+//!
 //! The shim is found at `--preload PATH`, else `$BLOCKMEM_PRELOAD_PATH`, else next to
 //! this executable (`target/release/` after a build), else in `../lib/` beside it (an
 //! installed layout, `PREFIX/bin` and `PREFIX/lib`).
@@ -43,6 +48,11 @@ pub struct RunArgs {
     /// The shim to preload (default: $BLOCKMEM_PRELOAD_PATH, else next to this binary).
     #[arg(long, value_name = "PATH")]
     pub preload: Option<PathBuf>,
+    /// Run the shim with this decision table: a profile file, or `builtin` for the
+    /// built-in table of the CPU class. Repeat to compare tables in one alternating
+    /// run (default: the table the shim finds itself).
+    #[arg(long = "profile", value_name = "PATH|builtin")]
+    pub profiles: Vec<String>,
     /// The program to run and its arguments (after `--`).
     #[arg(
         required = true,
@@ -53,22 +63,70 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-/// With or without the shim.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// With or without the shim, and with which table.
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Config {
     /// The system's C library only.
     Libc,
-    /// `LD_PRELOAD=libblockmem_preload.so`.
+    /// `LD_PRELOAD=libblockmem_preload.so`, with the table it finds itself.
     Shim,
+    /// The shim with `BLOCKMEM_PROFILE` set to a file (`label` names the table).
+    ShimWith {
+        /// The profile file.
+        profile: PathBuf,
+        /// `built-in`, or the file's name.
+        label: String,
+    },
 }
 
 impl Config {
-    fn label(self) -> &'static str {
+    fn label(&self) -> String {
         match self {
-            Config::Libc => "libc",
-            Config::Shim => "blockmem shim",
+            Config::Libc => "libc".into(),
+            Config::Shim => "blockmem shim".into(),
+            Config::ShimWith { label, .. } => format!("shim, {label}"),
         }
     }
+
+    fn shim(&self) -> bool {
+        *self != Config::Libc
+    }
+}
+
+/// A profile that selects the built-in table: the version line alone (every row and
+/// scalar not in a file keeps the built-in table's).
+pub const BUILTIN_PROFILE: &str =
+    "# blockmem profile: the built-in table (no rows given)\nversion = 2\n";
+
+/// The shim configurations `--profile` asks for; `builtin` becomes a file of
+/// [`BUILTIN_PROFILE`] in `scratch`.
+fn shim_configs(profiles: &[String], scratch: &Path) -> anyhow::Result<Vec<Config>> {
+    profiles
+        .iter()
+        .map(|p| {
+            if p == "builtin" {
+                let path = scratch.join(format!("blockmem-run-builtin-{}.profile", std::process::id()));
+                std::fs::write(&path, BUILTIN_PROFILE)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                return Ok(Config::ShimWith {
+                    profile: path,
+                    label: "built-in table".into(),
+                });
+            }
+            let path = PathBuf::from(p);
+            anyhow::ensure!(
+                path.is_file(),
+                "--profile {p}: not a file (give a profile written by `blockmem calibrate`, or `builtin`)"
+            );
+            let label = path
+                .file_name()
+                .map_or_else(|| p.clone(), |n| n.to_string_lossy().into_owned());
+            Ok(Config::ShimWith {
+                profile: path,
+                label: format!("profile {label}"),
+            })
+        })
+        .collect()
 }
 
 /// One timed run.
@@ -176,14 +234,17 @@ fn describe(command: &[OsString]) -> String {
 
 /// The command for one run: the shim prepended to any `LD_PRELOAD` already set, and
 /// `BLOCKMEM_STATS` removed unless `stats` (counting costs a little on every call).
-fn command_for(args: &RunArgs, shim: &Path, config: Config, stats: bool) -> Command {
+fn command_for(args: &RunArgs, shim: &Path, config: &Config, stats: bool) -> Command {
     let mut c = Command::new(&args.command[0]);
     c.args(&args.command[1..]).stdin(Stdio::null());
     if !args.show_output {
         c.stdout(Stdio::null()).stderr(Stdio::null());
     }
     c.env_remove("BLOCKMEM_STATS");
-    if config == Config::Shim {
+    if let Config::ShimWith { profile, .. } = config {
+        c.env("BLOCKMEM_PROFILE", profile);
+    }
+    if config.shim() {
         let mut preload = shim.as_os_str().to_os_string();
         if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
             preload.push(":");
@@ -230,7 +291,7 @@ fn status_text(status: i32) -> String {
 }
 
 /// One run: spawn, wait, time. Fails if the program does.
-fn run_once(args: &RunArgs, shim: &Path, config: Config) -> anyhow::Result<Sample> {
+fn run_once(args: &RunArgs, shim: &Path, config: &Config) -> anyhow::Result<Sample> {
     let mut cmd = command_for(args, shim, config, false);
     let start = Instant::now();
     let child = cmd
@@ -243,9 +304,10 @@ fn run_once(args: &RunArgs, shim: &Path, config: Config) -> anyhow::Result<Sampl
             "{} failed ({}) {}; rerun with --show-output to see why",
             describe(&args.command),
             status_text(status),
-            match config {
-                Config::Shim => "under the shim",
-                Config::Libc => "without the shim",
+            if config.shim() {
+                "under the shim"
+            } else {
+                "without the shim"
             }
         );
     }
@@ -254,7 +316,7 @@ fn run_once(args: &RunArgs, shim: &Path, config: Config) -> anyhow::Result<Sampl
 
 /// The extra run with `BLOCKMEM_STATS=1`: its statistics lines.
 fn stats_run(args: &RunArgs, shim: &Path) -> anyhow::Result<Vec<String>> {
-    let mut cmd = command_for(args, shim, Config::Shim, true);
+    let mut cmd = command_for(args, shim, &Config::Shim, true);
     cmd.stderr(Stdio::piped());
     if !args.show_output {
         cmd.stdout(Stdio::null());
@@ -272,18 +334,33 @@ fn stats_run(args: &RunArgs, shim: &Path) -> anyhow::Result<Vec<String>> {
 
 /// Runs everything and returns the measurements.
 pub fn measure(args: &RunArgs, shim: &Path) -> anyhow::Result<Report> {
-    let configs: &[Config] = if args.compare {
-        &[Config::Shim, Config::Libc]
+    let mut configs = if args.profiles.is_empty() {
+        vec![Config::Shim]
     } else {
-        &[Config::Shim]
+        shim_configs(&args.profiles, &std::env::temp_dir())?
     };
+    if args.compare {
+        configs.push(Config::Libc);
+    }
+    let result = measure_configs(args, shim, &configs);
+    for c in &configs {
+        if let Config::ShimWith { profile, label } = c {
+            if label == "built-in table" {
+                let _ = std::fs::remove_file(profile);
+            }
+        }
+    }
+    result
+}
+
+fn measure_configs(args: &RunArgs, shim: &Path, configs: &[Config]) -> anyhow::Result<Report> {
     for _ in 0..args.warmup {
-        for &c in configs {
+        for c in configs {
             run_once(args, shim, c)?;
         }
     }
     let mut samples: Vec<(Config, Vec<Sample>)> =
-        configs.iter().map(|&c| (c, Vec::new())).collect();
+        configs.iter().map(|c| (c.clone(), Vec::new())).collect();
     for i in 0..args.runs as usize {
         // Alternate which configuration goes first (ABBA), so that neither always runs
         // right after the other.
@@ -293,7 +370,7 @@ pub fn measure(args: &RunArgs, shim: &Path) -> anyhow::Result<Report> {
             (0..configs.len()).rev().collect()
         };
         for k in order {
-            let s = run_once(args, shim, configs[k])?;
+            let s = run_once(args, shim, &configs[k])?;
             samples[k].1.push(s);
         }
     }
@@ -371,20 +448,31 @@ pub fn render(r: &Report) -> String {
             secs(cpu.min),
             secs(cpu.max)
         );
-        medians.push((*config, wall.median, cpu.median));
+        medians.push((config.clone(), wall.median, cpu.median));
     }
-    let find = |c: Config| medians.iter().find(|m| m.0 == c);
-    if let (Some(shim), Some(libc)) = (find(Config::Shim), find(Config::Libc)) {
+    let libc = medians.iter().find(|m| m.0 == Config::Libc);
+    let shims: Vec<_> = medians.iter().filter(|m| m.0.shim()).collect();
+    if let Some(libc) = libc {
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
-        let _ = writeln!(
-            out,
-            "{:<15} {:>11.3} {:>11} {:>11}   {:>11.3}\n(ratio of medians; below 1: faster under the shim)",
-            "shim / libc",
-            ratio(shim.1, libc.1),
-            "",
-            "",
-            ratio(shim.2, libc.2)
-        );
+        for shim in &shims {
+            let name = if shim.0 == Config::Shim {
+                "shim / libc".to_string()
+            } else {
+                format!("{} / libc", shim.0.label())
+            };
+            let _ = writeln!(
+                out,
+                "{:<15} {:>11.3} {:>11} {:>11}   {:>11.3}",
+                name,
+                ratio(shim.1, libc.1),
+                "",
+                "",
+                ratio(shim.2, libc.2)
+            );
+        }
+        if !shims.is_empty() {
+            let _ = writeln!(out, "(ratio of medians; below 1: faster under the shim)");
+        }
     }
     let _ = writeln!(
         out,
@@ -576,6 +664,7 @@ mod tests {
             warmup: 0,
             show_output: false,
             preload: Some(shim.clone()),
+            profiles: vec![],
             command: vec!["sort".into(), input.clone().into()],
         };
         let report = measure(&args, &shim).unwrap();
@@ -598,6 +687,34 @@ mod tests {
         };
         let err = measure(&failing, &shim).unwrap_err().to_string();
         assert!(err.contains("exit status 1"), "{err}");
+        // One run per table: the built-in one (its scratch profile removed after) and
+        // libc; a profile that is not a file is refused before anything runs.
+        let tables = RunArgs {
+            profiles: vec!["builtin".into()],
+            ..failing.clone()
+        };
+        let tables = RunArgs {
+            command: vec!["sort".into(), input.clone().into()],
+            ..tables
+        };
+        let report = measure(&tables, &shim).unwrap();
+        let labels: Vec<String> = report.samples.iter().map(|s| s.0.label()).collect();
+        assert_eq!(labels, ["shim, built-in table", "libc"]);
+        assert!(render(&report).contains("shim, built-in table / libc"));
+        for (c, _) in &report.samples {
+            if let Config::ShimWith { profile, .. } = c {
+                assert!(!profile.exists(), "{}", profile.display());
+            }
+        }
+        let missing = RunArgs {
+            profiles: vec!["/nonexistent/profile".into()],
+            ..tables
+        };
+        let err = measure(&missing, &shim).unwrap_err().to_string();
+        assert!(
+            err.contains("--profile /nonexistent/profile: not a file"),
+            "{err}"
+        );
         let _ = std::fs::remove_file(&input);
     }
 }
