@@ -57,12 +57,13 @@ pub const PROBE_MIN_BYTES: usize = 4096;
 /// DRAM access 200+ (more under a hypervisor). Calibration replaces it.
 pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 
-/// Default page-fault threshold in TSC cycles: a probe whose line load hit the cache
-/// after a first touch of the page slower than this read the zero page a fault had
-/// just mapped, so the destination is fresh (see `probe::classify`). On an Intel Xeon
-/// KVM guest fresh pages' first touches took at least 2.0k cycles and those of hot
-/// blocks past the TLB's reach at most 1.7k. A fault is a kernel entry and exit and a
-/// page-table update, rarely under a microsecond in a guest. Calibration replaces it.
+/// Default page-fault threshold in TSC cycles: a probe's first touch of the page
+/// slower than this took a page fault, so the destination is fresh (see
+/// `probe::classify`). On an Intel Xeon KVM guest fresh pages' first touches took at
+/// least 2.0k cycles, and page walks to evicted pages and DRAM accesses 1.1k-1.4k at
+/// p99. It leans low: a cold destination taken for fresh only forgoes streaming's gain,
+/// a fresh one taken for cold would be streamed into at half libc's speed. Calibration
+/// replaces it with the geometric mean of the two it measures.
 pub const DEFAULT_PROBE_FAULT_MIN: u32 = 1500;
 
 /// An op family: the ops that share a row of the table.
