@@ -191,7 +191,9 @@ fn choose_kernels(
     hint: Hint,
     st: State,
 ) -> Vec<(usize, KernelId, String)> {
-    let per_size: Vec<(usize, Vec<Scenario>, Vec<(KernelId, f64)>)> = sizes(m, fam)
+    // Per size: its scenarios and every kernel's regret over them.
+    type AtSize = (usize, Vec<Scenario>, Vec<(KernelId, f64)>);
+    let per_size: Vec<AtSize> = sizes(m, fam)
         .into_iter()
         .map(|n| {
             let sc = scenarios(m, fam, hint, st, n);
