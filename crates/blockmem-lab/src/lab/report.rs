@@ -153,7 +153,7 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:
     table.headline td.cell span{display:block;color:#444;font-size:12px}\
     .big{font-size:22px;font-weight:bold}.fast{color:#2166ac}.near{color:#b35806}.slow{color:#b2182b}\
     .note{color:#555;font-size:13px;margin:0}.host{font-size:15px}.warn{color:#8a4b00}.err{color:#b00}\
-    .missing{color:#8a4b00;font-style:italic}\
+    .missing{color:#8a4b00;font-style:italic}.wide{overflow-x:auto}\
     details{margin:.3em 0}details summary{cursor:pointer}details ul{font-size:13px;margin:.3em 0}\
     img{max-width:100%;border:1px solid #ddd;margin:.3em 0}svg.ratio-chart{max-width:100%;height:auto;border:1px solid #ddd}\
     pre{background:#f6f6f6;padding:.5em;overflow:auto}";
@@ -294,7 +294,10 @@ fn section_html(sec: &Section) -> String {
         let _ = write!(s, "<div><img src=\"{0}\" alt=\"{0}\"></div>", esc(p));
     }
     for t in &sec.tables {
+        // A wide table scrolls on its own instead of widening the page.
+        s.push_str("<div class=wide>");
         s.push_str(&t.to_html());
+        s.push_str("</div>");
     }
     s.push_str("</section>");
     s

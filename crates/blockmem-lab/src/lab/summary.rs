@@ -153,7 +153,7 @@ pub fn summarize(host: &Value, records: &[Record]) -> Headline {
         .iter()
         .filter_map(|op| {
             let cells = per_op.remove(op)?;
-            Some(op_summary(op, cells, &experiments, &host["table"]))
+            Some(op_summary(op, cells, &experiments, host))
         })
         .collect();
     Headline {
@@ -190,7 +190,7 @@ fn cell_ratio(libc: &Record, auto: &Record, seed: u64) -> Option<Measured> {
     ))
 }
 
-fn op_summary(op: &str, cells: Vec<Measured>, experiments: &[&str], table: &Value) -> OpSummary {
+fn op_summary(op: &str, cells: Vec<Measured>, experiments: &[&str], host: &Value) -> OpSummary {
     let geo = |v: &mut dyn Iterator<Item = f64>| {
         let (s, n) = v.fold((0.0, 0usize), |(s, n), r| (s + r.ln(), n + 1));
         (s / n.max(1) as f64).exp()
@@ -234,7 +234,13 @@ fn op_summary(op: &str, cells: Vec<Measured>, experiments: &[&str], table: &Valu
             .count(),
         best,
         worst,
-        streams: streams(table, op),
+        streams: streams(
+            &host["table"],
+            op,
+            host["profile"]["inline_max"][family(op)]
+                .as_u64()
+                .unwrap_or(0),
+        ),
         experiments: per_experiment,
         cells: Vec::new(),
     };
@@ -401,16 +407,24 @@ fn spans_text(s: &[(u64, u64)]) -> String {
         .join(" and ")
 }
 
+/// The table family of an op (`copy` for copy and move, `set` for set and zero).
+fn family(op: &str) -> &'static str {
+    match op {
+        "set" | "zero" => "set",
+        _ => "copy",
+    }
+}
+
 /// Where auto's table (`host.table`, [`crate::info::table_json`]) streams for `op` with
 /// the `auto` hint: the sizes from which a band's kernel uses non-temporal stores,
-/// without a probe or after the probe finds the destination cold or cached. `None`
-/// when the table has no row for the op.
-pub fn streams(table: &Value, op: &str) -> Option<String> {
-    let family = match op {
-        "copy" | "move" => "copy",
-        "set" | "zero" => "set",
-        _ => return None,
-    };
+/// without a probe or after the probe finds the destination cold or cached. Calls of
+/// up to `inline_max` bytes run inline before the table is read, so the sizes start
+/// there. `None` when the table has no row for the op.
+pub fn streams(table: &Value, op: &str, inline_max: u64) -> Option<String> {
+    if !OPS.contains(&op) {
+        return None;
+    }
+    let family = family(op);
     let row = |state: &str| {
         table["rows"]
             .as_array()?
@@ -419,8 +433,9 @@ pub fn streams(table: &Value, op: &str) -> Option<String> {
     };
     let unknown = row_bands(row("unknown")?, op);
     let streaming = |b: Band| b == Band::Run { streams: true };
-    let direct = spans(&unknown, streaming);
-    let probed = spans(&unknown, |b| b == Band::Probe);
+    let table_sizes = [(inline_max, u64::MAX)];
+    let direct = intersect(&spans(&unknown, streaming), &table_sizes);
+    let probed = intersect(&spans(&unknown, |b| b == Band::Probe), &table_sizes);
     let after = |state: &str| {
         row(state).map_or_else(Vec::new, |r| {
             intersect(&spans(&row_bands(r, op), streaming), &probed)
@@ -906,9 +921,9 @@ pub(crate) mod tests {
     #[test]
     fn streaming_sizes_come_from_the_table_in_force() {
         let t = table();
-        assert_eq!(streams(&t, "move"), streams(&t, "copy"));
-        assert_eq!(streams(&t, "set"), streams(&t, "zero"));
-        assert_eq!(streams(&json!({}), "copy"), None);
+        assert_eq!(streams(&t, "move", 0), streams(&t, "copy", 0));
+        assert_eq!(streams(&t, "set", 0), streams(&t, "zero", 0));
+        assert_eq!(streams(&json!({}), "copy", 0), None);
         // Streaming from where the probe starts: the probe's start is not repeated.
         let t = json!({"rows": [
             {"family": "copy", "hint": "auto", "state": "unknown", "compiled": [
@@ -917,7 +932,7 @@ pub(crate) mod tests {
                 {"from": 0, "action": "avx2"}, {"from": 512 << 10, "action": "avx2_nt"}]},
         ]});
         assert_eq!(
-            streams(&t, "copy").as_deref(),
+            streams(&t, "copy", 0).as_deref(),
             Some("streams from 1 MiB when its probe finds the destination cold; never when it finds it cached")
         );
         // A row that never streams; a per-op band (zero streams where set does not).
@@ -928,12 +943,22 @@ pub(crate) mod tests {
                 {"from": 4 << 20, "action": "rep_stosb", "set": "rep_stosb", "zero": "clzero"},
                 {"from": 64 << 20, "action": "avx2"}]},
         ]});
-        assert_eq!(streams(&t, "copy").as_deref(), Some("never streams"));
-        assert_eq!(streams(&t, "set").as_deref(), Some("never streams"));
+        assert_eq!(streams(&t, "copy", 0).as_deref(), Some("never streams"));
+        assert_eq!(streams(&t, "set", 0).as_deref(), Some("never streams"));
         assert_eq!(
-            streams(&t, "zero").as_deref(),
+            streams(&t, "zero", 0).as_deref(),
             Some("streams 4 MiB to 64 MiB without probing")
         );
+        // Sizes that run inline never reach the table.
+        let t = json!({"rows": [
+            {"family": "set", "hint": "auto", "state": "unknown", "compiled": [
+                {"from": 0, "action": "avx2_nt"}, {"from": 4096, "action": "rep_stosb"}]},
+        ]});
+        assert_eq!(
+            streams(&t, "set", 2048).as_deref(),
+            Some("streams 2 KiB to 4 KiB without probing")
+        );
+        assert_eq!(streams(&t, "set", 4096).as_deref(), Some("never streams"));
     }
 
     #[test]
