@@ -4,8 +4,8 @@
 //! A cell is one experiment's size, source and destination state, reuse and any
 //! offset or workload ([`Record::cell_key`]); its ratio is libc's time over auto's, the
 //! median over repetitions of the two taken side by side
-//! ([`paired_median_ratio`]), or the ratio of the two medians where the samples do
-//! not pair. Per op the summary gives the geometric mean over the cells with a 95%
+//! ([`super::stats::paired_median_ratio`]), or the ratio of the two medians where the
+//! samples do not pair. Per op the summary gives the geometric mean over the cells with a 95%
 //! bootstrap interval (measurement noise, cells held fixed), the best and the worst
 //! cell by name, how many cells fall below [`SLOW`], and where auto's decision table
 //! streams (from the table recorded in the run's `host.table`).
