@@ -19,6 +19,9 @@ have git || need_apt+=(git)
 have gzip || need_apt+=(gzip)
 have tar || need_apt+=(tar)
 have sort || need_apt+=(coreutils)
+# The report's browser test (crates/blockmem-lab/tests/report_browser.rs) loads
+# index.html in headless Chromium.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 
 if ((${#need_apt[@]})); then
   echo "deps: installing ${need_apt[*]}" >&2

@@ -25,6 +25,9 @@ enum Command {
     Info(info::InfoArgs),
     /// Measure copies, moves and sets under controlled cache states (the seed experiments).
     Lab(lab::LabArgs),
+    /// Write the HTML report (and its summary) of a saved lab run:
+    /// `blockmem report results.json [--out DIR]`.
+    Report(lab::ReportArgs),
     /// Measure the kernels on this host and write the profile the library loads.
     Calibrate(calibrate::CalibrateArgs),
     /// Run a program under the LD_PRELOAD shim (and with --compare, also without it),
@@ -42,6 +45,7 @@ pub fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Lab(args) => lab::run(&args),
+        Command::Report(args) => lab::report_from_json(&args),
         Command::Calibrate(args) => calibrate::run(&args),
         Command::Run(args) => run_cmd::run(&args),
         Command::Trace(args) => trace::run(&args),

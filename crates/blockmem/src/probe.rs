@@ -37,6 +37,10 @@ pub const fn classify(mate_cycles: u64, cycles: u64, hit_max: u32, fault_min: u3
     }
 }
 
+/// TSC cycles one load of `*p` takes, fenced on both sides.
+///
+/// # Safety
+/// `p` must be valid for a one-byte read.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub unsafe fn load_cycles(p: *const u8) -> u64 {

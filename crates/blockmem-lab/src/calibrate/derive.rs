@@ -263,7 +263,9 @@ fn choose_kernels(
     hint: Hint,
     st: State,
 ) -> Vec<(usize, KernelId, String)> {
-    let per_size: Vec<(usize, Vec<Scenario>, Vec<Candidate>)> = sizes(m, fam)
+    // Per size: its scenarios and its candidates.
+    type AtSize = (usize, Vec<Scenario>, Vec<Candidate>);
+    let per_size: Vec<AtSize> = sizes(m, fam)
         .into_iter()
         .map(|n| {
             let sc = scenarios(m, fam, hint, st, n);

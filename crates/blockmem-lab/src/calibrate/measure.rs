@@ -254,7 +254,7 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
     let cells: Vec<Vec<Cell<'_>>> = groups.iter().map(|g| g.0.clone()).collect();
     let rounds = crate::lab::experiments::ROUNDS;
     let total = cells.iter().map(Vec::len).sum::<usize>() * rounds;
-    let bar = crate::lab::progress::bar(total as u64, "calibrate", false);
+    let bar = crate::lab::progress::bar(total as u64, "calibrate", "cell passes", false);
     let results = runner.measure_rounds(&cells, rounds, |k| bar.inc(k as u64));
     bar.finish_and_clear();
     let mut medians = Measurements::new();

@@ -7,27 +7,105 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
+use super::experiments::Experiment;
 use super::report::Table;
 use super::runner::Record;
+use super::summary::{summarize, Headline};
+use super::warn::{Group, Kind};
 
 /// Everything a run produced.
 pub struct RunData {
-    /// Host description (CPU, caches as reported and measured, timer, libc, options).
+    /// Host description (CPU, caches as reported and measured, timer, libc, options,
+    /// the decision table in force).
     pub host: Value,
-    /// Experiments run, in order.
+    /// Experiments asked for, in order (run or skipped).
     pub experiments: Vec<String>,
+    /// Experiments that could not run, with why.
+    pub skipped: Vec<(String, String)>,
     /// Every result.
     pub records: Vec<Record>,
-    /// Warning lines.
+    /// Warning lines, one per kind and subject (the terminal's).
     pub warnings: Vec<String>,
+    /// Every warning by kind (the report's).
+    pub warning_groups: Vec<Group>,
     /// Tables per experiment (for Markdown).
     pub tables: Vec<Table>,
+    /// The answer the run leads with: [`summarize`] of the host and records.
+    pub headline: Headline,
 }
 
 impl RunData {
     /// The `experiment` field: the experiment's name, or the names joined by `+`.
     pub fn experiment_name(&self) -> String {
         self.experiments.join("+")
+    }
+
+    /// Reads back a run [`Json`] wrote; tables are rebuilt from the records. An error
+    /// says which part of the file is wrong.
+    pub fn from_json(v: &Value) -> Result<RunData> {
+        let results = v["results"]
+            .as_array()
+            .context("no \"results\" array: not a blockmem lab JSON file")?;
+        let records: Vec<Record> = results
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Record::from_json(r).map_err(|e| anyhow::anyhow!("results[{i}]: {e}")))
+            .collect::<Result<_>>()?;
+        let strings = |x: &Value| -> Vec<String> {
+            x.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        };
+        let experiments = match v["experiments"].as_array() {
+            Some(_) => strings(&v["experiments"]),
+            None => v["experiment"]
+                .as_str()
+                .map(|e| e.split('+').map(String::from).collect())
+                .unwrap_or_default(),
+        };
+        let warnings = strings(&v["warnings"]);
+        let warning_groups = match v["warning_groups"].as_array() {
+            Some(groups) => groups
+                .iter()
+                .filter_map(|g| {
+                    let kind = Kind::from_name(g["kind"].as_str()?)?;
+                    Some(Group {
+                        kind,
+                        heading: kind.heading().to_string(),
+                        details: strings(&g["details"]),
+                    })
+                })
+                .collect(),
+            None => Group::of_lines(&warnings),
+        };
+        let skipped = v["skipped"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| {
+                Some((
+                    s["experiment"].as_str()?.to_string(),
+                    s["reason"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        let tables = experiments
+            .iter()
+            .filter_map(|e| Experiment::from_name(e))
+            .flat_map(|e| e.tables(&records))
+            .collect();
+        Ok(RunData {
+            headline: summarize(&v["host"], &records),
+            host: v["host"].clone(),
+            experiments,
+            skipped,
+            records,
+            warnings,
+            warning_groups,
+            tables,
+        })
     }
 }
 
@@ -53,7 +131,9 @@ pub trait Exporter {
     }
 }
 
-/// JSON: `{"host", "experiment", "experiments", "warnings", "results": [...]}`.
+/// JSON: `{"host", "experiment", "experiments", "skipped", "summary", "warnings",
+/// "warning_groups", "results": [...]}`; `summary` is [`RunData::headline`], `host.table`
+/// the decision table in force.
 pub struct Json;
 
 impl Json {
@@ -63,7 +143,12 @@ impl Json {
             "host": run.host,
             "experiment": run.experiment_name(),
             "experiments": run.experiments,
+            "skipped": run.skipped.iter()
+                .map(|(e, r)| json!({"experiment": e, "reason": r}))
+                .collect::<Vec<_>>(),
+            "summary": run.headline,
             "warnings": run.warnings,
+            "warning_groups": run.warning_groups,
             "results": run.records.iter().map(Record::to_json).collect::<Vec<_>>(),
         })
     }
@@ -219,13 +304,50 @@ pub(crate) mod tests {
             samples_ns: vec![100.0, 120.0, 110.0],
             extras,
         };
+        let host = json!({"cpu": {"brand": "test"}});
         RunData {
-            host: json!({"cpu": {"brand": "test"}}),
+            headline: summarize(&host, std::slice::from_ref(&rec)),
+            host,
             experiments: vec!["temperature".into()],
+            skipped: vec![],
             records: vec![rec],
             warnings: vec!["noisy: x".into()],
+            warning_groups: Group::of_lines(&["noisy: x".to_string()]),
             tables: vec![],
         }
+    }
+
+    #[test]
+    fn json_reads_back_into_the_same_run() {
+        let mut run = sample_run();
+        run.skipped = vec![("fleet".into(), "no data".into())];
+        let v = Json::value(&run);
+        assert_eq!(v["summary"]["host"], "test");
+        let back = RunData::from_json(&v).unwrap();
+        assert_eq!(back.experiments, run.experiments);
+        assert_eq!(back.skipped, run.skipped);
+        assert_eq!(back.warnings, run.warnings);
+        assert_eq!(back.warning_groups, run.warning_groups);
+        assert_eq!(back.records.len(), 1);
+        let (a, b) = (&back.records[0], &run.records[0]);
+        assert_eq!(a.key(), b.key());
+        assert_eq!(
+            (a.summary, &a.samples_ns, &a.extras),
+            (b.summary, &b.samples_ns, &b.extras)
+        );
+        assert_eq!(
+            back.tables.len(),
+            Experiment::Temperature.tables(&run.records).len()
+        );
+        let e = RunData::from_json(&json!({"results": [{"method": "x"}]}))
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains("results[0]: no string \"experiment\""),
+            "{e}"
+        );
+        assert!(RunData::from_json(&json!({})).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! * [`method`]: kernels, `libc` (from libc.so.6 itself) and `auto`;
 //! * [`runner`]: prepare → time → verify for one cell, into a [`runner::Record`];
 //! * [`stats`], [`warn`]: summaries and advice;
+//! * [`summary`]: the answer a run leads with, `auto` against `libc` per op;
 //! * [`export`], [`plot`], [`report`]: JSON/CSV/Markdown, SVG, terminal and HTML;
 //! * [`experiments`]: one module per seed figure.
 //!
@@ -49,10 +50,11 @@ pub mod report;
 pub mod runner;
 pub mod state;
 pub mod stats;
+pub mod summary;
 pub mod timer;
 pub mod warn;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -303,6 +305,7 @@ pub fn host_json(runner: &Runner, opts: &LabOptions, perf: &perf::PerfStatus) ->
     let r = crate::info::report(&info);
     json!({
         "cpu": r["cpu"],
+        "cpus": blockmem::autoload::cpus_available(),
         "caches": r["caches"],
         "hierarchy": runner.states.hier,
         "eviction_buffer_bytes": runner.states.eviction_bytes(),
@@ -431,6 +434,7 @@ pub fn run(args: &LabArgs) -> Result<()> {
     let mut tables = Vec::new();
     let mut timings = Vec::new();
     let mut sentinels = Vec::new();
+    let mut skipped = Vec::new();
     for &exp in &opts.experiments {
         sentinels.push(runner.sentinel(&format!("before {}", exp.name())));
         let t0 = Instant::now();
@@ -449,7 +453,13 @@ pub fn run(args: &LabArgs) -> Result<()> {
             // In the default set, an experiment that cannot run (a --fleet-dir that
             // does not exist, say) is skipped so the others still report.
             Err(e) if !opts.explicit => {
-                eprintln!("warning: {} skipped: {e:#}", exp.name());
+                let reason = format!("{e:#}");
+                eprintln!("blockmem lab: {} skipped: {reason}", exp.name());
+                runner.warnings.push(Warning::ExperimentSkipped {
+                    experiment: exp.name().into(),
+                    reason: reason.clone(),
+                });
+                skipped.push((exp.name().to_string(), reason));
                 continue;
             }
             Err(e) => return Err(e),
@@ -485,19 +495,21 @@ pub fn run(args: &LabArgs) -> Result<()> {
     host["sentinels"] = json!(sentinels);
     host["durations"] = json!(timings);
     host["total_seconds"] = json!(started.elapsed().as_secs_f64());
-    let warnings = runner.warnings.lines();
     let data = RunData {
+        headline: summary::summarize(&host, &records),
         host,
         experiments: opts
             .experiments
             .iter()
             .map(|e| e.name().to_string())
             .collect(),
+        skipped,
         records,
-        warnings,
+        warnings: runner.warnings.lines(),
+        warning_groups: runner.warnings.groups(),
         tables,
     };
-    write_outputs(&opts, &data)?;
+    let report = write_outputs(&opts, &data)?;
     for w in &data.warnings {
         eprintln!("warning: {w}");
     }
@@ -508,6 +520,11 @@ pub fn run(args: &LabArgs) -> Result<()> {
         data.records.len() - bad,
         started.elapsed().as_secs_f64()
     );
+    if let Some(p) = report {
+        eprintln!("blockmem lab: report written to {}", p.display());
+    }
+    // The closing summary, last, so it is what a reader of the log sees first.
+    eprint!("{}", data.headline.to_text());
     if bad > 0 {
         bail!("{bad} result(s) failed verification: a method wrote wrong bytes (see the warnings above)");
     }
@@ -546,7 +563,9 @@ fn check_outputs(opts: &LabOptions) -> Result<()> {
     Ok(())
 }
 
-fn write_outputs(opts: &LabOptions, data: &RunData) -> Result<()> {
+/// Writes the files asked for; returns the report's `index.html` when `--out` named
+/// (or defaulted to) a directory.
+fn write_outputs(opts: &LabOptions, data: &RunData) -> Result<Option<PathBuf>> {
     if let Some(p) = &opts.json {
         Json.write_file(data, p)?;
     }
@@ -556,32 +575,91 @@ fn write_outputs(opts: &LabOptions, data: &RunData) -> Result<()> {
     if let Some(p) = &opts.markdown {
         Markdown.write_file(data, p)?;
     }
-    if let Some(dir) = &opts.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create --out directory {}", dir.display()))?;
-        Json.write_file(data, &dir.join("results.json"))?;
-        Csv.write_file(data, &dir.join("results.csv"))?;
-        Markdown.write_file(data, &dir.join("results.md"))?;
-        let mut sections = Vec::new();
-        for &exp in &opts.experiments {
-            let plots = plot::plot(exp, &data.records, dir)
-                .with_context(|| format!("plotting {}", exp.name()))?;
-            sections.push(report::Section {
-                name: exp.name().into(),
-                about: exp.about().into(),
-                tables: exp.tables(&data.records),
-                plots,
-            });
-        }
-        let files = ["results.json", "results.csv", "results.md"]
-            .map(String::from)
-            .to_vec();
-        report::write_html(dir, &data.host, &sections, &data.warnings, &files)?;
-        eprintln!(
-            "blockmem lab: report written to {}",
-            dir.join("index.html").display()
-        );
+    opts.out
+        .as_deref()
+        .map(|dir| write_report(dir, data))
+        .transpose()
+}
+
+/// Writes the whole report into `dir`: `results.{json,csv,md}`, the SVG plots,
+/// `summary.svg` (the headline chart) and `index.html`; returns the page's path.
+pub fn write_report(dir: &Path, data: &RunData) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the report directory {}", dir.display()))?;
+    Json.write_file(data, &dir.join("results.json"))?;
+    Csv.write_file(data, &dir.join("results.csv"))?;
+    Markdown.write_file(data, &dir.join("results.md"))?;
+    let mut sections = Vec::new();
+    for name in &data.experiments {
+        let Some(exp) = Experiment::from_name(name) else {
+            continue;
+        };
+        let plots = plot::plot(exp, &data.records, dir)
+            .with_context(|| format!("plotting {}", exp.name()))?;
+        let skipped = data.skipped.iter().find(|(e, _)| e == name);
+        let ran = data.records.iter().any(|r| r.experiment == exp.name());
+        sections.push(report::Section {
+            name: exp.name().into(),
+            about: exp.about().into(),
+            tables: exp.tables(&data.records),
+            plots,
+            missing: match (skipped, ran) {
+                (Some((_, why)), _) => Some(format!("skipped: {why}")),
+                (None, false) => Some(
+                    "it ran but recorded no cell: none of the methods measured implements its op \
+                     (see the warnings)"
+                        .into(),
+                ),
+                (None, true) => None,
+            },
+        });
     }
+    let chart = plot::ratio_chart(&data.headline);
+    let mut files: Vec<String> = ["results.json", "results.csv", "results.md"]
+        .map(String::from)
+        .to_vec();
+    if !chart.is_empty() {
+        let p = dir.join("summary.svg");
+        std::fs::write(&p, &chart).with_context(|| format!("cannot write {}", p.display()))?;
+        files.push("summary.svg".into());
+    }
+    report::write_html(
+        dir,
+        &report::Page {
+            host: &data.host,
+            headline: &data.headline,
+            chart: &chart,
+            sections: &sections,
+            warnings: &data.warning_groups,
+            files: &files,
+        },
+    )?;
+    Ok(dir.join("index.html"))
+}
+
+/// Flags of `blockmem report`.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// A JSON file `blockmem lab --json` (or `--out`, as results.json) wrote.
+    #[arg(value_name = "JSON")]
+    pub json: PathBuf,
+    /// The directory to write the report into.
+    #[arg(long, value_name = "DIR", default_value = "blockmem-lab")]
+    pub out: PathBuf,
+}
+
+/// Runs `blockmem report`: the report of a saved run, without measuring, and its
+/// summary on stderr.
+pub fn report_from_json(args: &ReportArgs) -> Result<()> {
+    let p = &args.json;
+    let text =
+        std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))?;
+    let data = RunData::from_json(&v).with_context(|| format!("{}", p.display()))?;
+    let page = write_report(&args.out, &data)?;
+    eprintln!("blockmem report: written to {}", page.display());
+    eprint!("{}", data.headline.to_text());
     Ok(())
 }
 

@@ -146,12 +146,27 @@ pub struct Record {
 }
 
 impl Record {
-    /// A key that identifies the cell across runs (for `--compare`).
+    /// A key that identifies the cell and method across runs (for `--compare`).
     pub fn key(&self) -> String {
-        let mut k = format!(
-            "{}/{}/{}/{}/{}/{}/{}",
-            self.experiment, self.method, self.op, self.size, self.src, self.dst, self.reuse
-        );
+        self.key_with(Some(&self.method))
+    }
+
+    /// A key that identifies the cell whatever the method: the records of one cell's
+    /// methods share it ([`Record::key`] without the method).
+    pub fn cell_key(&self) -> String {
+        self.key_with(None)
+    }
+
+    fn key_with(&self, method: Option<&str>) -> String {
+        let mut k = self.experiment.clone();
+        if let Some(m) = method {
+            k.push('/');
+            k.push_str(m);
+        }
+        k.push_str(&format!(
+            "/{}/{}/{}/{}/{}",
+            self.op, self.size, self.src, self.dst, self.reuse
+        ));
         for f in [
             "sweep",
             "dst_offset",
@@ -191,6 +206,75 @@ impl Record {
         }
         m.insert("samples_ns".into(), json!(self.samples_ns));
         Value::Object(m)
+    }
+
+    /// Reads back an object [`Record::to_json`] wrote (a lab JSON file's `results`);
+    /// fields other than the fixed ones become extras. The error names the first fixed
+    /// field missing or of the wrong type.
+    pub fn from_json(v: &Value) -> Result<Record, String> {
+        let s = |k: &str| {
+            v[k].as_str()
+                .map(String::from)
+                .ok_or_else(|| format!("no string \"{k}\""))
+        };
+        let f = |k: &str| v[k].as_f64().ok_or_else(|| format!("no number \"{k}\""));
+        let (experiment, method, op) = (s("experiment")?, s("method")?, s("op")?);
+        let size = v["size"].as_u64().ok_or("no integer \"size\"")? as usize;
+        let (src, dst, reuse) = (s("src")?, s("dst")?, s("reuse")?);
+        let samples_ns: Vec<f64> = v["samples_ns"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        let from_samples = Summary::of(&samples_ns);
+        let summary = Summary {
+            n: v["reps"].as_u64().map_or(from_samples.n, |n| n as usize),
+            min: f("min_ns")?,
+            q1: v["q1_ns"].as_f64().unwrap_or(from_samples.q1),
+            median: f("median_ns")?,
+            q3: v["q3_ns"].as_f64().unwrap_or(from_samples.q3),
+            max: f("max_ns")?,
+            mean: from_samples.mean,
+        };
+        const FIXED: [&str; 17] = [
+            "experiment",
+            "method",
+            "op",
+            "size",
+            "src",
+            "dst",
+            "reuse",
+            "min_ns",
+            "median_ns",
+            "max_ns",
+            "gbps",
+            "verified",
+            "q1_ns",
+            "q3_ns",
+            "reps",
+            "key",
+            "samples_ns",
+        ];
+        let extras = v
+            .as_object()
+            .ok_or("not an object")?
+            .iter()
+            .filter(|(k, _)| !FIXED.contains(&k.as_str()))
+            .map(|(k, x)| (k.clone(), x.clone()))
+            .collect();
+        Ok(Record {
+            experiment,
+            method,
+            op,
+            size,
+            src,
+            dst,
+            reuse,
+            summary,
+            gbps: f("gbps")?,
+            verified: v["verified"].as_bool().ok_or("no boolean \"verified\"")?,
+            samples_ns,
+            extras,
+        })
     }
 
     /// A numeric extra, if present.

@@ -151,7 +151,7 @@ fn central(mut v: Vec<f64>, level: f64) -> (f64, f64) {
 /// The pairs `base[i] / x[i]` of two sample lists taken side by side (sample `i` of
 /// each in the same repetition), skipping pairs where either time is not positive
 /// and finite. `None` when the lists differ in length (they were not taken in pairs).
-fn pair_ratios(base: &[f64], x: &[f64]) -> Option<Vec<f64>> {
+pub fn pair_ratios(base: &[f64], x: &[f64]) -> Option<Vec<f64>> {
     (base.len() == x.len()).then(|| {
         base.iter()
             .zip(x)
@@ -204,6 +204,37 @@ pub fn paired_ratio_ci(
         meds.push(median_of(&mut draw));
     }
     Some(central(meds, level))
+}
+
+/// A percentile-bootstrap confidence interval at `level` for the geometric mean over
+/// cells of their paired speed-ups ([`paired_median_ratio`]), from each cell's pair
+/// ratios ([`pair_ratios`]): a replicate resamples every cell's pairs with replacement
+/// (a repetition is drawn whole), takes each cell's median and their geometric mean.
+/// The interval is the measurement noise of the grid's mean, cells held fixed.
+/// Deterministic for a `seed`. `None` without cells, or when a cell has fewer than 3
+/// pairs.
+pub fn paired_geomean_ci(
+    cells: &[Vec<f64>],
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    if cells.is_empty() || resamples == 0 || cells.iter().any(|c| c.len() < 3) {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut draw = Vec::new();
+    let mut means = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        let mut log_sum = 0.0;
+        for c in cells {
+            draw.clear();
+            draw.extend((0..c.len()).map(|_| c[rng.usize(..c.len())]));
+            log_sum += median_of(&mut draw).ln();
+        }
+        means.push((log_sum / cells.len() as f64).exp());
+    }
+    Some(central(means, level))
 }
 
 #[cfg(test)]
@@ -301,6 +332,25 @@ mod tests {
         );
         assert_eq!(paired_ratio_ci(&[4.0; 5], &[2.0; 4], 0.95, 100, 1), None);
         assert_eq!(paired_ratio_ci(&[4.0; 5], &[2.0; 5], 0.95, 0, 1), None);
+    }
+
+    #[test]
+    fn geomean_interval_holds_the_mean_and_needs_pairs() {
+        // Two cells: one 2x with ±10% noise, one 0.5x with ±10%: geomean near 1.
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut noisy =
+            |r: f64| -> Vec<f64> { (0..25).map(|_| r * (0.9 + 0.2 * rng.f64())).collect() };
+        let cells = vec![noisy(2.0), noisy(0.5)];
+        let (lo, hi) = paired_geomean_ci(&cells, 0.95, 1000, 1).unwrap();
+        assert!(lo < 1.0 && 1.0 < hi && hi - lo < 0.15, "{lo} {hi}");
+        // Exact ratios: a zero-width interval at the geometric mean.
+        let (lo, hi) = paired_geomean_ci(&[vec![4.0; 5], vec![1.0; 3]], 0.95, 100, 1).unwrap();
+        assert!((lo - 2.0).abs() < 1e-12 && (hi - 2.0).abs() < 1e-12);
+        assert_eq!(
+            paired_geomean_ci(&[vec![1.0; 5], vec![1.0; 2]], 0.95, 100, 1),
+            None
+        );
+        assert_eq!(paired_geomean_ci(&[], 0.95, 100, 1), None);
     }
 
     #[test]

@@ -86,12 +86,149 @@ pub enum Warning {
         /// Why.
         detail: String,
     },
+    /// An experiment of the default set could not run; the others did.
+    ExperimentSkipped {
+        /// The experiment.
+        experiment: String,
+        /// Why, with what to do.
+        reason: String,
+    },
+}
+
+/// What a warning is about: warnings of one kind share a heading in the report, with
+/// their count, and their details folded under it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A method wrote wrong bytes: its timings are void.
+    WrongResult,
+    /// An experiment did not run.
+    Skipped,
+    /// The machine or its clock changed during the run.
+    Interference,
+    /// Cells whose samples spread widely.
+    Noisy,
+    /// Cache states not as asked, or not verifiable.
+    CacheState,
+    /// What the host cannot provide: counters, an LLC step, a stable TSC, libc.
+    Host,
+    /// Methods left out of an experiment.
+    MethodSkipped,
+}
+
+impl Kind {
+    /// The report's heading for warnings of this kind.
+    pub const fn heading(self) -> &'static str {
+        match self {
+            Kind::WrongResult => "Wrong results: these timings are void",
+            Kind::Skipped => "Experiments that did not run",
+            Kind::Interference => "The machine's speed changed during the run",
+            Kind::Noisy => "Noisy cells: compare their medians only",
+            Kind::CacheState => "Cache states not as asked, or not verifiable",
+            Kind::Host => "What this host cannot provide",
+            Kind::MethodSkipped => "Methods that lack an experiment's op",
+        }
+    }
+
+    /// Every kind, most serious first.
+    pub const ALL: [Kind; 7] = [
+        Kind::WrongResult,
+        Kind::Skipped,
+        Kind::Interference,
+        Kind::Noisy,
+        Kind::CacheState,
+        Kind::Host,
+        Kind::MethodSkipped,
+    ];
+
+    /// Parses a stable name.
+    pub fn from_name(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// The kind of a warning's text, from how [`Warning`]'s texts begin (for files
+    /// that recorded only the lines).
+    pub fn of_line(line: &str) -> Kind {
+        let head = line.split(':').next().unwrap_or("");
+        match head {
+            "WRONG RESULT" => Kind::WrongResult,
+            "interference" | "timer" => Kind::Interference,
+            "noisy" => Kind::Noisy,
+            "state" => Kind::CacheState,
+            "counters" | "llc" | "libc" => Kind::Host,
+            _ if line.contains(": skipped: ") => Kind::Skipped,
+            _ => Kind::MethodSkipped,
+        }
+    }
+
+    /// The stable name (JSON).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::WrongResult => "wrong_result",
+            Kind::Skipped => "skipped",
+            Kind::Interference => "interference",
+            Kind::Noisy => "noisy",
+            Kind::CacheState => "cache_state",
+            Kind::Host => "host",
+            Kind::MethodSkipped => "method_skipped",
+        }
+    }
+}
+
+/// The warnings of one kind, for the report: every instance, in the order they came.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Group {
+    /// The kind.
+    pub kind: Kind,
+    /// Its heading ([`Kind::heading`]).
+    pub heading: String,
+    /// Each warning's text.
+    pub details: Vec<String>,
+}
+
+impl Group {
+    /// Groups warning lines by [`Kind::of_line`], most serious kind first.
+    pub fn of_lines(lines: &[String]) -> Vec<Group> {
+        Kind::ALL
+            .into_iter()
+            .filter_map(|kind| {
+                let details: Vec<String> = lines
+                    .iter()
+                    .filter(|l| Kind::of_line(l) == kind)
+                    .cloned()
+                    .collect();
+                (!details.is_empty()).then(|| Group {
+                    kind,
+                    heading: kind.heading().to_string(),
+                    details,
+                })
+            })
+            .collect()
+    }
 }
 
 impl Warning {
     /// Severity: errors invalidate numbers; notes only qualify them.
     pub fn is_error(&self) -> bool {
         matches!(self, Warning::VerificationFailed { .. })
+    }
+
+    /// What it is about.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Warning::VerificationFailed { .. } => Kind::WrongResult,
+            Warning::ExperimentSkipped { .. } => Kind::Skipped,
+            Warning::Interference { .. } | Warning::UnstableTsc { .. } => Kind::Interference,
+            Warning::Noisy { .. } => Kind::Noisy,
+            Warning::StateMismatch { .. }
+            | Warning::BackgroundNotResident { .. }
+            | Warning::StateUnverifiable { .. }
+            | Warning::HotExceedsLlc { .. } => Kind::CacheState,
+            Warning::NoCounters { .. }
+            | Warning::LlcNotMeasured { .. }
+            | Warning::NoLibc { .. } => Kind::Host,
+            Warning::MethodSkipped { .. } => Kind::MethodSkipped,
+        }
     }
 
     /// Key used to deduplicate (one line per kind and subject).
@@ -183,6 +320,9 @@ impl fmt::Display for Warning {
                 f,
                 "libc: {detail}; ratios to libc are not available"
             ),
+            Warning::ExperimentSkipped { experiment, reason } => {
+                write!(f, "{experiment}: skipped: {reason}")
+            }
         }
     }
 }
@@ -192,11 +332,16 @@ impl fmt::Display for Warning {
 #[derive(Default, Debug)]
 pub struct Warnings {
     list: Vec<(Warning, usize)>,
+    /// Every warning pushed, for the report's details.
+    all: Vec<Warning>,
 }
 
 impl Warnings {
     /// Records one.
     pub fn push(&mut self, w: Warning) {
+        if !self.all.contains(&w) {
+            self.all.push(w.clone());
+        }
         let k = w.dedup_key();
         if let Some(e) = self.list.iter_mut().find(|(x, _)| x.dedup_key() == k) {
             e.1 += 1;
@@ -223,7 +368,27 @@ impl Warnings {
         self.list.iter().any(|(w, _)| w.is_error())
     }
 
-    /// Lines for the terminal / report.
+    /// Every warning by kind, the most serious kind first ([`Kind`]'s order).
+    pub fn groups(&self) -> Vec<Group> {
+        let mut kinds: Vec<Kind> = self.all.iter().map(Warning::kind).collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
+            .into_iter()
+            .map(|kind| Group {
+                kind,
+                heading: kind.heading().to_string(),
+                details: self
+                    .all
+                    .iter()
+                    .filter(|w| w.kind() == kind)
+                    .map(Warning::to_string)
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Lines for the terminal: one per kind and subject, with how many more like it.
     pub fn lines(&self) -> Vec<String> {
         self.list
             .iter()
@@ -261,6 +426,26 @@ mod tests {
             "{l:?}"
         );
         assert!(w.has_errors());
+    }
+
+    #[test]
+    fn groups_keep_every_instance_by_kind_most_serious_first() {
+        let mut w = Warnings::default();
+        for (cell, rel_iqr) in [("a", 0.3), ("b", 0.9), ("a", 0.3)] {
+            w.push(Warning::Noisy {
+                cell: cell.into(),
+                rel_iqr,
+            });
+        }
+        w.push(Warning::LlcNotMeasured { used: 8 << 20 });
+        w.push(Warning::VerificationFailed { cell: "c".into() });
+        let g = w.groups();
+        let kinds: Vec<Kind> = g.iter().map(|g| g.kind).collect();
+        assert_eq!(kinds, [Kind::WrongResult, Kind::Noisy, Kind::Host]);
+        // The exact repeat is one detail; both noisy cells are listed.
+        assert_eq!(g[1].details.len(), 2);
+        assert!(g[1].details[1].contains("b spread 90%"));
+        assert_eq!(g[0].heading, Kind::WrongResult.heading());
     }
 
     #[test]

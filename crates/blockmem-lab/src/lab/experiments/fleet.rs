@@ -420,6 +420,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     let pb = ctx.bar(
         per_workload.iter().map(Vec::len).sum::<usize>() * ROUNDS,
         NAME,
+        "method passes",
     );
     let mut runs: Vec<Run> = built
         .iter()

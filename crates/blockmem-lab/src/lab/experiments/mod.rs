@@ -235,7 +235,7 @@ impl Ctx<'_> {
         mut extend: impl FnMut(&[Cell<'_>], &SoFar<'_>) -> usize,
     ) -> Vec<Vec<Option<Record>>> {
         let cells: usize = groups.iter().map(Vec::len).sum();
-        let pb = self.bar(cells * ROUNDS, title);
+        let pb = self.bar(cells * ROUNDS, title, "cell passes");
         let out = self.runner.measure_rounds_extending(
             groups,
             ROUNDS,
@@ -268,9 +268,9 @@ impl Ctx<'_> {
             .collect()
     }
 
-    /// A progress bar.
-    pub fn bar(&self, len: usize, title: &str) -> indicatif::ProgressBar {
-        super::progress::bar(len as u64, title, self.quiet)
+    /// Progress of `len` steps of `unit` ([`super::progress::bar`]).
+    pub fn bar(&self, len: usize, title: &str, unit: &'static str) -> super::progress::Progress {
+        super::progress::bar(len as u64, title, unit, self.quiet)
     }
 }
 

@@ -126,7 +126,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let span = (trials * max).max(64 << 20);
     let mut buf = Buffer::new(span);
     let base = buf.as_mut_ptr();
-    let pb = ctx.bar(5 + sizes.len() * PATTERNS.len(), NAME);
+    let pb = ctx.bar(5 + sizes.len() * PATTERNS.len(), NAME, "steps");
 
     let mut rng = fastrand::Rng::with_seed(0x9b0be);
     // Cost, with the dispatcher's probe (an untimed load 2 KiB away in the same page
