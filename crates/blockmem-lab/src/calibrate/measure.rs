@@ -62,11 +62,24 @@ fn kernels(fam: Family, quick: bool) -> Vec<KernelId> {
 /// The kernels of `all` whose wider relative of the same store class
 /// ([`KernelId::narrower`]) is not in `all` too: `avx2` goes where `avx512` is,
 /// `avx2_nt` where `avx512_nt` is. What quick runs measure.
+///
+/// ```
+/// use blockmem::KernelId::*;
+/// let all = [Sse2, Avx2, Avx2Nt, Avx512, Avx512Nt, RepStosb];
+/// let quick = blockmem_lab::calibrate::measure::widest_of_each_class(&all);
+/// assert_eq!(quick, [Avx512, Avx512Nt, RepStosb]);
+/// ```
 pub fn widest_of_each_class(all: &[KernelId]) -> Vec<KernelId> {
-    let widened = |k: KernelId| {
-        all.iter()
-            .any(|&w| w.narrower() == Some(k) && w.streams() == k.streams())
+    // The string and zeroing instructions stand in for no wider kernel: `rep_stosb`
+    // falls back to `avx512` where the CPU lacks fast strings, it does not widen it.
+    let widens = |w: KernelId, k: KernelId| {
+        !matches!(
+            w,
+            KernelId::RepMovsb | KernelId::RepStosb | KernelId::Clzero
+        ) && w.narrower() == Some(k)
+            && w.streams() == k.streams()
     };
+    let widened = |k: KernelId| all.iter().any(|&w| widens(w, k));
     all.iter().copied().filter(|&k| !widened(k)).collect()
 }
 
@@ -99,6 +112,7 @@ fn ladder(quick: bool) -> Vec<usize> {
     if quick {
         vec![
             256,
+            k,
             4 * k,
             16 * k,
             64 * k,
@@ -182,13 +196,11 @@ fn groups<'a>(
                 ) else {
                     continue;
                 };
-                // Read back only from 4 KiB: below, every kernel's lines are in L1.
-                let thens: &[Then] = if n >= 4 << 10 {
-                    &[Then::Nothing, Then::ReadDst]
-                } else {
-                    &[Then::Nothing]
-                };
-                for &then in thens {
+                // Read back at every size: a streaming kernel leaves even a 256-byte
+                // destination out of the cache, and without the read-back cells a
+                // small set measured alone chose non-temporal stores (a fleet memset
+                // distribution then ran at a quarter of libc's speed).
+                for then in [Then::Nothing, Then::ReadDst] {
                     let after = match then {
                         Then::Nothing => After::Nothing,
                         Then::ReadDst => After::ReadDst,
