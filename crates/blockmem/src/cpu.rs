@@ -59,7 +59,8 @@ impl Features {
     /// BMI2 (`bzhi`, used to build byte masks without a branch).
     pub const BMI2: Features = Features(1 << 13);
 
-    const ALL_NAMED: [(Features, &'static str); 14] = [
+    /// Every named feature with its stable name, in a fixed order.
+    pub const ALL_NAMED: [(Features, &'static str); 14] = [
         (Features::SSE2, "sse2"),
         (Features::AVX, "avx"),
         (Features::AVX2, "avx2"),

@@ -147,6 +147,30 @@ pub struct LabArgs {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// CPU features to mask off for the whole run, comma-separated, named as
+    /// `blockmem info` prints them (e.g. `avx512f` to measure as an AVX2-only host
+    /// would, `avx` for SSE2 only): kernels that need them are unavailable and `auto`
+    /// runs the table of the CPU class that remains (its built-in table, unless a
+    /// profile is in use).
+    #[arg(long, value_name = "LIST")]
+    pub mask_features: Option<String>,
+}
+
+/// Parses `--mask-features`: feature names, comma-separated.
+pub fn parse_features(list: &str) -> Result<blockmem::cpu::Features> {
+    use blockmem::cpu::Features;
+    let mut f = Features::NONE;
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let one = Features::from_name(name).with_context(|| {
+            let known: Vec<&str> = Features::ALL_NAMED.iter().map(|(_, n)| *n).collect();
+            format!(
+                "--mask-features: unknown feature {name:?} (known: {})",
+                known.join(", ")
+            )
+        })?;
+        f = f.union(one);
+    }
+    Ok(f)
 }
 
 /// Validated options.
@@ -373,6 +397,16 @@ pub fn run(args: &LabArgs) -> Result<()> {
             c.worst(10).to_text()
         ));
         return Ok(());
+    }
+    if let Some(list) = &args.mask_features {
+        blockmem::dispatch::mask_features(parse_features(list)?);
+        // The built-in table follows the CPU class that remains.
+        blockmem::dispatch::reload();
+        eprintln!(
+            "blockmem lab: features masked off: {} (built-in table: {})",
+            list,
+            blockmem::dispatch::builtin_class().name()
+        );
     }
     let opts = args.validate()?;
     check_outputs(&opts)?;
