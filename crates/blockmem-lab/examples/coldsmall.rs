@@ -39,7 +39,7 @@ fn main() {
         })
         .collect();
     if sse {
-        blockmem::cpu::disable(blockmem::cpu::Features::AVX512BW);
+        blockmem::dispatch::mask_features(blockmem::cpu::Features::AVX512BW);
     }
     let mut run = |name: &str, f: unsafe fn(*mut u8, *const u8, usize)| {
         let mut best = f64::MAX;
