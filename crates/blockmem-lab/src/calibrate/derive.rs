@@ -87,6 +87,9 @@ pub struct ProbeCost {
 /// One scenario of a row: a destination state and what follows the call.
 type Scenario = (Dst, Then);
 
+/// Kernels with their regret at one size, smallest first.
+type Regrets = Vec<(KernelId, f64)>;
+
 /// The scenarios of a row (see the module docs), keeping those measured at `n`.
 fn scenarios(m: &Measurements, fam: Family, hint: Hint, st: State, n: usize) -> Vec<Scenario> {
     let dsts: &[Dst] = match st {
@@ -144,7 +147,7 @@ fn candidates(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Vec<K
 
 /// Each candidate's regret at `n` over the scenarios, smallest first (ties: table
 /// order).
-fn regrets(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Vec<(KernelId, f64)> {
+fn regrets(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Regrets {
     let ks = candidates(m, fam, n, sc);
     let best: Vec<f64> = sc
         .iter()
@@ -154,7 +157,7 @@ fn regrets(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Vec<(Ker
                 .fold(f64::INFINITY, f64::min)
         })
         .collect();
-    let mut out: Vec<(KernelId, f64)> = ks
+    let mut out: Regrets = ks
         .iter()
         .map(|&k| {
             let worst = sc
@@ -191,7 +194,7 @@ fn choose_kernels(
     hint: Hint,
     st: State,
 ) -> Vec<(usize, KernelId, String)> {
-    let per_size: Vec<(usize, Vec<Scenario>, Vec<(KernelId, f64)>)> = sizes(m, fam)
+    let per_size: Vec<(usize, Vec<Scenario>, Regrets)> = sizes(m, fam)
         .into_iter()
         .map(|n| {
             let sc = scenarios(m, fam, hint, st, n);
