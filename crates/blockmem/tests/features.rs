@@ -104,7 +104,7 @@ fn second(op: Op) -> bool {
 }
 
 /// For every size around a band edge, every op, hint, overlap and state: the
-/// dispatcher's answer (`choose_probed`), the plan compiled here from the same table,
+/// dispatcher's answer (`choose_probed`), a plan compiled by the test from the same table,
 /// and the table read directly agree; the entry point the hot path calls is that
 /// kernel's; and what a real call runs (`decide_for_call`) is the plan's answer for
 /// the state its probe must find. Returns the checks made.
@@ -261,9 +261,10 @@ fn probe_latencies(samples: usize) -> (u64, u64) {
 
 /// A probe band probes: a destination flushed from the caches runs the cold row's
 /// kernel and one just written the cached row's, on the hardware's own answer. The
-/// hit threshold is set between the latencies measured here, and each state needs
-/// only to be seen once in many tries (a noisy machine may spoil some); where the two
-/// latencies cannot be told apart the hardware part is skipped with a note.
+/// hit threshold is set between the two latencies as measured on the machine running
+/// the test, and each state needs only to be seen once in many tries (a noisy machine
+/// may spoil some); where the two latencies cannot be told apart the hardware part is
+/// skipped with a note.
 #[test]
 fn a_probe_band_tells_a_cold_destination_from_a_cached_one() {
     let _state = lock_global();
@@ -312,7 +313,7 @@ set.auto.cold = from 0: rep_stosb
         let (hot, cold) = probe_latencies(31);
         if cold < 2 * hot + 20 {
             eprintln!(
-                "probe latencies not separable here (cached {hot}, flushed {cold} cycles): hardware probe part skipped"
+                "probe latencies not separable on this machine (cached {hot}, flushed {cold} cycles): hardware probe part skipped"
             );
             return;
         }

@@ -1,6 +1,6 @@
 //! The synthetic host matrix: the CPU-dependent logic (cache-size sanity checks, the
 //! LLC estimate, every built-in table compiled for the host, the policy over every op,
-//! hint, size, state and forced kernel) run for hosts described here, never for
+//! hint, size, state and forced kernel) run for hosts described in this file, never for
 //! whatever CPUID says about the machine running the tests. Each host's ops then run
 //! for real through the dispatcher with the machine's features masked down to the
 //! host's, under every built-in table (a host can only be emulated where the machine
@@ -571,7 +571,7 @@ fn every_host_runs_every_builtin_table_correctly() {
         let needed = Features::from_bits(h.features.bits() & KERNEL_FEATURES.bits());
         if !machine.contains(needed) {
             eprintln!(
-                "{}: skipped, this machine lacks {:?}",
+                "{}: skipped, the features in force (this machine's, less any masked) lack {:?}",
                 h.name,
                 needed.without(machine)
             );
