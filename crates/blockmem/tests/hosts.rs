@@ -242,6 +242,8 @@ fn check_bands(h: &Host, class: Class, plan: &Plan) -> usize {
                 for (from, ks) in row.bands() {
                     match ks {
                         Some((ka, kb)) => {
+                            // The byte-at-a-time reference is never a built-in choice.
+                            assert!(ka != KernelId::Naive && kb != KernelId::Naive, "{ctx}");
                             assert!(policy::usable(ka, a, h.features), "{ctx} {from}: {ka:?}");
                             assert!(policy::usable(kb, b, h.features), "{ctx} {from}: {kb:?}");
                             for (op, k, second) in [(a, ka, false), (b, kb, true)] {
