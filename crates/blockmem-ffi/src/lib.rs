@@ -5,15 +5,22 @@
 //!
 //! // Copy a frame the program will not read again soon: stream it past the cache.
 //! blockmem_copy(dst, src, n, BLOCKMEM_HINT_NO_REUSE);
-//! // What would a 64 MiB zero use here?
+//! // What would a 64 MiB zero use here? Where the call probes its destination first
+//! // (BLOCKMEM_CHOICE_PROBES), ask what it runs for a destination found cold.
 //! int k = blockmem_choose(BLOCKMEM_OP_ZERO, 64u << 20, BLOCKMEM_HINT_AUTO, false);
+//! if (k == BLOCKMEM_CHOICE_PROBES)
+//!     k = blockmem_choose_state(BLOCKMEM_OP_ZERO, 64u << 20, BLOCKMEM_HINT_AUTO, false,
+//!                               BLOCKMEM_STATE_COLD);
 //! printf("%s\n", blockmem_kernel_name((size_t)k));
 //! ```
 //!
 //! The same calls from Rust (this crate is also an rlib):
 //!
 //! ```
-//! use blockmem_ffi::{blockmem_choose, blockmem_copy, blockmem_kernel_name, BlockmemHint, BlockmemOp};
+//! use blockmem_ffi::{
+//!     blockmem_choose, blockmem_choose_state, blockmem_copy, blockmem_kernel_name, BlockmemHint,
+//!     BlockmemOp, BlockmemState, BLOCKMEM_CHOICE_PROBES,
+//! };
 //! use std::ffi::CStr;
 //!
 //! let src = vec![7u8; 1 << 20];
@@ -24,7 +31,13 @@
 //! assert_eq!(ret, dst.as_mut_ptr().cast());
 //! assert_eq!(dst, src);
 //!
-//! let k = blockmem_choose(BlockmemOp::BLOCKMEM_OP_COPY as u32, 64 << 20, hint, false);
+//! let copy = BlockmemOp::BLOCKMEM_OP_COPY as u32;
+//! let mut k = blockmem_choose(copy, 64 << 20, hint, false);
+//! if k == BLOCKMEM_CHOICE_PROBES {
+//!     let cold = BlockmemState::BLOCKMEM_STATE_COLD as u32;
+//!     k = blockmem_choose_state(copy, 64 << 20, hint, false, cold);
+//! }
+//! assert!(k >= 0);
 //! // SAFETY: a valid index names a static NUL-terminated string.
 //! let name = unsafe { CStr::from_ptr(blockmem_kernel_name(k as usize)) };
 //! assert!(!name.to_bytes().is_empty());

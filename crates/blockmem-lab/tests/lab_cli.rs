@@ -363,19 +363,21 @@ fn fleet_finds_its_distributions_without_configuration() {
     assert_eq!(workloads, ["Memcpy_Fleet", "Memmove_Fleet", "Memset_Fleet"]);
 }
 
-/// `blockmem info --json` reports how an `Auto` call of each size is dispatched: the
-/// stretches cover every size once, in order, and a calibrated robust range gets a
-/// segment of its own right after the `rep movsb` window.
+/// `blockmem info --json` reports the decision table in force: every row as the file
+/// wrote it (rows the file lacks from the built-in table of the CPU class) and as
+/// compiled for this CPU, bands contiguous from 0, and the table's text, which parses
+/// back to the same table.
 #[test]
-fn info_reports_the_dispatch_segments_of_the_profile() {
+fn info_reports_the_decision_table_in_force() {
+    use blockmem::profile::{self, Family, State};
+    use blockmem::Hint;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("profile");
     std::fs::write(
         &path,
-        "version = 1\nstream_auto = 16MiB\nstream_auto_cold_dst = 8MiB\nprobe_min = 1MiB\n\
-         copy_temporal = sse2\ncopy_cold_dst = rep_movsb\ncopy_robust = sse2\n\
-         copy_robust_min = 64KiB\ncopy_robust_max = 8MiB\nrep_movsb_min = 8KiB\n\
-         rep_movsb_max = 18446744073709551615\n",
+        "version = 2\nllc_effective = 24MiB\nprobe_hit_max = 180\n\
+         copy.auto.unknown = from 0: sse2; from 8KiB: rep_movsb; from 64KiB: portable; from 8MiB: probe\n\
+         set.noreuse.cold = from 0: sse2; from 16KiB: rep_stosb\n",
     )
     .unwrap();
     let out = Command::cargo_bin("blockmem")
@@ -391,36 +393,86 @@ fn info_reports_the_dispatch_segments_of_the_profile() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["profile"]["error"], Value::Null, "{}", v["profile"]);
-    for key in ["copy", "set"] {
-        let segs = v["dispatch"][key].as_array().unwrap();
-        assert_eq!(segs[0]["from"], 0, "{key}");
-        assert_eq!(segs[0]["route"], "inline");
-        for w in segs.windows(2) {
-            assert_eq!(w[0]["below"], w[1]["from"], "{key}: contiguous");
-            assert!(w[0]["from"].as_u64() < w[0]["below"].as_u64(), "{key}");
+    assert_eq!(v["profile"]["source"], "BLOCKMEM_PROFILE");
+    let t = &v["table"];
+    assert_eq!(
+        (&t["llc_effective"], &t["probe_hit_max"]),
+        (&Value::from(24 << 20), &Value::from(180))
+    );
+    let rows = t["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), profile::ROWS);
+    for row in rows {
+        for key in ["bands", "compiled"] {
+            let bands = row[key].as_array().unwrap();
+            assert_eq!(bands[0]["from"], 0, "{row}");
+            for w in bands.windows(2) {
+                assert!(w[0]["from"].as_u64() < w[1]["from"].as_u64(), "{row}");
+            }
         }
-        let last = segs.last().unwrap();
-        assert_eq!(
-            (&last["route"], &last["below"]),
-            (&Value::from("policy"), &Value::Null)
-        );
     }
-    if cfg!(target_arch = "x86_64") {
-        let copy: Vec<(u64, &str)> = v["dispatch"]["copy"]
+    let row = |fam: &str, hint: &str, st: &str| {
+        rows.iter()
+            .find(|r| r["family"] == fam && r["hint"] == hint && r["state"] == st)
+            .unwrap()
+    };
+    let bands = |r: &Value, key: &str| -> Vec<(u64, String)> {
+        r[key]
             .as_array()
             .unwrap()
             .iter()
-            .map(|s| (s["from"].as_u64().unwrap(), s["route"].as_str().unwrap()))
+            .map(|b| {
+                (
+                    b["from"].as_u64().unwrap(),
+                    b["action"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let want: Vec<(u64, String)> = [
+        (0, "sse2"),
+        (8 << 10, "rep_movsb"),
+        (64 << 10, "portable"),
+        (8 << 20, "probe"),
+    ]
+    .into_iter()
+    .map(|(f, a)| (f, a.to_string()))
+    .collect();
+    let copy = row("copy", "auto", "unknown");
+    assert_eq!(bands(copy, "bands"), want);
+    if cfg!(target_arch = "x86_64") {
+        // Kernels every x86-64 CPU runs compile to themselves.
+        assert_eq!(bands(copy, "compiled"), want);
+    }
+    // The text is the table in force: it parses back to the rows reported.
+    let text = t["text"].as_str().unwrap();
+    let (parsed, prov) = profile::parse(
+        text.as_bytes(),
+        &profile::Table::uniform(blockmem::KernelId::Naive, 0),
+    )
+    .unwrap();
+    assert_eq!(prov.rows_from_file(), profile::ROWS as u32);
+    assert_eq!(
+        parsed
+            .row(Family::Set, Hint::NoReuse, State::Cold)
+            .to_string(),
+        "from 0: sse2; from 16KiB: rep_stosb"
+    );
+    // A row the file lacks is the built-in table's.
+    let class = blockmem::builtin::Class::ALL
+        .into_iter()
+        .find(|c| t["builtin_class"] == c.name())
+        .unwrap();
+    assert_eq!(
+        parsed.row(Family::Copy, Hint::Reuse, State::Cold),
+        class.table().row(Family::Copy, Hint::Reuse, State::Cold)
+    );
+    for (fam, hint, st, r) in parsed.keyed_rows() {
+        let reported = row(fam.name(), hint.name(), st.name());
+        let written: Vec<(u64, String)> = r
+            .bands()
+            .iter()
+            .map(|b| (b.from as u64, b.action.name().to_string()))
             .collect();
-        let tail = &copy[copy.len() - 3..];
-        assert_eq!(
-            tail,
-            [
-                (8 << 10, "rep_movsb"),
-                (64 << 10, "sse2"),
-                (8 << 20, "policy")
-            ],
-            "{copy:?}"
-        );
+        assert_eq!(bands(reported, "bands"), written);
     }
 }

@@ -118,7 +118,7 @@ fn record_profile_path(value: &[u8]) {
     PROFILE_PATH_LEN.store(len, Ordering::Release);
 }
 
-/// Appends where the profile came from: `cpuid-defaults`, `default-path`, or the path
+/// Appends where the profile came from: `built-in`, `default-path`, or the path
 /// given in `BLOCKMEM_PROFILE`.
 fn profile_source(line: &mut Line, source: Source) {
     if source == Source::Env {

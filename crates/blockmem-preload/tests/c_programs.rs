@@ -68,7 +68,7 @@ fn every_symbol_matches_the_reference_under_the_shim() {
         s.line
     );
     // The tests are hermetic: no profile unless they name one.
-    assert!(s.line.ends_with("; profile cpuid-defaults"), "{}", s.line);
+    assert!(s.line.ends_with("; profile built-in"), "{}", s.line);
 }
 
 #[test]
@@ -136,7 +136,11 @@ fn profile_is_loaded_and_a_bad_one_is_reported_not_fatal() {
     let dir = scratch("profiles");
     // A profile that streams Auto copies from 64 KiB: the statistics show avx2_nt.
     let good = dir.join("good");
-    std::fs::write(&good, "version = 1\nstream_auto = 64KiB\n").unwrap();
+    std::fs::write(
+        &good,
+        "version = 2\ncopy.auto.unknown = from 0: avx2; from 64KiB: avx2_nt\n",
+    )
+    .unwrap();
     let out = run_ok(
         under_shim(memops())
             .env("BLOCKMEM_PROFILE", &good)
@@ -153,7 +157,11 @@ fn profile_is_loaded_and_a_bad_one_is_reported_not_fatal() {
 
     // A malformed one: one message naming the line, defaults, the program runs on.
     let bad = dir.join("bad");
-    std::fs::write(&bad, "version = 1\nstream_auto = 64KiB\nno_such_key = 3\n").unwrap();
+    std::fs::write(
+        &bad,
+        "version = 2\ncopy.auto.cold = from 0: avx2\nno_such_key = 3\n",
+    )
+    .unwrap();
     let out = run_ok(
         under_shim(memops())
             .env("BLOCKMEM_PROFILE", &bad)
@@ -161,16 +169,32 @@ fn profile_is_loaded_and_a_bad_one_is_reported_not_fatal() {
             .args(["--expect-shim", "quick", "preinit"]),
     );
     let err = String::from_utf8_lossy(&out.stderr);
+    let reason = blockmem::profile::ErrorKind::UnknownKey.reason();
     let msg = format!(
-        "blockmem: profile {} rejected: line 3: unknown key; using CPUID defaults",
+        "blockmem: profile {} rejected: line 3: {reason}; using the built-in table",
         bad.display()
     );
     assert_eq!(err.matches(&msg).count(), 1, "{err}");
     let s = &stats_lines(&out.stderr)[0];
     assert!(
-        s.line.contains("(rejected: line 3: unknown key)"),
+        s.line.contains(&format!("(rejected: line 3: {reason})")),
         "{}",
         s.line
+    );
+
+    // A profile of the keyed format of earlier releases: rejected by its version.
+    std::fs::write(&bad, "version = 1\nstream_auto = 64KiB\n").unwrap();
+    let out = run_ok(
+        under_shim(memops())
+            .env("BLOCKMEM_PROFILE", &bad)
+            .env("BLOCKMEM_STATS", "1")
+            .args(["--expect-shim", "quick", "preinit"]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("rejected: line 1: unsupported profile version")
+            && err.contains("(found version 1); using the built-in table"),
+        "{err}"
     );
 
     // A missing one: reported, not fatal.

@@ -5,9 +5,11 @@
 //! This runs inside whatever operation came first — possibly a `memcpy` under the
 //! shim, possibly in a signal handler — so it allocates nothing, takes no lock and
 //! calls no libc I/O: the environment comes from `environ`, the file through raw
-//! `openat`/`read`/`close` system calls into a fixed stack buffer. Under AT_SECURE
-//! (set-user-ID and similar programs) the environment is ignored and no file is read:
-//! such programs get CPUID defaults.
+//! `openat`/`fstat`/`read`/`close` system calls into a fixed buffer. A path that is not
+//! a regular file (a directory, FIFO or device) is rejected before anything is read,
+//! and never opened in a way that can block. Under AT_SECURE (set-user-ID and similar
+//! programs) the environment is ignored and no file is read: such programs get the
+//! built-in table.
 
 use crate::profile::{ErrorKind, ProfileError};
 
@@ -54,7 +56,7 @@ pub(crate) enum Found {
     Secure,
     /// Read `len` bytes from the source.
     Bytes(Source, usize),
-    /// The file named by `BLOCKMEM_PROFILE` could not be read, or was too large.
+    /// The profile file could not be read, was too large, or is not a regular file.
     Error(Source, ProfileError),
 }
 
@@ -111,30 +113,66 @@ mod sys {
         ret
     }
 
-    /// Reads the NUL-terminated `path` into `buf[..cap]`; `Err(())` if it cannot be
-    /// opened, `Ok(None)` if it is larger than `cap`. `buf` may be uninitialised: it is
-    /// only written (a zeroed 16 KiB buffer would cost a `memset` call).
+    /// Why a file was not read.
+    pub enum ReadError {
+        /// It cannot be opened or read.
+        Unreadable,
+        /// It is not a regular file (a directory, FIFO, socket or device).
+        NotRegular,
+    }
+
+    /// Reads the NUL-terminated `path` into `buf[..cap]`; `Ok(None)` if it is larger
+    /// than `cap`. `buf` may be uninitialised: it is only written (a zeroed 16 KiB
+    /// buffer would cost a `memset` call).
+    ///
+    /// The file is opened non-blocking and checked with `fstat` before any read, so a
+    /// FIFO without a writer (or a terminal, or any device) is rejected at once: a
+    /// blocking open or read of one would hang whatever operation came first.
     ///
     /// # Safety
     /// `buf` valid for `cap` writes.
-    pub unsafe fn read_file(path: &[u8], buf: *mut u8, cap: usize) -> Result<Option<usize>, ()> {
+    pub unsafe fn read_file(
+        path: &[u8],
+        buf: *mut u8,
+        cap: usize,
+    ) -> Result<Option<usize>, ReadError> {
         const SYS_READ: usize = 0;
         const SYS_CLOSE: usize = 3;
+        const SYS_FSTAT: usize = 5;
         const SYS_OPENAT: usize = 257;
         const AT_FDCWD: isize = -100;
-        const O_RDONLY_CLOEXEC: usize = 0o2000000;
+        const O_RDONLY_NONBLOCK_CLOEXEC: usize = 0o4000 | 0o2000000;
+        // `struct stat` on x86-64 Linux: 144 bytes, `st_mode` (u32) at byte 24.
+        const STAT_WORDS: usize = 18;
+        const ST_MODE_WORD: usize = 3;
+        const S_IFMT: u64 = 0o170000;
+        const S_IFREG: u64 = 0o100000;
         debug_assert!(path.last() == Some(&0));
-        // SAFETY: path is NUL-terminated; buf is valid for cap writes (contract).
+        // SAFETY: path is NUL-terminated; buf is valid for cap writes (contract); the
+        // kernel writes a whole `struct stat` into `st` when fstat succeeds, and only
+        // then is it read.
         unsafe {
             let fd = syscall4(
                 SYS_OPENAT,
                 AT_FDCWD as usize,
                 path.as_ptr() as usize,
-                O_RDONLY_CLOEXEC,
+                O_RDONLY_NONBLOCK_CLOEXEC,
                 0,
             );
             if fd < 0 {
-                return Err(());
+                return Err(ReadError::Unreadable);
+            }
+            let mut st = core::mem::MaybeUninit::<[u64; STAT_WORDS]>::uninit();
+            let r = syscall4(SYS_FSTAT, fd as usize, st.as_mut_ptr() as usize, 0, 0);
+            let regular =
+                r == 0 && (st.as_ptr() as *const u64).add(ST_MODE_WORD).read() & S_IFMT == S_IFREG;
+            if !regular {
+                syscall4(SYS_CLOSE, fd as usize, 0, 0, 0);
+                return Err(if r == 0 {
+                    ReadError::NotRegular
+                } else {
+                    ReadError::Unreadable
+                });
             }
             let mut len = 0;
             let result = loop {
@@ -149,7 +187,7 @@ mod sys {
                     continue; // EINTR
                 }
                 if r < 0 {
-                    break Err(());
+                    break Err(ReadError::Unreadable);
                 }
                 if r == 0 {
                     break Ok(Some(len));
@@ -275,19 +313,27 @@ pub(crate) unsafe fn find(buf: *mut u8) -> Found {
                 kind: ErrorKind::TooLarge,
             },
         ),
+        // Wherever it is, something other than a regular file is never a profile.
+        Err(sys::ReadError::NotRegular) => Found::Error(
+            source,
+            ProfileError {
+                line: 0,
+                kind: ErrorKind::NotRegularFile,
+            },
+        ),
         // A missing default file is normal; a named one that cannot be read is an error.
-        Err(()) if source == Source::Env => Found::Error(
+        Err(sys::ReadError::Unreadable) if source == Source::Env => Found::Error(
             source,
             ProfileError {
                 line: 0,
                 kind: ErrorKind::Unreadable,
             },
         ),
-        Err(()) => Found::Nothing,
+        Err(sys::ReadError::Unreadable) => Found::Nothing,
     }
 }
 
-/// No loader on this target: CPUID defaults.
+/// No loader on this target: the built-in table.
 ///
 /// # Safety
 /// None needed; `unsafe` to match the Linux signature.

@@ -1,46 +1,495 @@
-//! Masking CPU features (what `BLOCKMEM_TEST_DISABLE` and the lab use) removes kernels
-//! from the available set and from the policy's choices. Its own test binary: the mask
-//! is process-wide.
+//! The dispatcher against the policy: installed synthetic tables, what a call runs
+//! around every band edge (probes included), forced kernels, and masking CPU features
+//! (what `BLOCKMEM_TEST_DISABLE` and the lab use). Its own test binary: the installed
+//! table, the feature mask and the forced kernel are process-wide, so every test holds
+//! `common::lock_global`, which puts them back when the test ends.
 
+mod common;
+
+use blockmem::builtin::Class;
 use blockmem::cpu::{self, Features};
-use blockmem::kernel::{self, Op};
-use blockmem::policy::{Probed, Probes};
+use blockmem::kernel::{self, KernelId, Op};
+use blockmem::policy::{self, Plan, Step};
+use blockmem::profile::{self, Family, State, Table};
 use blockmem::{dispatch, Hint};
-use std::sync::Mutex;
+use common::{lock_global, model_decide, Aligned, Rng};
 
-/// The tests here change process-wide state (feature mask, forced kernel, profile):
-/// each holds this lock so they never observe one another mid-change.
-static GLOBAL: Mutex<()> = Mutex::new(());
+/// Synthetic tables, written as profiles over the built-in table of AVX2 CPUs: rep
+/// windows that open and close below the probe, bands of kernels this CPU may lack
+/// (run by their stand-ins), probes that start at different sizes per hint, streaming
+/// only in cold rows or (for the overlap rule) in a cached row, and rows full to
+/// `MAX_BANDS`.
+const TABLES: [(&str, &str); 4] = [
+    (
+        "rep windows below the probe",
+        "version = 2
+llc_effective = 32MiB
+copy.auto.unknown = from 0: sse2; from 3000: rep_movsb; from 5000: avx2; from 60000: probe
+copy.auto.cached = from 0: avx2; from 1MiB: rep_movsb
+copy.auto.cold = from 0: avx2_pw; from 256KiB: avx512_pw; from 1MiB: avx2_nt
+copy.noreuse.unknown = from 0: avx2; from 4KiB: probe
+copy.noreuse.cold = from 0: avx512_nt
+set.auto.unknown = from 0: sse2; from 2500: rep_stosb; from 7000: avx512; from 64KiB: probe
+set.auto.cold = from 0: avx2; from 100000: clzero
+set.reuse.unknown = from 0: avx2; from 2500: rep_stosb
+",
+    ),
+    (
+        "every row a full ladder",
+        "version = 2
+llc_effective = 2MiB
+copy.auto.unknown = from 0: portable; from 200: sse2; from 1000: avx2; from 4KiB: avx512; from 9000: rep_movsb; from 20000: avx2_pf; from 70000: probe; from 3MiB: avx2_pf_nt
+copy.auto.cold = from 0: sse2; from 300: naive; from 301: portable; from 5000: avx2_pw; from 80000: avx2_nt; from 200000: avx512_nt; from 1MiB: avx2_pf_nt; from 2MiB: avx2_pf
+copy.reuse.unknown = from 0: avx2; from 8KiB: probe
+copy.reuse.cached = from 0: avx512; from 16KiB: rep_movsb
+set.auto.unknown = from 0: portable; from 200: sse2; from 1000: avx2; from 4KiB: avx512; from 9000: rep_stosb; from 70000: probe; from 3MiB: clzero; from 4MiB: avx2_nt
+set.auto.cold = from 0: sse2; from 5000: avx512_nt; from 90000: clzero
+set.noreuse.unknown = from 0: avx2_nt
+",
+    ),
+    (
+        "a cached row that streams (overlapping moves must not)",
+        "version = 2
+copy.auto.unknown = from 0: avx2; from 8KiB: probe
+copy.auto.cached = from 0: avx2_nt
+copy.auto.cold = from 0: avx512_nt
+copy.reuse.unknown = from 0: avx2_pf_nt
+",
+    ),
+    (
+        "no probes",
+        "version = 2
+copy.auto.unknown = from 0: rep_movsb
+copy.reuse.unknown = from 0: avx2
+copy.noreuse.unknown = from 0: avx2_nt
+set.auto.unknown = from 0: rep_stosb
+set.reuse.unknown = from 0: avx2
+set.noreuse.unknown = from 0: clzero
+",
+    ),
+];
 
-/// The profile the variants below start from: the defaults of a fixed synthetic host
-/// (96 KiB L2, so a probe that finds the destination cold streams from 48 KiB; 32 MiB
-/// LLC), never the profile of the machine running the tests, whose
-/// cache sizes would move every threshold the assertions name.
-fn synthetic_base() -> blockmem::profile::Profile {
-    use blockmem::cpu::{SizeSource, UsedCaches, UsedSize};
-    let size = |size| UsedSize {
-        size,
-        source: SizeSource::PerLevelLeaf,
+fn synthetic(text: &str) -> Table {
+    let (t, _) = profile::parse(text.as_bytes(), Class::Avx2.table())
+        .unwrap_or_else(|e| panic!("synthetic table: {e}"));
+    assert!(t.check().is_ok(), "{:?}", t.check());
+    t
+}
+
+/// `t` with every probe forced to find `state` (through the hit threshold).
+fn probing(t: &Table, state: State) -> Table {
+    let mut v = t.clone();
+    v.probe_hit_max = if state == State::Cold { 0 } else { u32::MAX };
+    v
+}
+
+/// Sizes around every band edge of `t`, and of the inline ladder.
+fn sizes(t: &Table) -> Vec<usize> {
+    let mut v = vec![0, 1, 100, 129, 600];
+    let edges = common::band_edges(t).into_iter().chain([
+        dispatch::inline_max(Op::Copy),
+        dispatch::inline_max(Op::Set),
+    ]);
+    for e in edges {
+        v.extend([e - 1, e, e + 1]);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The second op of a family reads the second entry point of a band.
+fn second(op: Op) -> bool {
+    matches!(op, Op::Move | Op::Zero)
+}
+
+/// For every size around a band edge, every op, hint, overlap and state: the
+/// dispatcher's answer (`choose_probed`), a plan compiled by the test from the same table,
+/// and the table read directly agree; the entry point the hot path calls is that
+/// kernel's; and what a real call runs (`decide_for_call`) is the plan's answer for
+/// the state its probe must find. Returns the checks made.
+fn check_installed(name: &str, t: &Table, probe_finds: State) -> usize {
+    let f = cpu::features();
+    let forced = dispatch::forced();
+    let local = Plan::UNCOMPILED;
+    policy::compile(t, f, forced, dispatch::plan().llc_effective(), &local);
+    let published = dispatch::plan();
+    assert_eq!(
+        published.features(),
+        f,
+        "{name}: compiled for the mask in force"
+    );
+    let len = sizes(t).into_iter().max().unwrap() + 64;
+    let src = Aligned::new(len);
+    let dst = Aligned::new(len);
+    let mut checks = 0;
+    for n in sizes(t) {
+        for op in Op::ALL {
+            let fam = Family::of(op);
+            for hint in Hint::ALL {
+                let ctx = format!("{name}: {op:?} {n} {hint:?}");
+                for overlap in [false, op == Op::Move] {
+                    for st in State::ALL {
+                        let got = dispatch::choose_probed(op, n, hint, overlap, st);
+                        assert_eq!(got, local.decide(op, n, hint, overlap, st), "{ctx} {st:?}");
+                        let want = model_decide(t, f, forced, op, n, hint, overlap, st);
+                        assert_eq!(got, want, "{ctx} overlap {overlap} {st:?}");
+                        checks += 1;
+                    }
+                }
+                // The hot path: the unknown row's entry point is the kernel's, or null
+                // where the band probes.
+                let row = published.row(fam, hint, State::Unknown);
+                match row.step(n, second(op)) {
+                    Step::Run(k, entry) => {
+                        assert_eq!(Some(entry), kernel::entry_for(k, op), "{ctx}");
+                        assert_eq!(row.entry(n, second(op)), entry, "{ctx}");
+                        assert_eq!(dispatch::choose(op, n, hint, false), Some(k), "{ctx}");
+                    }
+                    Step::Probe => {
+                        assert!(row.entry(n, second(op)).is_null(), "{ctx}");
+                        assert_eq!(dispatch::choose(op, n, hint, false), None, "{ctx}");
+                        assert!(n >= published.probe_from(fam, hint), "{ctx}");
+                    }
+                }
+                // What a real call runs.
+                let s = if matches!(op, Op::Set | Op::Zero) {
+                    std::ptr::null()
+                } else {
+                    src.as_ptr() as *const u8
+                };
+                // SAFETY: both buffers hold more than n bytes.
+                let ran = unsafe { dispatch::decide_for_call(op, dst.as_ptr(), s, n, hint) };
+                let want = if n <= dispatch::inline_max(op) {
+                    None
+                } else if dispatch::choose(op, n, hint, false).is_some() {
+                    dispatch::choose(op, n, hint, false)
+                } else {
+                    dispatch::choose_probed(op, n, hint, false, probe_finds)
+                };
+                assert_eq!(ran, want, "{ctx}: a call whose probe finds {probe_finds:?}");
+                checks += 1;
+            }
+        }
+    }
+    checks
+}
+
+/// Ops through the public API under the installed table, at every size around its
+/// band edges, checked against the naive model.
+fn copies_are_right(name: &str, t: &Table) {
+    let sizes = sizes(t);
+    let max = sizes.iter().copied().max().unwrap();
+    let mut src = vec![0u8; max + 64];
+    Rng::new(max as u64).fill(&mut src);
+    let mut dst = vec![0u8; max + 64];
+    for n in sizes {
+        for hint in Hint::ALL {
+            dst.fill(0x11);
+            blockmem::copy_with(&mut dst[1..1 + n], &src[3..3 + n], hint);
+            assert!(dst[1..1 + n] == src[3..3 + n], "{name}: copy {n} {hint:?}");
+            assert!(dst[0] == 0x11 && dst[1 + n] == 0x11, "{name}: copy {n}");
+            let mut buf = src.clone();
+            blockmem::move_within_with(&mut buf, 0..n, 37, hint);
+            assert!(buf[37..37 + n] == src[..n], "{name}: move up {n} {hint:?}");
+            let mut buf = src.clone();
+            blockmem::move_within_with(&mut buf, 21..21 + n, 0, hint);
+            assert!(
+                buf[..n] == src[21..21 + n],
+                "{name}: move down {n} {hint:?}"
+            );
+            blockmem::set_with(&mut dst[..n], 0xa5, hint);
+            assert!(
+                dst[..n].iter().all(|&b| b == 0xa5),
+                "{name}: set {n} {hint:?}"
+            );
+            blockmem::zero_with(&mut dst[..n], hint);
+            assert!(
+                dst[..n].iter().all(|&b| b == 0),
+                "{name}: zero {n} {hint:?}"
+            );
+        }
+    }
+}
+
+/// The dispatcher decides what the table says, for every installed synthetic table and
+/// both probe outcomes (forced through the hit threshold), and runs it correctly.
+#[test]
+fn the_dispatcher_runs_what_the_table_says() {
+    let _state = lock_global();
+    let mut checks = 0;
+    for (name, text) in TABLES {
+        let t = synthetic(text);
+        for finds in [State::Cached, State::Cold] {
+            let v = probing(&t, finds);
+            dispatch::install(&v);
+            assert_eq!(dispatch::table(), &v, "{name}");
+            assert_eq!(
+                dispatch::status(),
+                (blockmem::autoload::Source::Installed, None)
+            );
+            checks += check_installed(name, &v, finds);
+        }
+        copies_are_right(name, &t);
+    }
+    eprintln!(
+        "{checks} dispatcher decisions checked over {} tables",
+        TABLES.len()
+    );
+}
+
+/// The TSC cycles of one load of a line just written and of one flushed from the
+/// caches (medians of `samples`), as the dispatcher's probe measures them.
+#[cfg(target_arch = "x86_64")]
+fn probe_latencies(samples: usize) -> (u64, u64) {
+    let mut buf = vec![0u8; 64 << 10];
+    let p = buf.as_mut_ptr().wrapping_add(32 << 10);
+    let mut hot = vec![];
+    let mut cold = vec![];
+    for i in 0..samples {
+        buf[(32 << 10) + (i % 8)] = i as u8;
+        // SAFETY: `p` lies inside `buf`.
+        hot.push(unsafe { blockmem::probe::load_cycles_tlb_warm(p) });
+        common::flush(p, 64);
+        // SAFETY: as above.
+        cold.push(unsafe { blockmem::probe::load_cycles_tlb_warm(p) });
+    }
+    hot.sort_unstable();
+    cold.sort_unstable();
+    (hot[samples / 2], cold[samples / 2])
+}
+
+/// A probe band probes: a destination flushed from the caches runs the cold row's
+/// kernel and one just written the cached row's, on the hardware's own answer. The
+/// hit threshold is set between the two latencies as measured on the machine running
+/// the test, and each state needs only to be seen once in many tries (a noisy machine
+/// may spoil some); where the two latencies cannot be told apart the hardware part is
+/// skipped with a note.
+#[test]
+fn a_probe_band_tells_a_cold_destination_from_a_cached_one() {
+    let _state = lock_global();
+    let mut t = synthetic(
+        "version = 2
+llc_effective = 32MiB
+copy.auto.unknown = from 0: sse2; from 64KiB: probe
+copy.auto.cached = from 0: sse2
+copy.auto.cold = from 0: rep_movsb
+set.auto.unknown = from 0: sse2; from 64KiB: probe
+set.auto.cached = from 0: sse2
+set.auto.cold = from 0: rep_stosb
+",
+    );
+    let n = 256 << 10;
+    let src = Aligned::new(n);
+    let mut dst = Aligned::new(n);
+    let cases = [
+        (Op::Copy, KernelId::Sse2, KernelId::RepMovsb),
+        (Op::Zero, KernelId::Sse2, KernelId::RepStosb),
+    ];
+    let decide = |op: Op, dst: &Aligned| {
+        let s = if op == Op::Copy {
+            src.as_ptr() as *const u8
+        } else {
+            std::ptr::null()
+        };
+        // SAFETY: both buffers hold n bytes.
+        unsafe { dispatch::decide_for_call(op, dst.as_ptr(), s, n, Hint::Auto) }
     };
-    blockmem::profile::Profile::from_caches(&UsedCaches {
-        l1d: size(48 << 10),
-        l2: size(96 << 10),
-        llc: size(32 << 20),
-        line: 64,
-    })
+    // The outcome forced by the threshold: every probe finds it.
+    for (finds, pick) in [(State::Cached, 0), (State::Cold, 1)] {
+        dispatch::install(&probing(&t, finds));
+        for (op, cached, cold) in cases {
+            let want = [cached, cold][pick];
+            assert_eq!(decide(op, &dst), Some(want), "{op:?} {finds:?}");
+            assert_eq!(dispatch::choose(op, n, Hint::Auto, false), None);
+            assert_eq!(
+                dispatch::choose(op, (64 << 10) - 1, Hint::Auto, false),
+                Some(cached)
+            );
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (hot, cold) = probe_latencies(31);
+        if cold < 2 * hot + 20 {
+            eprintln!(
+                "probe latencies not separable on this machine (cached {hot}, flushed {cold} cycles): hardware probe part skipped"
+            );
+            return;
+        }
+        t.probe_hit_max = ((hot + cold) / 2) as u32;
+        dispatch::install(&t);
+        for (op, cached, cold_k) in cases {
+            let (mut seen_cached, mut seen_cold) = (0, 0);
+            const TRIES: usize = 40;
+            for _ in 0..TRIES {
+                dst.slice_mut().fill(7);
+                let k = decide(op, &dst);
+                assert!(k == Some(cached) || k == Some(cold_k), "{op:?}: {k:?}");
+                seen_cached += usize::from(k == Some(cached));
+                common::flush(dst.as_ptr(), n);
+                let k = decide(op, &dst);
+                assert!(k == Some(cached) || k == Some(cold_k), "{op:?}: {k:?}");
+                seen_cold += usize::from(k == Some(cold_k));
+            }
+            eprintln!(
+                "{op:?}: written destination probed cached {seen_cached}/{TRIES}, flushed one cold {seen_cold}/{TRIES} (threshold {} cycles)",
+                t.probe_hit_max
+            );
+            assert!(
+                seen_cached > 0,
+                "{op:?}: a destination just written never probed cached"
+            );
+            assert!(
+                seen_cold > 0,
+                "{op:?}: a flushed destination never probed cold"
+            );
+        }
+        // Real calls through the probe band, both ways.
+        let mut want = vec![0u8; n];
+        Rng::new(3).fill(&mut want);
+        for flushed in [false, true] {
+            dst.slice_mut().fill(1);
+            if flushed {
+                common::flush(dst.as_ptr(), n);
+            }
+            blockmem::copy(dst.slice_mut(), &want);
+            assert!(dst.slice() == &want[..], "copy, flushed {flushed}");
+            if flushed {
+                common::flush(dst.as_ptr(), n);
+            }
+            blockmem::zero(dst.slice_mut());
+            assert!(
+                dst.slice().iter().all(|&b| b == 0),
+                "zero, flushed {flushed}"
+            );
+        }
+    }
+}
+
+/// An overlapping move never probes (its destination is read as its source: the
+/// cached row serves it, even where every probe would find the line cold) and the
+/// policy never names a streaming kernel for it; a move onto itself runs nothing.
+#[test]
+fn overlapping_moves_read_the_cached_row_and_never_stream() {
+    let _state = lock_global();
+    let t = synthetic(TABLES[2].1);
+    dispatch::install(&probing(&t, State::Cold));
+    let f = cpu::features();
+    let n = 64 << 10;
+    let mut buf = Aligned::new(2 * n);
+    let p = buf.as_ptr();
+    // The policy names the temporal stand-in of the cached row's streaming kernel.
+    let k = dispatch::choose(Op::Move, n, Hint::Auto, true).unwrap();
+    assert!(!k.streams(), "{k:?}");
+    assert_eq!(k, policy::best_temporal(f, Op::Move));
+    // A real call runs the cached row's kernel (whose move stores temporally when the
+    // ranges overlap), not the cold row's, although every probe would find cold.
+    let cached_row = dispatch::choose_probed(Op::Move, n, Hint::Auto, false, State::Cached);
+    let cold_row = dispatch::choose_probed(Op::Move, n, Hint::Auto, false, State::Cold);
+    // SAFETY: both ranges lie inside `buf`.
+    let ran = unsafe { dispatch::decide_for_call(Op::Move, p.wrapping_add(100), p, n, Hint::Auto) };
+    assert_eq!(ran, cached_row);
+    if cached_row != cold_row {
+        // SAFETY: as above, disjoint.
+        let disjoint =
+            unsafe { dispatch::decide_for_call(Op::Move, p.wrapping_add(n), p, n, Hint::Auto) };
+        assert_eq!(disjoint, cold_row);
+    }
+    // SAFETY: as above.
+    let onto_itself = unsafe { dispatch::decide_for_call(Op::Move, p, p, n, Hint::Auto) };
+    assert_eq!(onto_itself, None);
+    // And the moves are right, both ways.
+    Rng::new(5).fill(buf.slice_mut());
+    let before = buf.slice().to_vec();
+    blockmem::move_within(buf.slice_mut(), 0..n, 100);
+    assert!(buf.slice()[100..100 + n] == before[..n]);
+    let before = buf.slice().to_vec();
+    blockmem::move_within(buf.slice_mut(), 100..100 + n, 3);
+    assert!(buf.slice()[3..3 + n] == before[100..100 + n]);
 }
 
 #[test]
-fn masking_avx_removes_avx2_kernels_and_decisions() {
-    let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = cpu::features();
-    cpu::disable(Features::AVX);
-    let now = cpu::features();
-    assert!(
-        !now.contains(Features::AVX)
-            && !now.contains(Features::AVX2)
-            && !now.contains(Features::AVX512F)
+fn forcing_a_kernel_applies_only_where_it_can_run() {
+    let _state = lock_global();
+    let t = synthetic(TABLES[0].1);
+    dispatch::install(&probing(&t, State::Cold));
+    let f = cpu::features();
+    for k in KernelId::ALL {
+        dispatch::force(Some(k));
+        assert_eq!(dispatch::forced(), Some(k));
+        for op in Op::ALL {
+            for n in [200, 5000, 1 << 20, 1 << 30] {
+                let got = dispatch::choose(op, n, Hint::Auto, false);
+                if policy::usable(k, op, f) {
+                    assert_eq!(got, Some(k), "forced {k:?}: {op:?} {n}");
+                } else {
+                    // A kernel that lacks the op, or that this CPU cannot run: the table.
+                    assert_ne!(got, Some(k), "forced {k:?}: {op:?} {n}");
+                }
+                let want = model_decide(&t, f, Some(k), op, n, Hint::Auto, false, State::Unknown);
+                assert_eq!(got, want, "forced {k:?}: {op:?} {n}");
+            }
+        }
+        let [a, b] = Family::Copy.ops();
+        if policy::usable(k, a, f) && policy::usable(k, b, f) {
+            // It serves both ops of the family: nothing left to probe for.
+            assert_eq!(
+                dispatch::plan().probe_from(Family::Copy, Hint::Auto),
+                usize::MAX
+            );
+        }
+        check_installed(
+            &format!("forced {}", k.name()),
+            &probing(&t, State::Cold),
+            State::Cold,
+        );
+    }
+    dispatch::force(Some(KernelId::RepMovsb));
+    let src: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+    let mut dst = vec![0u8; 100_000];
+    blockmem::copy(&mut dst, &src);
+    assert_eq!(dst, src);
+    blockmem::set(&mut dst, 9);
+    assert!(dst.iter().all(|&b| b == 9));
+    dispatch::force(None);
+    assert_eq!(dispatch::forced(), None);
+    assert_eq!(
+        dispatch::choose(Op::Copy, 4000, Hint::Auto, false),
+        Some(policy::stand_in(KernelId::RepMovsb, Op::Copy, f))
     );
+    assert_eq!(
+        dispatch::choose(Op::Copy, 6000, Hint::Auto, false),
+        Some(policy::stand_in(KernelId::Avx2, Op::Copy, f))
+    );
+}
+
+/// Masking features recompiles the plan: kernels that need them leave both the
+/// available set and every decision (their stand-ins run), the inline ladder narrows,
+/// and clearing the mask brings them back.
+#[test]
+fn masking_features_recompiles_the_plan() {
+    let state = lock_global();
+    let t = synthetic(
+        "version = 2
+copy.auto.unknown = from 0: avx512; from 4KiB: avx2; from 64KiB: avx2_nt
+set.auto.unknown = from 0: avx2; from 8KiB: avx512_nt
+",
+    );
+    dispatch::install(&t);
+    let before = cpu::features();
+    let inline_before = dispatch::inline_max(Op::Copy);
+    dispatch::mask_features(common::env_mask().union(Features::AVX));
+    let now = cpu::features();
+    for f in [
+        Features::AVX,
+        Features::AVX2,
+        Features::AVX512F,
+        Features::AVX512BW,
+    ] {
+        assert!(!now.contains(f), "{f:?} still in {now:?}");
+    }
+    assert_eq!(dispatch::plan().features(), now);
     for k in kernel::available() {
         assert!(
             !k.kernel().requires.contains(Features::AVX2),
@@ -48,316 +497,56 @@ fn masking_avx_removes_avx2_kernels_and_decisions() {
             k.name()
         );
     }
+    assert_eq!(dispatch::inline_max(Op::Copy), 128);
+    assert_eq!(dispatch::inline_max(Op::Set), 128);
     for op in Op::ALL {
         for hint in Hint::ALL {
-            for n in [200, 1 << 20, 1 << 30] {
-                let k = dispatch::choose(op, n, hint, false);
-                let entry = k.kernel().expect("chosen kernel exists");
-                assert!(
-                    entry.is_available() && entry.supports(op),
-                    "{op:?} {n} {hint:?} -> {}",
-                    k.name()
-                );
+            for n in [200, 5000, 1 << 20, 1 << 30] {
+                for st in State::ALL {
+                    let Some(k) = dispatch::choose_probed(op, n, hint, false, st) else {
+                        continue;
+                    };
+                    let entry = k.kernel().expect("chosen kernel exists");
+                    assert!(
+                        entry.is_available() && entry.supports(op),
+                        "{op:?} {n} {hint:?} -> {}",
+                        k.name()
+                    );
+                }
             }
         }
+    }
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(
+            dispatch::choose(Op::Copy, 5000, Hint::Auto, false),
+            Some(KernelId::Sse2)
+        );
+        assert_eq!(
+            dispatch::choose(Op::Copy, 1 << 20, Hint::Auto, false),
+            Some(KernelId::Sse2)
+        );
+        assert_eq!(
+            dispatch::choose(Op::Set, 1 << 20, Hint::Auto, false),
+            Some(KernelId::Sse2)
+        );
     }
     // The masked path still copies correctly through the public API.
     let src: Vec<u8> = (0..3_000_000u32).map(|i| (i ^ (i >> 8)) as u8).collect();
     let mut dst = vec![0u8; src.len()];
     blockmem::copy_with(&mut dst, &src, Hint::NoReuse);
     assert_eq!(dst, src);
-    cpu::enable_all();
+    // Clearing the mask recompiles with the machine's features again.
+    dispatch::mask_features(common::env_mask());
     assert_eq!(cpu::features(), before);
+    assert_eq!(dispatch::plan().features(), before);
+    assert_eq!(dispatch::inline_max(Op::Copy), inline_before);
     assert!(cpu::detected_features().contains(before));
-}
-
-#[test]
-fn forcing_a_kernel_applies_only_where_it_can_run() {
-    let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
-    dispatch::force(Some(blockmem::KernelId::RepMovsb));
-    assert_eq!(
-        dispatch::choose(Op::Copy, 1 << 20, Hint::Auto, false),
-        blockmem::KernelId::RepMovsb
-    );
-    // rep_movsb has no set: the policy decides.
-    assert_ne!(
-        dispatch::choose(Op::Set, 1 << 20, Hint::Auto, false),
-        blockmem::KernelId::RepMovsb
-    );
-    let src = vec![7u8; 100_000];
-    let mut dst = vec![0u8; 100_000];
-    blockmem::copy(&mut dst, &src);
-    assert_eq!(dst, src);
-    dispatch::force(None);
-    assert_eq!(dispatch::forced(), None);
-}
-
-/// The fast path (one atomic load instead of the policy, below the smallest size where
-/// anything could differ for `Hint::Auto`) must agree with the full policy, probes
-/// included, for every size below its limit.
-#[test]
-fn fast_path_agrees_with_the_policy() {
-    let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
-    let host = dispatch::profile();
-    let base = synthetic_base();
-    let mut variants = vec![base];
-    let mut p = base;
-    p.probe_min = 8192;
-    p.rep_movsb_min = 3000;
-    p.rep_movsb_max = 5000;
-    p.copy_temporal = blockmem::KernelId::Sse2;
-    variants.push(p);
-    p.stream_no_reuse = 100;
-    p.stream_auto_cold_dst = 200;
-    variants.push(p);
-    // rep windows starting below the probe size: run as segments after the fast path.
-    let mut r = base;
-    r.probe_min = 60_000;
-    r.stream_auto = 1 << 20;
-    r.rep_movsb_min = 3000;
-    r.rep_movsb_max = 5000;
-    r.rep_stosb_min = 2500;
-    r.rep_stosb_max = usize::MAX;
-    variants.push(r);
-    // A set window that ends below the probe size: the fast kernel again after it.
-    let mut t = r;
-    t.rep_stosb_max = 7000;
-    variants.push(t);
-    // rep windows that also serve cold destinations: no probe can change an Auto
-    // call's kernel below the cold-destination streaming size, so the rep segments run
-    // up to it.
-    let mut c = base;
-    c.probe_min = 60_000;
-    c.stream_auto = 4 << 20;
-    c.stream_auto_cold_dst = 1 << 20;
-    c.rep_movsb_min = 3000;
-    c.rep_movsb_max = usize::MAX;
-    c.rep_stosb_min = 2500;
-    c.rep_stosb_max = usize::MAX;
-    c.copy_cold_dst = blockmem::KernelId::RepMovsb;
-    c.set_cold_dst = blockmem::KernelId::RepStosb;
-    c.copy_cold_src = c.copy_temporal;
-    variants.push(c);
-    let all = [Probed::Unknown, Probed::Cached, Probed::Cold];
-    let mut segments_seen = (false, false);
-    for p in variants {
-        dispatch::install(&p);
-        let (copy_below, copy_k, set_below, set_k) = dispatch::fast_path();
-        let (copy_rep, set_rep) = dispatch::rep_segments();
-        let (copy_tail, set_tail) = dispatch::fast_tails();
-        let probe_from = dispatch::probe_from(Hint::Auto);
+    if before.contains(Features::AVX2) {
         assert_eq!(
-            probe_from,
-            blockmem::policy::probe_from(&p, Hint::Auto, blockmem::cpu::features())
+            dispatch::choose(Op::Copy, 5000, Hint::Auto, false),
+            Some(KernelId::Avx2)
         );
-        if cfg!(target_arch = "x86_64")
-            && p.stream_auto_cold_dst == 1 << 20
-            && p.probe_min == 60_000
-        {
-            assert_eq!(probe_from, 1 << 20, "{p:?}");
-            assert_eq!((copy_below, copy_rep), (3000, 1 << 20), "{p:?}");
-            assert_eq!((set_below, set_rep), (2500, 1 << 20), "{p:?}");
-        }
-        if cfg!(target_arch = "x86_64") && p.probe_min == 60_000 && p.rep_movsb_max == 5000 {
-            assert_eq!(copy_tail, 60_000, "after the 3000..5000 window: {p:?}");
-            let want = if p.rep_stosb_max == 7000 { 60_000 } else { 0 };
-            assert_eq!(set_tail, want, "{p:?}");
-        }
-        for (lo, hi, copies) in [(copy_rep, copy_tail, true), (set_rep, set_tail, false)] {
-            for n in [lo, lo + 1, hi.saturating_sub(1)] {
-                if n >= lo && n < hi {
-                    let ops: &[(Op, bool)] = if copies {
-                        &[(Op::Copy, false), (Op::Move, false), (Op::Move, true)]
-                    } else {
-                        &[(Op::Set, false), (Op::Zero, false)]
-                    };
-                    for &(op, overlap) in ops {
-                        let k = dispatch::choose_probed(op, n, Hint::Auto, overlap, Probes::NONE);
-                        let want = if copies { copy_k } else { set_k };
-                        assert_eq!(k, want, "tail {op:?} {n} {p:?}");
-                    }
-                }
-            }
-        }
-        if cfg!(target_arch = "x86_64") && p.rep_movsb_max == 5000 && p.probe_min == 60_000 {
-            assert_eq!((copy_below, copy_rep), (3000, 5000), "{p:?}");
-            let set_end = if p.rep_stosb_max == 7000 {
-                7000
-            } else {
-                60_000
-            };
-            assert_eq!((set_below, set_rep), (2500, set_end), "{p:?}");
-        }
-        for n in [copy_below, copy_rep.saturating_sub(1)] {
-            if n >= copy_below && n < copy_rep {
-                segments_seen.0 = true;
-                for (op, overlap) in [(Op::Copy, false), (Op::Move, false), (Op::Move, true)] {
-                    let k = dispatch::choose_probed(op, n, Hint::Auto, overlap, Probes::NONE);
-                    assert_eq!(k, blockmem::KernelId::RepMovsb, "{op:?} {n} {p:?}");
-                }
-            }
-        }
-        for n in [set_below, set_rep.saturating_sub(1)] {
-            if n >= set_below && n < set_rep {
-                segments_seen.1 = true;
-                for op in [Op::Set, Op::Zero] {
-                    let k = dispatch::choose_probed(op, n, Hint::Auto, false, Probes::NONE);
-                    assert_eq!(k, blockmem::KernelId::RepStosb, "{op:?} {n} {p:?}");
-                }
-            }
-        }
-        for n in [
-            129,
-            130,
-            1000,
-            2999,
-            3000,
-            4096,
-            8191,
-            copy_below.saturating_sub(1),
-        ] {
-            for (src, dst) in all.iter().flat_map(|&s| all.iter().map(move |&d| (s, d))) {
-                // Probes only happen from probe_from, which the fast path stays below.
-                let probing = n >= probe_from;
-                let probes = if probing {
-                    Probes { src, dst }
-                } else {
-                    Probes::NONE
-                };
-                if n > 128 && n < copy_below {
-                    for (op, overlap) in [(Op::Copy, false), (Op::Move, false), (Op::Move, true)] {
-                        let k = dispatch::choose_probed(op, n, Hint::Auto, overlap, probes);
-                        assert_eq!(k, copy_k, "{op:?} {n} {p:?}");
-                    }
-                }
-                if n > 128 && n < set_below {
-                    for op in [Op::Set, Op::Zero] {
-                        let k = dispatch::choose_probed(op, n, Hint::Auto, false, probes);
-                        assert_eq!(k, set_k, "{op:?} {n}");
-                    }
-                }
-            }
-        }
-        // Copies through the fast path are correct.
-        let src: Vec<u8> = (0..10_000u32).map(|i| (i * 13) as u8).collect();
-        let mut dst = vec![0u8; 10_000];
-        blockmem::copy(&mut dst, &src);
-        assert_eq!(dst, src);
     }
-    assert!(
-        !cfg!(target_arch = "x86_64") || segments_seen == (true, true),
-        "the rep segments were published and checked"
-    );
-    dispatch::force(Some(blockmem::KernelId::Naive));
-    assert_eq!(
-        dispatch::fast_path().0,
-        0,
-        "forcing a kernel disables the fast path"
-    );
-    dispatch::force(None);
-    dispatch::install(&host);
-}
-
-/// The robust segment (copies and moves from `copy_robust_min`, through one published
-/// pointer instead of the policy's path) must run what the policy would, follow the
-/// segments before it without a gap, stop where a probe could change the kernel, and
-/// copy correctly.
-#[test]
-fn the_robust_segment_runs_what_the_policy_would() {
-    use blockmem::KernelId;
-    let _guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
-    let host = dispatch::profile();
-    let base = synthetic_base();
-    let f = cpu::features();
-    let usable = |k: KernelId| {
-        blockmem::policy::usable(k, Op::Copy, f) && blockmem::policy::usable(k, Op::Move, f)
-    };
-    let Some(robust) = [KernelId::Avx512Pw, KernelId::Avx2Pw, KernelId::Sse2]
-        .into_iter()
-        .find(|&k| usable(k))
-    else {
-        return; // no robust kernel on this target
-    };
-    let mut p = base;
-    p.probe_min = 1 << 20;
-    p.stream_auto = 16 << 20;
-    p.stream_auto_cold_dst = 8 << 20;
-    p.stream_no_reuse = 16 << 10;
-    p.stream_reuse = 8 << 20;
-    p.rep_movsb_min = 8 << 10;
-    p.rep_movsb_max = usize::MAX;
-    p.copy_cold_dst = KernelId::RepMovsb;
-    p.copy_robust = robust;
-    p.copy_robust_min = 64 << 10;
-    p.copy_robust_max = 8 << 20;
-    dispatch::install(&p);
-    assert_eq!(
-        dispatch::rep_segments().0,
-        64 << 10,
-        "the rep segment ends at it"
-    );
-    let (from, below, k) = dispatch::robust_segment();
-    assert_eq!((from, below, k), (64 << 10, 8 << 20, robust), "{p:?}");
-    assert!(dispatch::probe_from(Hint::Auto) >= below);
-    let len = below + 4096;
-    let src: Vec<u8> = (0..len as u32).map(|i| (i ^ (i >> 11)) as u8).collect();
-    let mut dst = vec![0u8; len];
-    for n in [from, from + 1, (from + below) / 2, below - 1] {
-        for (op, overlap) in [(Op::Copy, false), (Op::Move, false), (Op::Move, true)] {
-            let k = dispatch::choose_probed(op, n, Hint::Auto, overlap, Probes::NONE);
-            assert_eq!(k, robust, "{op:?} {n}");
-            // SAFETY: both buffers hold more than n bytes.
-            let ran =
-                unsafe { dispatch::decide_for_call(op, dst.as_ptr(), src.as_ptr(), n, Hint::Auto) };
-            assert_eq!(ran, Some(robust), "{op:?} {n}: what a call runs");
-        }
-        // Through the segment: a copy, and overlapping moves both ways.
-        dst.fill(0);
-        blockmem::copy(&mut dst[3..3 + n], &src[5..5 + n]);
-        assert!(dst[3..3 + n] == src[5..5 + n] && dst[..3] == [0; 3] && dst[3 + n] == 0);
-        let mut buf = src.clone();
-        blockmem::move_within(&mut buf, 0..n, 4095);
-        assert!(
-            buf[4095..4095 + n] == src[..n] && buf[..4095] == src[..4095],
-            "{n}"
-        );
-        let mut buf = src.clone();
-        blockmem::move_within(&mut buf, 4095..4095 + n, 0);
-        assert!(buf[..n] == src[4095..4095 + n], "{n}");
-    }
-    // From where a probe can make a call stream, the policy's path again.
-    let mut q = p;
-    q.probe_min = 256 << 10;
-    q.stream_auto_cold_dst = 512 << 10;
-    dispatch::install(&q);
-    assert_eq!(dispatch::robust_segment().1, 512 << 10, "{q:?}");
-    // No segment: an empty range, a robust kernel the policy would not run (a streaming
-    // one), streaming below the range, a forced kernel.
-    let mut none = vec![];
-    let mut q = p;
-    q.copy_robust_max = 64 << 10;
-    none.push(q);
-    let mut q = p;
-    q.copy_robust = KernelId::Avx2Nt;
-    none.push(q);
-    // The policy's path starts below the range: streaming from 32 KiB unprobed.
-    let mut q = p;
-    q.stream_auto = 32 << 10;
-    none.push(q);
-    for q in none {
-        dispatch::install(&q);
-        assert_eq!(dispatch::robust_segment().1, 0, "{q:?}");
-        let mut d = vec![0u8; 100_000];
-        blockmem::copy(&mut d, &src[..100_000]);
-        assert!(d == src[..100_000]);
-    }
-    dispatch::install(&p);
-    dispatch::force(Some(KernelId::Sse2));
-    assert_eq!(
-        dispatch::robust_segment().1,
-        0,
-        "forcing a kernel disables it"
-    );
-    dispatch::force(None);
-    dispatch::install(&host);
+    drop(state);
+    assert_eq!(cpu::features(), before);
 }

@@ -13,7 +13,6 @@
 mod common;
 
 use blockmem::kernel::Op;
-use blockmem::KernelId;
 use common::{first_diff, interesting_sizes, methods, report, Aligned, Method, Rng};
 
 const CANARY: usize = 64;
@@ -313,52 +312,49 @@ fn move_to_itself_is_identity() {
     }
 }
 
-/// The public entry points across every threshold of the profile, with probing on
-/// (so the probe path runs) and every hint: each threshold ±1, copy, move, set, zero.
-/// The thresholds are set low enough to test cheaply.
+/// A decision table with band edges at sizes cheap to test and odd ones (so a kernel's
+/// own block steps do not line up with them), every kernel in some band, and probes in
+/// every unknown row of some hint.
+const EDGES_TABLE: &str = "version = 2
+llc_effective = 256KiB
+copy.auto.unknown = from 0: sse2; from 3000: rep_movsb; from 6000: avx2_pf; from 9000: probe
+copy.auto.cached = from 0: avx512; from 20000: rep_movsb
+copy.auto.cold = from 0: avx2_pw; from 12000: avx512_pw; from 70001: avx2_pf_nt; from 300000: avx512_nt
+copy.reuse.unknown = from 0: avx2; from 4KiB: probe; from 1000003: avx2_nt
+copy.reuse.cached = from 0: avx2_pf
+copy.reuse.cold = from 0: avx2_nt
+copy.noreuse.unknown = from 0: avx2_nt; from 20000: probe
+copy.noreuse.cold = from 0: avx2_pf_nt
+set.auto.unknown = from 0: sse2; from 3000: rep_stosb; from 5000: avx512; from 9000: probe
+set.auto.cached = from 0: avx2; from 50000: rep_stosb
+set.auto.cold = from 0: avx512_nt; from 70001: clzero
+set.reuse.unknown = from 0: rep_stosb; from 300000: avx2_nt
+set.noreuse.unknown = from 0: avx2_nt; from 4096: probe
+set.noreuse.cold = from 0: clzero
+";
+
+/// The public entry points across every band edge of an installed table ±1, with every
+/// probe forced to find the destination cached and then cold (through the table's hit
+/// threshold), every hint, copy, move, set and zero.
 #[test]
-fn auto_policy_thresholds_plus_minus_one() {
-    common::setup();
-    let mut p = blockmem::dispatch::profile();
-    p.stream_auto = 300_000;
-    p.stream_auto_cold_dst = 70_001;
-    p.stream_no_reuse = 20_000;
-    p.stream_reuse = 1_000_003;
-    p.probe_min = 4_096;
-    p.rep_movsb_min = 6_000;
-    p.rep_movsb_max = 9_000;
-    p.copy_cold_src = KernelId::Avx2Pf;
-    p.copy_stream = KernelId::Avx2PfNt;
-    p.copy_cold_dst = KernelId::RepMovsb;
-    p.set_cold_dst = KernelId::RepStosb;
-    p.rep_stosb_min = 3_000;
-    p.rep_stosb_max = 5_000;
-    // The second profile probes only from 64 KiB, so both rep windows start below the
-    // policy's path: the dispatcher runs them as direct segments after the fast path.
-    let mut q = p;
-    q.probe_min = 65_536;
-    q.rep_stosb_max = 50_000;
-    // ... and a copy window that ends below it, so the fast kernel runs again after.
-    let mut r = q;
-    r.rep_movsb_max = 7_000;
-    r.rep_movsb_min = 5_000;
-    let mut pair = Pair::new(p.stream_reuse + 2, 5);
+fn auto_across_every_band_edge_plus_minus_one() {
+    use blockmem::profile::{self, State};
+    let _state = common::lock_global();
+    let (t, _) = profile::parse(
+        EDGES_TABLE.as_bytes(),
+        blockmem::builtin::Class::Baseline.table(),
+    )
+    .unwrap();
+    let edges = common::band_edges(&t);
+    let mut pair = Pair::new(edges.iter().max().unwrap() + 2, 5);
     let ms: Vec<Method> = blockmem::Hint::ALL.into_iter().map(Method::Auto).collect();
     let mut cases = 0;
-    for p in [p, q, r] {
-        blockmem::dispatch::install(&p);
+    for finds in [State::Cached, State::Cold] {
+        let mut v = t.clone();
+        v.probe_hit_max = if finds == State::Cold { 0 } else { u32::MAX };
+        blockmem::dispatch::install(&v);
         for m in &ms {
-            for at in [
-                p.probe_min,
-                p.rep_movsb_min,
-                p.rep_movsb_max,
-                p.rep_stosb_min,
-                p.rep_stosb_max,
-                p.stream_no_reuse,
-                p.stream_auto_cold_dst,
-                p.stream_auto,
-                p.stream_reuse,
-            ] {
+            for &at in &edges {
                 for n in [at - 1, at, at + 1] {
                     for op in [Op::Copy, Op::Move, Op::Set, Op::Zero] {
                         for (so, d_off) in [(0, 0), (3, 61)] {
@@ -371,7 +367,7 @@ fn auto_policy_thresholds_plus_minus_one() {
         }
     }
     report(
-        "auto across every profile threshold ±1, probing on",
+        "auto across every band edge ±1, probes finding cached and cold",
         Op::Copy,
         &ms,
         cases,

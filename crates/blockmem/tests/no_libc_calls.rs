@@ -12,10 +12,10 @@
 //! function an operation can reach: kernels, dispatch, policy, the kernel table and the
 //! feature/cache-size detection the dispatcher runs on first use. Listed, not failed:
 //! reporting-only code (`cpu::detect`, used by `blockmem info`) and the one-time
-//! profile initialisation (`dispatch::init`/`load_now`, `profile::parse`), whose
-//! copies of the 120-byte profile take the inline ladder (no policy) and which the
-//! dispatcher guards against re-entry (a re-entered call gets a fallback profile built
-//! in place).
+//! table load (`dispatch::init`/`load_now`/`load_locked`, `profile::parse_into`, the
+//! CPU count of `autoload`), which fills tables in place and which the dispatcher
+//! guards against re-entry (a re-entered call runs on the plan published by then, or
+//! on the portable kernel).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -149,7 +149,7 @@ const INIT_ONLY: [&str; 7] = [
     "blockmem::dispatch::reload",
     "blockmem::dispatch::status",
     "blockmem::dispatch::install",
-    "blockmem::dispatch::set_thresholds",
+    "blockmem::dispatch::load_locked",
     "blockmem::dispatch::record_error",
 ];
 

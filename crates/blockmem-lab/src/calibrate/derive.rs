@@ -101,6 +101,9 @@ pub struct ProbeCost {
 /// One scenario of a row: a destination state and what follows the call.
 type Scenario = (Dst, Then);
 
+/// Kernels with their regret at one size, smallest first.
+type Regrets = Vec<(KernelId, f64)>;
+
 /// The scenarios of a row (see the module docs), keeping those measured at `n`.
 fn scenarios(m: &Measurements, fam: Family, hint: Hint, st: State, n: usize) -> Vec<Scenario> {
     let dsts: &[Dst] = match st {
@@ -214,7 +217,7 @@ fn candidates_at(
 
 /// Each candidate's regret at `n` over the scenarios, smallest first (ties: table
 /// order).
-fn regrets(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Vec<(KernelId, f64)> {
+fn regrets(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Regrets {
     let ks = candidates(m, fam, n, sc);
     let best: Vec<f64> = sc
         .iter()
@@ -224,7 +227,7 @@ fn regrets(m: &Measurements, fam: Family, n: usize, sc: &[Scenario]) -> Vec<(Ker
                 .fold(f64::INFINITY, f64::min)
         })
         .collect();
-    let mut out: Vec<(KernelId, f64)> = ks
+    let mut out: Regrets = ks
         .iter()
         .map(|&k| {
             let worst = sc
