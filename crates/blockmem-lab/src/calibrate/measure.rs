@@ -167,12 +167,15 @@ fn lab_state(d: Dst) -> Option<CacheState> {
     }
 }
 
+/// A method calibration measures: a kernel, or the C library (`None`).
+type MeasuredMethod = (Option<KernelId>, Method);
+
 /// One group of interleaved cells (every kernel of one family, size, state and
 /// follow-up) and its measurement key without the kernel.
 type Group<'a> = (Vec<Cell<'a>>, Family, usize, bool, Dst, Then);
 
 fn groups<'a>(
-    methods: &'a [(Family, Vec<(Option<KernelId>, Method)>)],
+    methods: &'a [(Family, Vec<MeasuredMethod>)],
     quick: bool,
     fresh: bool,
 ) -> Vec<Group<'a>> {
@@ -251,7 +254,7 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
             )
         })
         .ok();
-    let methods: Vec<(Family, Vec<(Option<KernelId>, Method)>)> = Family::ALL
+    let methods: Vec<(Family, Vec<MeasuredMethod>)> = Family::ALL
         .iter()
         .map(|&fam| {
             let ms = kernels(fam, quick)
