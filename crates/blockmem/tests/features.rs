@@ -76,10 +76,12 @@ fn synthetic(text: &str) -> Table {
     t
 }
 
-/// `t` with every probe forced to find `state` (through the hit threshold).
+/// `t` with every probe forced to find `state` (through the hit and fault thresholds:
+/// every first touch is slower than 0 cycles, none slower than `u32::MAX`).
 fn probing(t: &Table, state: State) -> Table {
     let mut v = t.clone();
     v.probe_hit_max = if state == State::Cold { 0 } else { u32::MAX };
+    v.probe_fault_min = if state == State::Fresh { 0 } else { u32::MAX };
     v
 }
 
@@ -220,7 +222,7 @@ fn the_dispatcher_runs_what_the_table_says() {
     let mut checks = 0;
     for (name, text) in TABLES {
         let t = synthetic(text);
-        for finds in [State::Cached, State::Cold] {
+        for finds in [State::Cached, State::Cold, State::Fresh] {
             let v = probing(&t, finds);
             dispatch::install(&v);
             assert_eq!(dispatch::table(), &v, "{name}");
@@ -318,6 +320,8 @@ set.auto.cold = from 0: rep_stosb
             return;
         }
         t.probe_hit_max = ((hot + cold) / 2) as u32;
+        // Cached against cold only: a slow page walk must not read as a fault here.
+        t.probe_fault_min = u32::MAX;
         dispatch::install(&t);
         for (op, cached, cold_k) in cases {
             let (mut seen_cached, mut seen_cold) = (0, 0);

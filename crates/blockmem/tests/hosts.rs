@@ -475,8 +475,9 @@ fn host_variant(t: &Table, llc: usize, outcome: Option<State>) -> Table {
     let mut v = t.clone();
     v.llc_effective = llc;
     match outcome {
-        Some(State::Cached) => v.probe_hit_max = u32::MAX,
-        Some(State::Cold) => v.probe_hit_max = 0,
+        Some(State::Cached) => (v.probe_hit_max, v.probe_fault_min) = (u32::MAX, u32::MAX),
+        Some(State::Cold) => (v.probe_hit_max, v.probe_fault_min) = (0, u32::MAX),
+        Some(State::Fresh) => (v.probe_hit_max, v.probe_fault_min) = (u32::MAX, 0),
         _ => {}
     }
     v
@@ -533,9 +534,10 @@ fn run_sizes(b: &mut Bufs, ctx: &str, sizes: &[usize], t: &Table, outcome: Optio
                     (true, _) if n < PROBE_MIN_BYTES => &[State::Cached],
                     (true, Some(st)) => std::slice::from_ref(match st {
                         State::Cached => &State::Cached,
+                        State::Fresh => &State::Fresh,
                         _ => &State::Cold,
                     }),
-                    (true, None) => &[State::Cached, State::Cold],
+                    (true, None) => &[State::Cached, State::Cold, State::Fresh],
                 };
                 let want: Vec<_> = states
                     .iter()
@@ -593,7 +595,12 @@ fn every_host_runs_every_builtin_table_correctly() {
             );
         }
         for (class, native) in h.tables() {
-            for outcome in [None, Some(State::Cached), Some(State::Cold)] {
+            for outcome in [
+                None,
+                Some(State::Cached),
+                Some(State::Cold),
+                Some(State::Fresh),
+            ] {
                 let t = host_variant(class.table(), h.llc(), outcome);
                 dispatch::install(&t);
                 let plan = dispatch::plan();

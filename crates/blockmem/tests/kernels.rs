@@ -349,9 +349,10 @@ fn auto_across_every_band_edge_plus_minus_one() {
     let mut pair = Pair::new(edges.iter().max().unwrap() + 2, 5);
     let ms: Vec<Method> = blockmem::Hint::ALL.into_iter().map(Method::Auto).collect();
     let mut cases = 0;
-    for finds in [State::Cached, State::Cold] {
+    for finds in [State::Cached, State::Cold, State::Fresh] {
         let mut v = t.clone();
         v.probe_hit_max = if finds == State::Cold { 0 } else { u32::MAX };
+        v.probe_fault_min = if finds == State::Fresh { 0 } else { u32::MAX };
         blockmem::dispatch::install(&v);
         for m in &ms {
             for &at in &edges {
