@@ -122,9 +122,14 @@ typedef enum BlockmemState {
    */
   BLOCKMEM_STATE_CACHED = 1,
   /*
-   The destination's probed line came from memory (or was never touched).
+   The destination's probed line came from memory.
    */
   BLOCKMEM_STATE_COLD = 2,
+  /*
+   The destination's probed page was mapped but never touched: the probe's first
+   touch took a page fault.
+   */
+  BLOCKMEM_STATE_FRESH = 3,
 } BlockmemState;
 
 #ifdef __cplusplus

@@ -133,8 +133,11 @@ pub enum BlockmemState {
     BLOCKMEM_STATE_UNKNOWN = 0,
     /// The destination's probed line was in cache.
     BLOCKMEM_STATE_CACHED = 1,
-    /// The destination's probed line came from memory (or was never touched).
+    /// The destination's probed line came from memory.
     BLOCKMEM_STATE_COLD = 2,
+    /// The destination's probed page was mapped but never touched: the probe's first
+    /// touch took a page fault.
+    BLOCKMEM_STATE_FRESH = 3,
 }
 
 /// How the functions receive a [`BlockmemHint`]: as its `uint32_t` value, so that any

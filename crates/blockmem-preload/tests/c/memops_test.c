@@ -571,7 +571,7 @@ static int check_api(void) {
         fprintf(stderr, "FAIL unknown-state choice %d\n", ku);
         bad++;
     }
-    if (blockmem_choose_state(BLOCKMEM_OP_COPY, 100, BLOCKMEM_HINT_AUTO, 0, 3) != -1) {
+    if (blockmem_choose_state(BLOCKMEM_OP_COPY, 100, BLOCKMEM_HINT_AUTO, 0, BLOCKMEM_STATE_FRESH + 1) != -1) {
         fprintf(stderr, "FAIL out-of-range state accepted\n");
         bad++;
     }
