@@ -163,8 +163,9 @@ fn tiny_run_writes_every_output_and_verifies_every_result() {
     assert!(v["host"]["hierarchy"]["llc_effective"].as_u64() == Some(4 << 20));
     assert!(v["host"]["timer"]["ticks_per_ns"].as_f64().unwrap() > 0.0);
     let results = v["results"].as_array().unwrap();
-    // 9 state pairs × 3 methods for temperature; zero: {zero, set} × {hot, clean} × 3.
-    assert_eq!(results.len(), 27 + 12);
+    // 3 source × 4 destination states (fresh among them) × 3 methods for temperature;
+    // zero: {zero, set} × {hot, clean} × 3.
+    assert_eq!(results.len(), 36 + 12);
     for r in results {
         for f in [
             "method",
@@ -260,7 +261,7 @@ fn the_store_drain_mode_is_recorded_and_results_still_verify() {
         assert_eq!(v["host"]["timer"]["drain_stores"], drained);
         assert_eq!(v["host"]["options"]["drain_stores"], drained);
         let results = v["results"].as_array().unwrap();
-        assert_eq!(results.len(), 9 * 2);
+        assert_eq!(results.len(), 12 * 2);
         for r in results {
             assert_eq!(r["verified"], true, "{r}");
             assert!(r["median_ns"].as_f64().unwrap() >= 0.0);
