@@ -4,6 +4,9 @@
 //!   code's kernel table ([`blockmem::kernel::table`]: name, ops, required CPU
 //!   features, summary) rendered as Markdown, between `<!-- kernels:begin -->` and
 //!   `<!-- kernels:end -->`.
+//! * The rows the README quotes from the built-in table for Intel CPUs with AVX-512
+//!   (between `<!-- builtin-rows:begin -->` and `<!-- builtin-rows:end -->`) are that
+//!   table's rows, in the profile's format.
 //! * The README's environment table (between `<!-- env:begin -->` and
 //!   `<!-- env:end -->`) names exactly the `BLOCKMEM_*` variables the workspace reads
 //!   (every `"BLOCKMEM_…"` string literal in `crates/`).
@@ -99,6 +102,42 @@ fn readme_kernel_table_is_the_codes() {
 #[test]
 fn crate_docs_kernel_table_is_the_codes() {
     check_kernel_table("crates/blockmem/src/lib.rs", "//! ");
+}
+
+#[test]
+fn readme_builtin_rows_are_the_intel_avx512_table() {
+    let readme = read(&root().join("README.md"));
+    let (lines, _) = block(&readme, "builtin-rows", "")
+        .expect("README.md: no `<!-- builtin-rows:begin -->` … `<!-- builtin-rows:end -->` block");
+    let table = blockmem::builtin::Class::IntelAvx512.table();
+    let rendered: Vec<(String, String)> = table
+        .keyed_rows()
+        .map(|(fam, hint, st, row)| {
+            (
+                format!("{}.{}.{}", fam.name(), hint.name(), st.name()),
+                row.to_string(),
+            )
+        })
+        .collect();
+    let rows: Vec<&String> = lines.iter().filter(|l| !l.starts_with("```")).collect();
+    assert!(
+        !rows.is_empty(),
+        "README.md: the builtin-rows block is empty"
+    );
+    for line in rows {
+        let (key, row) = line
+            .split_once(" = ")
+            .unwrap_or_else(|| panic!("README.md: {line:?} is not `KEY = ROW`"));
+        let want = rendered
+            .iter()
+            .find(|(k, _)| k == key)
+            .unwrap_or_else(|| panic!("README.md: no row {key:?} in the decision table"));
+        assert_eq!(
+            row, want.1,
+            "README.md: row {key} of the built-in intel-avx512 table is now\n{key} = {}",
+            want.1
+        );
+    }
 }
 
 /// Every `.rs` file under `dir`.
