@@ -5,8 +5,8 @@
 //! `cargo run --release -p blockmem-lab --example coldsmall -- [MAXN] [sse]`; `sse`
 //! masks AVX-512BW off (the SSE2 ladder instead of the masked path). `SSPAN` or
 //! `DSPAN` (bytes) shrink the source or destination area to keep that side cached.
-//! This is how the masked copy's extra line per call was found (see
-//! `blockmem::arch::x86_64::masked`).
+//! It shows, for instance, what a second cache line per call costs a small cold copy
+//! (see `blockmem::arch::x86_64::masked`).
 use std::time::Instant;
 
 extern "C" {

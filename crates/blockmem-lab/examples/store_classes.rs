@@ -1,5 +1,5 @@
 //! The x86 ways of moving data that blockmem ships no kernel for, against libc and the
-//! kernels that win where they would: is any of them faster somewhere? `DESIGN.md`
+//! kernels that win where they would: is any of them faster somewhere? `docs/DESIGN.md`
 //! admits a kernel "if it wins somewhere", and the `policy` oracle only ranges over the
 //! kernels we have, so this is how the rest were checked.
 //!

@@ -1,5 +1,5 @@
 //! `blockmem lab` from the outside: bad flags fail clearly with a non-zero exit; a tiny
-//! real run writes JSON with DESIGN.md's fields (every result verified), CSV, SVG plots
+//! real run writes JSON with docs/DESIGN.md's fields (every result verified), CSV, SVG plots
 //! and index.html; `--compare` reads them back. Sizes and repetitions are tiny: these
 //! tests check plumbing, never timings.
 

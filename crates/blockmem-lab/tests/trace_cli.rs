@@ -127,8 +127,8 @@ fn known_calls_give_exactly_their_numbers() {
         err.contains("totals match BLOCKMEM_STATS for all 1 processes"),
         "{err}"
     );
-    // Seed 004 Table 7 in the text: the two 4 KiB copies are full pages. With --out the
-    // tables go to a file; stdout is the program's alone.
+    // Seed 004 Table 7 (docs/SEEDS.md) in the text: the two 4 KiB copies are full
+    // pages. With --out the tables go to a file; stdout is the program's alone.
     let text = std::fs::read_to_string(out.join("report.txt")).unwrap();
     assert!(!String::from_utf8_lossy(&o.stdout).contains("Block sizes"));
     assert!(text.contains("Block sizes (seed 004 Table 7)"), "{text}");

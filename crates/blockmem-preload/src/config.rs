@@ -33,7 +33,6 @@ use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use blockmem::autoload::Source;
 use blockmem::profile::{ErrorKind, ProfileError};
-use blockmem::KernelId;
 
 use crate::out::Line;
 use crate::stats::warn;
@@ -81,24 +80,29 @@ fn is_on(value: &[u8]) -> bool {
     !value.is_empty() && value != b"0"
 }
 
-/// Applies `BLOCKMEM_FORCE`.
+/// Applies `BLOCKMEM_FORCE`. An unknown name is reported with every kernel of the
+/// kernel table, so the message lists exactly the names this build accepts.
 fn apply_force(value: &[u8]) {
     if value.is_empty() || value == b"auto" {
         return;
     }
-    let Some(id) = KernelId::ALL
-        .into_iter()
-        .find(|k| k.name().as_bytes() == value)
-    else {
-        warn(&[
-            b"BLOCKMEM_FORCE=",
-            value,
-            b": no such kernel (naive, portable, sse2, avx2, avx2_nt, avx2_pf, avx2_pf_nt, \
-              rep_movsb, rep_stosb, clzero); using the policy",
-        ]);
+    let table = blockmem::kernel::table();
+    let Some(kernel) = table.iter().find(|k| k.name().as_bytes() == value) else {
+        let mut line = Line::new();
+        line.bytes(b"blockmem: BLOCKMEM_FORCE=");
+        line.bytes(value);
+        line.bytes(b": no such kernel (");
+        for (i, k) in table.iter().enumerate() {
+            if i > 0 {
+                line.bytes(b", ");
+            }
+            line.bytes(k.name().as_bytes());
+        }
+        line.bytes(b", or auto); using the policy\n");
+        line.write_to(2);
         return;
     };
-    if !id.kernel().is_some_and(|k| k.is_available()) {
+    if !kernel.is_available() {
         warn(&[
             b"BLOCKMEM_FORCE=",
             value,
@@ -106,7 +110,7 @@ fn apply_force(value: &[u8]) {
         ]);
         return;
     }
-    blockmem::dispatch::force(Some(id));
+    blockmem::dispatch::force(Some(kernel.id));
 }
 
 fn record_profile_path(value: &[u8]) {

@@ -12,6 +12,9 @@
 //! the core's inline rungs right here; the others go to the core's entry points
 //! (`blockmem::copy_raw` and friends: the policy, then the kernel) with [`Hint::Auto`].
 //!
+//! Figures quoted in this crate's comments were measured on a 2-vCPU Intel Xeon KVM
+//! guest (AVX-512, glibc as the system library) unless they name another host.
+//!
 //! # Rules this object keeps
 //!
 //! * **Works before its constructor has run.** The copy path reads one atomic byte
@@ -56,7 +59,7 @@
 //! this object must not do. The inline rungs load everything before they store, so
 //! they are moves already; above them `memcpy` and `mempcpy` check disjointness (two
 //! subtractions and two compares) and hand overlapping ranges to `move_raw`, which also
-//! guarantees that non-temporal stores are never used on them (DESIGN.md). Disjoint
+//! guarantees that non-temporal stores are never used on them (docs/DESIGN.md). Disjoint
 //! ranges, the case every correct program is in, take the copy path with streaming
 //! stores still allowed.
 //!

@@ -45,14 +45,15 @@
 //! # Timing and probing
 //!
 //! Cycles are TSC ticks around the whole call as the program experiences it (the
-//! dispatcher's own decision and probes included; `lfence; rdtsc` … `rdtscp`),
-//! measured overhead included (it is in the header and the report subtracts it). Sampled calls are probed *before* that window: a timed
-//! load of the first byte of the source and the destination (seed 003's first-line
-//! probe), then up to 8 lines spread across each block (see `trace_file`). The probe
-//! loads warm those lines, so a sampled call's own time is slightly flattered; the
-//! line blockmem's policy may probe itself (the middle one, past the LLC one half the
-//! LLC from the end: `blockmem::policy::probe_offset`; a calibrated profile's
-//! `probe_min`) is left out so that its decision is not changed by the tracer.
+//! dispatcher's own decision and probes included; `lfence; rdtsc` … `rdtscp`), measured
+//! overhead included (it is in the header and the report subtracts it). Sampled calls
+//! are probed *before* that window: a timed load of the first byte of the source and
+//! the destination (the first-line probe of seed 003, docs/SEEDS.md), then up to 8
+//! lines spread across each block (see `trace_file`). The probe loads warm those lines,
+//! so a sampled call's own time is slightly flattered; the line blockmem's policy may
+//! probe itself (the middle one, past the LLC one half the LLC from the end:
+//! `blockmem::policy::probe_offset`; a calibrated profile's `probe_min`) is left out so
+//! that its decision is not changed by the tracer.
 
 use core::cell::UnsafeCell;
 use core::ffi::c_int;

@@ -127,6 +127,15 @@ fn unknown_force_warns_and_keeps_the_policy() {
         err.contains("blockmem: BLOCKMEM_FORCE=warp_drive: no such kernel"),
         "{err}"
     );
+    // The message lists the kernel table of the build, not a list written by hand.
+    let listed = err
+        .lines()
+        .find(|l| l.contains("no such kernel"))
+        .and_then(|l| l.split_once('(')?.1.split_once(')'))
+        .map(|(names, _)| names.split(", ").collect::<Vec<_>>())
+        .unwrap_or_default();
+    let table: Vec<&str> = blockmem::kernel::table().iter().map(|k| k.name()).collect();
+    assert_eq!(listed, [&table[..], &["or auto"]].concat(), "{err}");
     let s = &stats_lines(&out.stderr)[0];
     assert!(!s.line.contains("forced"), "{}", s.line);
 }

@@ -1,6 +1,6 @@
 //! Built-in decision tables: what blockmem runs before the host is calibrated, one per
-//! CPU class, each written from lab runs on a host of its class (the figures and the
-//! run that justify every band are in `docs/builtin-tables.md`).
+//! CPU class, each written from lab runs on a host of its class (`docs/METHOD.md`,
+//! "Built-in tables", says how to measure one on a host).
 //!
 //! Their goal is modest and strict: never meaningfully slower than the system's C
 //! library, on any host of the class, without having measured it. So they use only

@@ -162,7 +162,7 @@ pub(crate) fn set_masked(f: Features) {
     DISABLED.store(f.0, Ordering::Relaxed);
 }
 
-/// The features masked off by [`set_masked`].
+/// The features masked off ([`crate::dispatch::mask_features`] sets them).
 pub fn masked() -> Features {
     Features(DISABLED.load(Ordering::Relaxed))
 }

@@ -49,7 +49,7 @@ impl Op {
 
 /// What the caller knows about the destination's future.
 ///
-/// Mirrors madvise-style meta-interfaces (seed 000) and PMDK's per-call flags. Each
+/// Mirrors madvise-style meta-interfaces (seed 000, docs/SEEDS.md) and PMDK's per-call flags. Each
 /// hint has its own rows in the decision table ([`crate::profile`]), so what a hint
 /// does on a host is what calibration measured there: `blockmem info` prints it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -228,7 +228,7 @@ impl Kernel {
     pub fn is_available(&self) -> bool {
         features().contains(self.requires)
     }
-    /// The callable kernel, if available here.
+    /// The callable kernel, if this CPU can run it.
     pub fn available(&'static self) -> Option<Available> {
         self.is_available().then_some(Available(self))
     }

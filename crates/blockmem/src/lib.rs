@@ -26,13 +26,43 @@
 //! underneath a C library. Every operation is async-signal-safe and usable before any
 //! initialisation.
 //!
-//! * [`kernel`]: the kernel table (`naive`, `portable`, `sse2`, `avx2`, `avx2_nt`,
-//!   `avx2_pf`, `avx2_pf_nt`, `rep_movsb`, `rep_stosb`, `clzero`) for callers, such as
-//!   the lab, that want one kernel in particular.
+//! Figures quoted in this crate's comments were measured with the lab on a 2-vCPU Intel
+//! Xeon KVM guest (AVX-512, glibc as the system library) unless they name another host;
+//! `blockmem lab` measures them on yours.
+//!
+//! * [`kernel`]: the kernel table (below) for callers, such as the lab, that want one
+//!   kernel in particular.
 //! * [`cpu`]: CPUID feature and cache detection.
-//! * [`policy`]: the pure decision function; [`profile`]: the calibration profile it
-//!   reads (loaded once by [`autoload`]); [`probe`]: the timed-load cache probe;
-//!   [`dispatch`]: the entry ladder and the published state.
+//! * [`policy`]: the pure decision function; [`profile`]: the decision table it reads
+//!   (the host's calibration profile, loaded once by [`autoload`], else a built-in
+//!   table from [`builtin`]); [`probe`]: the timed-load cache probe; [`dispatch`]: the
+//!   entry ladder and the published state.
+//!
+//! # Kernels
+//!
+//! Every kernel of [`kernel::table`], by its stable name (used in JSON, on the command
+//! line and in `BLOCKMEM_FORCE`). A kernel whose CPU features are missing is never
+//! run: the policy uses its stand-in ([`KernelId::narrower`]). Seed citations refer to
+//! the source documents summarised in `docs/SEEDS.md`.
+//!
+//! <!-- kernels:begin -->
+//! | kernel | ops | CPU features | what it does |
+//! |---|---|---|---|
+//! | `naive` | copy, move, set, zero | — | one byte at a time; the reference |
+//! | `portable` | copy, move, set, zero | — | u64 words, aligned destination; any target |
+//! | `sse2` | copy, move, set, zero | sse2 | 16-byte vectors, temporal stores; x86-64 baseline |
+//! | `avx2` | copy, move, set, zero | avx2 | 32-byte vectors, temporal stores; best when dst is or should be cached |
+//! | `avx2_nt` | copy, move, set, zero | avx2 | 32-byte vectors, non-temporal stores + sfence; best when dst is cold and not reused |
+//! | `avx2_pf` | copy, move | avx2 | seed 003 Fig. 1: prefetch an 8 KiB source block, copy it, temporal stores |
+//! | `avx2_pf_nt` | copy, move | avx2 | seed 003 Fig. 1: prefetch an 8 KiB source block, copy it, non-temporal stores |
+//! | `avx512` | copy, move, set, zero | avx2, avx512f | 64-byte AVX-512 vectors, temporal stores; half the instructions of avx2 for cached data |
+//! | `avx512_nt` | copy, move, set, zero | avx2, avx512f | 64-byte AVX-512 vectors, one non-temporal store per line + sfence |
+//! | `rep_movsb` | copy, move | — | rep movsb microcode (fast with ERMS/FSRM) |
+//! | `rep_stosb` | set, zero | — | rep stosb microcode (fast with ERMS) |
+//! | `clzero` | zero | clzero | AMD clzero: zero whole lines without reading them |
+//! | `avx2_pw` | copy, move | avx2, prefetchw | avx2 with the destination prefetched for ownership a step ahead; cold or L2 destinations |
+//! | `avx512_pw` | copy, move | avx2, avx512f, prefetchw | avx512 with the destination prefetched for ownership a step ahead; cold or L2 destinations |
+//! <!-- kernels:end -->
 
 #![no_std]
 #![no_builtins]
@@ -50,6 +80,11 @@ pub mod probe;
 pub mod profile;
 
 pub use kernel::{Hint, KernelId, Op};
+
+/// The README's Rust examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
 
 /// Copies `src` into `dst`.
 ///

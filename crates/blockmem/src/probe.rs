@@ -1,12 +1,12 @@
-//! The timed-load probe of seed 003 §IV: time one load of a line of a region with the
-//! time-stamp counter and compare it with a calibrated threshold. Seed 003 probed the
-//! first line, which predicts small kernel blocks well (its Table 2; the lab's `probe`
-//! experiment measures the same here); the dispatcher probes the middle line instead
-//! (past the LLC, a line half the LLC from the end: `policy::probe_offset`), which also
-//! holds for large blocks partly evicted in LRU order. The probe costs two fenced
-//! `rdtsc` reads plus the load
-//! itself (a DRAM round trip when the line is cold), so the policy only probes above
-//! the size where calibration found it pays. The probe leaves the line cached.
+//! The timed-load probe of seed 003 §IV (docs/SEEDS.md): time one load of a line of a
+//! region with the time-stamp counter and compare it with a calibrated threshold. Seed
+//! 003 probed the first line, which predicts small kernel blocks well (its Table 2; the
+//! lab's `probe` experiment measures the same on the host it runs on); the dispatcher
+//! probes the middle line instead (past the LLC, a line half the LLC from the end:
+//! `policy::probe_offset`), which also holds for large blocks partly evicted in LRU
+//! order. The probe costs two fenced `rdtsc` reads plus the load itself (a DRAM round
+//! trip when the line is cold), so the policy only probes above the size where
+//! calibration found it pays. The probe leaves the line cached.
 //!
 //! The probe first touches the line's page (the "page mate", 2 KiB away) so that the
 //! timed load pays no page walk. That touch is timed too: on a page that is mapped but
@@ -75,9 +75,9 @@ pub fn page_mate(p: *const u8) -> *const u8 {
 /// TSC cycles of one load of [`page_mate`]`(p)`, then of one load of `*p`: the first
 /// pays the page walk (and the page fault of a page never touched), the second the
 /// latency of the cache or memory alone. A block the program
-/// touched long ago has lost its translations too, and this VM's page walk (~110
-/// cycles) made an LLC hit as slow as a DRAM access with a warm TLB: the two could not
-/// be told apart.
+/// touched long ago has lost its translations too, and on a 2-vCPU Intel Xeon KVM guest a page
+/// walk (~110 cycles) made an LLC hit as slow as a DRAM access with a warm TLB: the two
+/// could not be told apart.
 ///
 /// The page mate is read with an instruction of our own, not a Rust load: it lies in
 /// `p`'s page, so it is mapped whenever `p` is, but it may lie outside the object `p`

@@ -1,5 +1,5 @@
 //! `blockmem calibrate`: measure the kernels on this host and write its decision table,
-//! the profile the library loads (seed 000: HP-UX timed its copy loops at boot and
+//! the profile the library loads (seed 000, docs/SEEDS.md: HP-UX timed its copy loops at boot and
 //! patched in the fastest; blockmem times them once per host and keeps the answer in a
 //! file).
 //!

@@ -1,4 +1,4 @@
-//! Exporters: one trait, one implementation per format (JSON with DESIGN.md's fixed
+//! Exporters: one trait, one implementation per format (JSON with docs/DESIGN.md's fixed
 //! fields plus raw samples and host info; CSV with one row per cell; Markdown tables).
 
 use std::io::Write;

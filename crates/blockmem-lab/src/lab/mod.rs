@@ -85,7 +85,8 @@ fn experiment_names() -> Vec<&'static str> {
     Named only (not in the default set):\n  \
     policy       auto vs libc vs the per-cell best kernel (run `blockmem calibrate` first)\n  \
     probe        cache-probe cost and accuracy (seed 003 Table 2)\n\n\
-    `blockmem lab` alone runs the default set and writes ./blockmem-lab/index.html.")]
+    `blockmem lab` alone runs the default set and writes ./blockmem-lab/index.html.\n\
+    Seed NNN: the source documents, summarised in the repository's docs/SEEDS.md.")]
 pub struct LabArgs {
     /// Experiments to run (default: the default set, see below).
     #[arg(value_name = "EXPERIMENT", value_parser = clap::builder::PossibleValuesParser::new(experiment_names()))]
@@ -93,7 +94,7 @@ pub struct LabArgs {
     /// Fewer sizes, methods and offsets: the default set in under 3 minutes.
     #[arg(long)]
     pub quick: bool,
-    /// Write results as JSON (DESIGN.md's fields, raw samples, host info).
+    /// Write results as JSON (docs/DESIGN.md's fields, raw samples, host info).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
     /// Write results as CSV.

@@ -27,7 +27,8 @@ use super::warn::{Warning, Warnings};
 pub enum After {
     /// Nothing.
     Nothing,
-    /// The destination is read completely (seed 003 Fig. 3); timed separately.
+    /// The destination is read completely (seed 003 Fig. 3, docs/SEEDS.md); timed
+    /// separately.
     ReadDst,
     /// An application working set of `ws` bytes, made hot before the call, is read
     /// again after it (seed 004 pollution); a paired repetition without the call gives
@@ -116,7 +117,7 @@ impl Shape {
     }
 }
 
-/// One result row (DESIGN.md's fixed fields plus extras and raw samples).
+/// One result row (docs/DESIGN.md's fixed fields plus extras and raw samples).
 #[derive(Clone, Debug)]
 pub struct Record {
     /// Experiment that produced it.
@@ -343,14 +344,14 @@ pub fn calls_per_sweep(
     ((l2 / 8) / touched).saturating_sub(1).clamp(1, SLOTS - 1)
 }
 
-/// Cold cells up to this size run each method once, untimed, on a scratch buffer
-/// after the cache state is built. The eviction sweep that makes the data cold also
-/// evicts every method's code and bookkeeping (libc's GOT and thresholds, blockmem's
-/// dispatch state), and at a few KiB one extra DRAM miss (~0.1–0.3 µs here) is a large
-/// share of the call: the experiments are about the *data's* temperature (seed 000
-/// §3.3), and a program that copies often keeps its copy routine's code and state
-/// cached. The warm-up touches 2 × size bytes of scratch, under 1% of the LLC. Larger
-/// cells are left alone: a miss or two is noise there.
+/// Cold cells up to this size run each method once, untimed, on a scratch buffer after
+/// the cache state is built. The eviction sweep that makes the data cold also evicts
+/// every method's code and bookkeeping (libc's GOT and thresholds, blockmem's dispatch
+/// state), and at a few KiB one extra DRAM miss (~0.1–0.3 µs on a 2-vCPU Intel Xeon KVM
+/// guest) is a large share of the call: the experiments are about the *data's*
+/// temperature (seed 000 §3.3), and a program that copies often keeps its copy
+/// routine's code and state cached. The warm-up touches 2 × size bytes of scratch,
+/// under 1% of the LLC. Larger cells are left alone: a miss or two is noise there.
 pub const WARM_MAX: usize = 64 << 10;
 
 /// Canary bytes after every destination region.
@@ -496,7 +497,7 @@ pub fn batch_for(op: Op, n: usize, src: CacheState, dst: CacheState) -> usize {
 ///
 /// A program rarely repeats one size, and a kernel's loop exit is a branch whose
 /// outcome follows the size: timed on a single repeated size it is always predicted,
-/// in a real call stream it often is not. Measured on this project's host, `rep stosb`
+/// in a real call stream it often is not. Measured on a 2-vCPU Intel Xeon KVM guest, `rep stosb`
 /// and glibc's memset were 20% faster than the `avx2` set loop over the 2–8 KiB calls
 /// of `Memset_Fleet`, yet 1–4% slower at any one fixed size; a calibration on fixed
 /// sizes kept the loop there. The sizes are uniform in `[3n/4, n]` (never past `n`,

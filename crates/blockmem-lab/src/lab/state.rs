@@ -1,5 +1,6 @@
-//! Cache-state control: make a buffer `hot`, `clean` or `dirty` (DESIGN.md, seed 000
-//! §3.3), independently for source and destination, and verify what was made.
+//! Cache-state control: make a buffer `hot`, `clean` or `dirty` (docs/DESIGN.md; seed
+//! 000 §3.3, docs/SEEDS.md), independently for source and destination, and verify what
+//! was made.
 //!
 //! * `hot`: the region was touched just before the measurement (read for a source,
 //!   read-modify-written for a destination, so its lines are resident and, for a
@@ -7,8 +8,8 @@
 //!   larger than the effective LLC cannot be hot, and verification says so. A region
 //!   larger than the L2 is touched twice: on a non-inclusive LLC (Intel since
 //!   Skylake-SP) lines evicted from L2 after a single use are largely *not* kept in
-//!   the LLC (measured here: one pass over 12 MiB leaves it at DRAM latency, two passes
-//!   at LLC latency).
+//!   the LLC (on a 2-vCPU Intel Xeon KVM guest: one pass over 12 MiB leaves it at DRAM
+//!   latency, two passes at LLC latency).
 //! * `clean`: the region is flushed (`clflushopt`, else `clflush`, then `mfence`) and
 //!   the cache is then filled by *reading* an eviction buffer that is never written, so
 //!   the cache holds clean lines and a fill evicts for free.
@@ -30,9 +31,10 @@
 //! asked for.
 //!
 //! The buffers are sized from the *measured* effective LLC ([`Hierarchy`]), not from
-//! CPUID: in a VM, CPUID may report the whole socket's L3 (300 MiB here) when the guest
-//! can use a fraction of it. [`Hierarchy::measure`] finds the working-set size at which
-//! a pointer chase's latency is halfway from the LLC plateau to DRAM.
+//! CPUID: in a VM, CPUID may report the whole socket's L3 (300 MiB to a 2-vCPU Intel
+//! Xeon KVM guest) when the guest can use a fraction of it. [`Hierarchy::measure`]
+//! finds the working-set size at which a pointer chase's latency is halfway from the
+//! LLC plateau to DRAM.
 //!
 //! Verification ([`StateBuilder::verify`]) times single loads of sampled lines (median)
 //! and compares them with reference latencies measured at start-up: a line that loads
@@ -533,8 +535,8 @@ impl Hierarchy {
 
     /// Size of each eviction buffer: 1.5 effective LLCs (swept twice), at least 4 MiB.
     /// The margin covers the share of a shared LLC growing between the measurement and
-    /// the run (measured here: 12–25 MiB from one run to the next, as neighbours come
-    /// and go).
+    /// the run (on a 2-vCPU Intel Xeon KVM guest: 12–25 MiB from one run to the next, as
+    /// neighbours come and go).
     pub fn eviction_bytes(&self) -> usize {
         (self.llc_effective + self.llc_effective / 2)
             .next_multiple_of(4096)

@@ -36,7 +36,7 @@ impl Counts {
     }
 }
 
-/// Seed 004 Table 7's size categories.
+/// Seed 004 Table 7's size categories (the seeds: docs/SEEDS.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeKind {

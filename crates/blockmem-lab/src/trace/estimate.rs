@@ -2,8 +2,8 @@
 //!
 //! How: for every (op, size class) of the trace, up to 64 of its calls (a uniform
 //! sample: their exact sizes, their addresses' offsets within a 4 KiB page, and for
-//! overlapping moves the distance between source and destination) are replayed here,
-//! on this machine, by libc's function and by blockmem's `auto` entry point, in
+//! overlapping moves the distance between source and destination) are replayed on
+//! the host running the report, by libc's function and by blockmem's `auto` entry point, in
 //! alternating timed repetitions on warm buffers. The median time ratio libc/blockmem
 //! of the class scales the cycles the traced program actually spent in that class:
 //!

@@ -1,5 +1,5 @@
-//! Destination fate (seed 003 Table 3: reused, unused, retargeted), from the calls
-//! alone.
+//! Destination fate (seed 003 Table 3: reused, unused, retargeted; the seeds are
+//! summarised in docs/SEEDS.md), from the calls alone.
 //!
 //! Definition. Every byte a call writes (its destination range) is *live* from that
 //! call on. Each later call, in start-time order within the same process, first reads

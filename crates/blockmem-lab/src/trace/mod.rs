@@ -1,7 +1,8 @@
 //! `blockmem trace`: what a program's block operations look like — how many of each
 //! kind, how large, how aligned, how much of the run they took, whether the first
 //! cache line predicted the block's cache state, and what became of the destinations
-//! (seed 003 Tables 1–3, seed 004 Table 7) — and which kernels blockmem chose for them.
+//! (seed 003 Tables 1–3, seed 004 Table 7; docs/SEEDS.md) — and which kernels blockmem
+//! chose for them.
 //!
 //! ```text
 //! blockmem trace [--sample N] [--out DIR] [--check-stats] [--export-distribution DIR] -- CMD ARGS...
@@ -34,12 +35,12 @@
 //! Every intercepted call pays a buffer claim (one compare-and-swap), `lfence; rdtsc`
 //! and `rdtscp` around it, and a 2–20-byte record (sqlite3's 24.8 M calls wrote 7.1
 //! bytes each); every N-th call also pays its probes (2 to 18 timed loads). Measured
-//! on the 2-vCPU KVM development VM (Xeon, TSC 2.1 GHz), one run each, untraced =
+//! on a 2-vCPU Intel Xeon KVM guest (TSC 2.1 GHz), one run each, untraced =
 //! under the shim without `BLOCKMEM_TRACE`:
 //!
 //! | workload | untraced | traced (sample 64) | ratio |
 //! |---|---|---|---|
-//! | python3 `crates/blockmem-preload/tests/programs/copies.py` (95 k calls, 3.5 GiB) | 3.14 s | 3.30 s | 1.05 (repeats: 1.00, 0.91 — within this machine's noise) |
+//! | python3 `crates/blockmem-preload/tests/programs/copies.py` (95 k calls, 3.5 GiB) | 3.14 s | 3.30 s | 1.05 (repeats: 1.00, 0.91 — within that host's noise) |
 //! | sqlite3, the shim tests' blob script (24.8 M calls, 99 % of 1–16 B) | 0.69 s | 2.60 s | 3.8 |
 //! | a loop of 2–3-byte `memcpy` calls | 2.7 ns/call | 71 ns/call | — |
 //!
@@ -120,7 +121,7 @@ pub struct ReportOpts {
     /// of the process). Default: the effective LLC of the profile the program ran with.
     #[arg(long, value_name = "SIZE|all", value_parser = parse_window)]
     pub window: Option<u64>,
-    /// Skip the libc estimate (it replays samples of the calls here for a few seconds).
+    /// Skip the libc estimate (it replays samples of the calls for a few seconds).
     #[arg(long)]
     pub no_estimate: bool,
 }

@@ -123,7 +123,7 @@ impl Report<'_> {
         t
     }
 
-    /// Seed 003 Table 1: breakdown by type and share of cycles.
+    /// Seed 003 Table 1 (docs/SEEDS.md): breakdown by type and share of cycles.
     fn totals(&self) -> Table {
         let a = self.analysis;
         let ghz = a.ghz();
@@ -197,7 +197,7 @@ impl Report<'_> {
             "Estimated time against libc",
             match &e.skipped {
                 Some(why) => format!("no estimate: {why}"),
-                None => "per op and size class: traced blockmem time × (libc time / blockmem time) measured here replaying up to 64 of the class's calls on warm buffers; an estimate, not a measurement".into(),
+                None => "per op and size class: traced blockmem time × (libc time / blockmem time) measured on this host replaying up to 64 of the class's calls on warm buffers; an estimate, not a measurement".into(),
             },
             ["op", "size", "calls", "blockmem ms", "libc/blockmem", "est. libc ms"]
                 .map(String::from)

@@ -1,8 +1,9 @@
 //! `alignment`: destination offsets 0..=64 against a page-aligned source at 4 KiB (the
-//! paper's size), hot→hot and clean→clean (seed 000 Tables 3–4); then the distance
-//! between source and destination modulo 4 KiB at 64 KiB hot→hot (4 KiB aliasing: a
-//! load whose address matches an earlier, still-buffered store in the low 12 bits is
-//! falsely held back, so a destination just ahead of the source mod 4 KiB is slow).
+//! paper's size), hot→hot and clean→clean (seed 000 Tables 3–4, docs/SEEDS.md); then
+//! the distance between source and destination modulo 4 KiB at 64 KiB hot→hot (4 KiB
+//! aliasing: a load whose address matches an earlier, still-buffered store in the low
+//! 12 bits is falsely held back, so a destination just ahead of the source mod 4 KiB is
+//! slow).
 //!
 //! Source and destination live in separate page-aligned mappings, so the destination's
 //! offset *is* their distance modulo 4 KiB.

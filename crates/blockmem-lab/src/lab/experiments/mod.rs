@@ -1,6 +1,7 @@
-//! The experiments, one module each, named after the seed table or figure it
-//! reproduces. Each has `run` (measure, returning records) and `tables` (the terminal
-//! and HTML view); plots live in [`crate::lab::plot`].
+//! The experiments, one module each, named after the seed table or figure it reproduces
+//! (the seed documents are summarised in docs/SEEDS.md). Each has `run` (measure,
+//! returning records) and `tables` (the terminal and HTML view); plots live in
+//! [`crate::lab::plot`].
 
 pub mod alignment;
 pub mod fleet;

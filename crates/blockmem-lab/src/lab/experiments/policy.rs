@@ -1,6 +1,6 @@
 //! `policy`: does blockmem's per-call choice beat the system library, and how close
 //! does it come to the best kernel for each situation? (seed 003 Fig. 4's selection,
-//! measured.)
+//! measured; docs/SEEDS.md.)
 //!
 //! A grid of sizes × source state × destination state (hot, clean, dirty, and fresh
 //! — never-touched pages — with a hot source) × reuse (nothing after; the destination
@@ -14,8 +14,8 @@
 //!
 //! `libc` also runs a second time in every cell, as `libc_again`: the same code,
 //! measured the same way, so its ratio to `libc` is the noise floor of the grid. A cell
-//! where `auto` runs the same instruction as libc (`rep movsb` from 4 KiB here) can
-//! only be told apart from libc by more than that.
+//! where `auto` runs the same instruction as libc (glibc's `rep movsb` from 4 KiB on a
+//! 2-vCPU Intel Xeon KVM guest) can only be told apart from libc by more than that.
 //!
 //! Cells too noisy to tell (an interval of `auto`, `auto_hinted` or `libc_again`
 //! wider than ±5%) are measured again, every method, up to three times as long

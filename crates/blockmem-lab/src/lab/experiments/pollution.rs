@@ -1,16 +1,17 @@
 //! `pollution`: an application working set (sized to fit the L2, then the effective
 //! LLC) is warm; a copy of n bytes between clean buffers runs; the working set is read
 //! again. The extra time of that second read, against a paired repetition without the
-//! copy, is the cost the copy inflicts on the application (seed 004: misses the OS
-//! induces in the application; block operations wipe out the cache). Streaming stores
-//! should inflict less.
+//! copy, is the cost the copy inflicts on the application (seed 004 in docs/SEEDS.md:
+//! misses the OS induces in the application; block operations wipe out the cache).
+//! Streaming stores should inflict less.
 //!
 //! The re-read is a pointer chase through 8192 random lines of the working set, not a
 //! sequential sweep: a sweep is bandwidth-bound and, with hardware prefetch, runs about
-//! as fast from DRAM as from the LLC here, hiding the misses; dependent loads pay each
-//! miss in full, as pointer-rich application data does. The extra time per line as a
-//! fraction of a DRAM miss says how far the copy pushed the working set out: 100% =
-//! every line now comes from DRAM; an L2 working set pushed to the LLC shows ~30%.
+//! as fast from DRAM as from the LLC (on a 2-vCPU Intel Xeon KVM guest), hiding the
+//! misses; dependent loads pay each miss in full, as pointer-rich application data
+//! does. The extra time per line as a fraction of a DRAM miss says how far the copy
+//! pushed the working set out: 100% = every line now comes from DRAM; an L2 working set
+//! pushed to the LLC shows ~30%.
 
 use blockmem::kernel::Op;
 

@@ -1,5 +1,6 @@
-//! `probe`: the timed-load cache probe of seed 003 §IV — what it costs, and how often
-//! the first line's state predicts the state of the whole block (seed 003 Table 2).
+//! `probe`: the timed-load cache probe of seed 003 §IV (docs/SEEDS.md) — what it costs,
+//! and how often the first line's state predicts the state of the whole block (seed 003
+//! Table 2).
 //!
 //! Cost: the dispatcher's probe (`blockmem::probe::load_cycles_tlb_warm`) on a line just
 //! read (L1), on one only the LLC holds and on a flushed line (the last two with a
@@ -74,10 +75,11 @@ fn record(
 /// too, as for a block the program touched long ago).
 ///
 /// The latency the cost table times is the second load's alone, with a warm TLB
-/// (~120 ns from memory here). A probe of a cold block also walks the page tables and
-/// waits for the page mate's line from memory, with the pipeline stopped by the
-/// fences: ~560 ns here, and in the policy grid a cold source's probe added 500-900 ns
-/// to a 64 KiB copy. Calibration prices probes with this.
+/// (~120 ns from memory on a 2-vCPU Intel Xeon KVM guest). A probe of a cold block also
+/// walks the page tables and waits for the page mate's line from memory, with the
+/// pipeline stopped by the fences: ~560 ns on that host, and in its policy grid a cold
+/// source's probe added 500-900 ns to a 64 KiB copy. Calibration prices probes with
+/// this.
 pub fn probe_call_samples(
     states: &mut StateBuilder,
     timer: &Timer,
@@ -188,9 +190,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                             std::ptr::read_volatile(p);
                         }
                         // Flushed right before its probe, one line at a time: after
-                        // flushing 64 lines at once and then probing them in turn,
-                        // most read back in ~80 cycles here (the same in C), so a
-                        // batch flush does not leave lines that behave as cold.
+                        // flushing 64 lines at once and then probing them in turn, most
+                        // read back in ~80 cycles on a 2-vCPU Intel Xeon KVM guest (the
+                        // same in C), so a batch flush does not leave lines that behave
+                        // as cold.
                         "flushed" => {
                             _mm_clflush(p);
                             _mm_mfence();

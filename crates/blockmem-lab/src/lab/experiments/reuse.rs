@@ -1,7 +1,7 @@
 //! `reuse`: copy into an uncached destination, then read the whole destination (seed
-//! 003 Fig. 3). Non-temporal stores win the copy but leave the data in memory, so the
-//! read pays DRAM latency; temporal stores leave it cached. The table gives the copy,
-//! the read, and their sum per byte.
+//! 003 Fig. 3, docs/SEEDS.md). Non-temporal stores win the copy but leave the data in
+//! memory, so the read pays DRAM latency; temporal stores leave it cached. The table
+//! gives the copy, the read, and their sum per byte.
 
 use blockmem::kernel::Op;
 

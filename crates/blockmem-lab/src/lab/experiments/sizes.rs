@@ -1,5 +1,5 @@
 //! `sizes`: bandwidth and cycles/byte from 32 B to 64 MiB for hot→hot, cold→cold,
-//! hot→cold and cold→hot (seed 001's table, seed 003 Fig. 2). "Cold" is `clean`.
+//! hot→cold and cold→hot (seed 001's table, seed 003 Fig. 2; docs/SEEDS.md). "Cold" is `clean`.
 
 use blockmem::kernel::Op;
 

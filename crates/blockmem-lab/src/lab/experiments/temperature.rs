@@ -1,7 +1,7 @@
-//! `temperature`: the 3×3 matrix of source × destination cache states per method
-//! (seed 000 Tables 5–6), plus a `fresh` destination (never-touched pages: the call
-//! takes the page faults) per source state, at the paper's 4 KiB and at 64 KiB, 1 MiB
-//! and 16 MiB.
+//! `temperature`: the 3×3 matrix of source × destination cache states per method (seed
+//! 000 Tables 5–6, docs/SEEDS.md), plus a `fresh` destination (never-touched pages: the
+//! call takes the page faults) per source state, at the paper's 4 KiB and at 64 KiB, 1
+//! MiB and 16 MiB.
 
 use blockmem::kernel::Op;
 

@@ -1,6 +1,6 @@
 //! `zero`: zeroing (and setting) blocks from one 4 KiB page to 256 MiB with a hot and a
 //! clean destination, every zeroing kernel against libc's `memset` (seed 004's block
-//! clear: clears wipe the cache and their data is often not reused soon).
+//! clear: clears wipe the cache and their data is often not reused soon; docs/SEEDS.md).
 
 use blockmem::kernel::Op;
 

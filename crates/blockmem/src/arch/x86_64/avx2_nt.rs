@@ -1,9 +1,9 @@
 //! `avx2_nt`: the `avx2` ladder with non-temporal (streaming) stores in the long loop,
 //! then `sfence`. Streaming stores skip the read-for-ownership of each destination line
-//! and do not allocate it in cache: they win when the destination is not cached and will
-//! not be read soon (seed 003 Fig. 2: up to 75% faster to an uncached destination), and
-//! lose badly when it is cached (the line is evicted first). Overlapping moves fall back
-//! to temporal stores.
+//! and do not allocate it in cache: they win when the destination is not cached and
+//! will not be read soon (seed 003 Fig. 2 in docs/SEEDS.md: up to 75% faster to an
+//! uncached destination), and lose badly when it is cached (the line is evicted first).
+//! Overlapping moves fall back to temporal stores.
 
 use super::avx2::{copy_with, move_with, set_with};
 use crate::arch::generic::{Prefetch, Stores};

@@ -1,8 +1,9 @@
-//! `avx2_pf`: seed 003's Fig. 1 copy, "prefetch a block, then copy it", with
-//! temporal stores: the destination stays in cache. Each [`PF_BLOCK`](crate::arch::generic::PF_BLOCK) (8 KiB) of source
-//! is first read one line at a time, so the DRAM sees one long sequential read burst,
-//! then copied from cache. It pays when the source is not cached; when it is, the touch
-//! pass is pure overhead. Copy and move only (there is nothing to prefetch for a set).
+//! `avx2_pf`: the Fig. 1 copy of seed 003 (docs/SEEDS.md), "prefetch a block, then copy
+//! it", with temporal stores: the destination stays in cache. Each
+//! [`PF_BLOCK`](crate::arch::generic::PF_BLOCK) (8 KiB) of source is first read one
+//! line at a time, so the DRAM sees one long sequential read burst, then copied from
+//! cache. It pays when the source is not cached; when it is, the touch pass is pure
+//! overhead. Copy and move only (there is nothing to prefetch for a set).
 
 use super::avx2::{copy_with, move_with};
 use crate::arch::generic::{Prefetch, Stores};

@@ -19,13 +19,14 @@
 //! bytes cannot fault, so a buffer flush against an unmapped page is safe (the
 //! guard-page tests run this path).
 //!
-//! A masked access whose bytes straddle a page boundary is slow even when both
-//! pages are mapped and every selected byte lies in the first: 20-40 TSC ticks against
-//! 4 here (measured with the selected bytes on either side). With the fleet's
-//! scattered buffers 1.5% of pointers sit in the last 63 bytes of a page. A set near a
-//! page's end takes a short unmasked ladder instead (glibc's evex memset makes the same
-//! check). A copy does not: it has two pointers to check, and with the check the
-//! Memcpy_Fleet replay measured 0.5 ns per call slower (3.5-3.7 ns against 3.0).
+//! A masked access whose bytes straddle a page boundary is slow even when both pages
+//! are mapped and every selected byte lies in the first: 20-40 TSC ticks against 4 on a
+//! 2-vCPU Intel Xeon KVM guest (measured with the selected bytes on either side). With
+//! the fleet's scattered buffers 1.5% of pointers sit in the last 63 bytes of a page. A
+//! set near a page's end takes a short unmasked ladder instead (glibc's evex memset
+//! makes the same check). A copy does not: it has two pointers to check, and with the
+//! check the Memcpy_Fleet replay measured 0.5 ns per call slower (3.5-3.7 ns against
+//! 3.0).
 //!
 //! The masked paths (up to 64 bytes) are inline assembly on zmm16/ymm16-17 and k1
 //! (the 32-byte EVEX forms need AVX-512VL, part of the `AVX512BW` feature): touching
@@ -263,11 +264,11 @@ pub unsafe fn copy_le512(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// Sets `n <= 2048` bytes to `byte`: up to 512 in the shape of [`copy_le512`], above
-/// it 256 bytes at each end and 64-byte-aligned blocks of 256 between them. A set has
-/// no overlap to respect, so it keeps the inline path longer than a copy: glibc
-/// switches to `rep stosb` at 2 KiB here, and below that an indirect call into the
-/// `avx2` kernel cost 1.4–1.6× glibc's time (1–2 KiB, hot).
+/// Sets `n <= 2048` bytes to `byte`: up to 512 in the shape of [`copy_le512`], above it
+/// 256 bytes at each end and 64-byte-aligned blocks of 256 between them. A set has no
+/// overlap to respect, so it keeps the inline path longer than a copy: glibc switches
+/// to `rep stosb` at 2 KiB on a 2-vCPU Intel Xeon KVM guest, and below that an indirect
+/// call into the `avx2` kernel cost 1.4–1.6× glibc's time there (1–2 KiB, hot).
 ///
 /// # Safety
 /// `dst` valid for `n` writes, `n <= 2048`; CPU features as for [`copy_le64`].
