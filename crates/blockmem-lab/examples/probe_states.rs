@@ -50,8 +50,11 @@ fn main() {
                         .as_ptr()
                         .add(blockmem::policy::probe_offset(n, plan.llc_effective()));
                     let (mate, cycles) = blockmem::probe::mate_then_load_cycles(line);
+                    let confirm = (mate > plan.probe_fault_min() as u64)
+                        .then(|| blockmem::probe::load_cycles(line.sub(4096)));
                     let found = blockmem::probe::classify(
                         mate,
+                        confirm,
                         cycles,
                         plan.probe_hit_max(),
                         plan.probe_fault_min(),

@@ -373,11 +373,21 @@ pub fn choose(op: Op, n: usize, hint: Hint, overlap: bool) -> Option<KernelId> {
 #[inline]
 unsafe fn probe_block(b: *const u8, n: usize, plan: &Plan) -> State {
     debug_assert!(n >= policy::PROBE_MIN_BYTES);
-    // SAFETY: probe_offset(n, _) < n for n >= 4096; the page mate needs no more (see
-    // probe::mate_then_load_cycles).
+    let o = policy::probe_offset(n, plan.llc_effective());
+    // The page before the probed line's, or after it, whichever lies in the block.
+    let neighbour = if o >= 4096 {
+        Some(o - 4096)
+    } else if o + 4096 < n {
+        Some(o + 4096)
+    } else {
+        None
+    };
+    // SAFETY: probe_offset(n, _) < n for n >= 4096 and the neighbour is inside the
+    // block; the page mate needs no more (see probe::mate_then_load_cycles).
     unsafe {
         crate::probe::probe(
-            b.add(policy::probe_offset(n, plan.llc_effective())),
+            b.add(o),
+            neighbour.map(|x| b.add(x)),
             plan.probe_hit_max(),
             plan.probe_fault_min(),
         )

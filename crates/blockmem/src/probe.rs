@@ -10,25 +10,39 @@
 //!
 //! The probe first touches the line's page (the "page mate", 2 KiB away) so that the
 //! timed load pays no page walk. That touch is timed too: on a page that is mapped but
-//! was never touched it takes a page fault, and a first touch slower than the table's
-//! `probe_fault_min` reports the destination `fresh`, whatever the line load then
-//! found. On an Intel Xeon KVM guest fresh pages' first touches took 2.0k-22k cycles;
-//! page walks and DRAM accesses on evicted pages 0.7k-2.3k (p99 1.1k-1.4k), and on the
-//! pages of a hot 64 MiB block, past the TLB's reach, 0.5k-1.7k. The fault maps the
-//! kernel's shared zero page, whose line usually hits the cache, but not after a large
-//! copy has swept it out: the line load cannot tell fresh from cold, the fault can.
-//! Taking a slow page walk for a fault costs little (the fresh row keeps the destination
-//! in cache, as libc does); the reverse would stream into pages the kernel has just
-//! cleared through the cache, at half libc's speed.
+//! was never touched it takes a page fault. A slow first touch alone does not prove
+//! one: after a sweep of the caches the page walk itself reads its page-table entries
+//! from memory (on an Intel Xeon KVM guest, first touches of evicted blocks took up to
+//! 2.2k cycles, and second faults in fresh blocks as little as 1.15k). So a slow first
+//! touch is confirmed on the neighbouring page of the block: its walk finds the entries
+//! the first one just fetched (eight pages share a line of them) and costs a memory
+//! access (0.4k-0.7k cycles), while a fresh neighbour faults again. Only then is the destination `fresh`. The fault maps the
+//! kernel's shared zero page, whose line may or may not be cached, so the line load
+//! cannot tell fresh from cold. Taking a cold destination for fresh forgoes streaming
+//! (half the gain past the LLC); taking a fresh one for cold would stream into pages
+//! the kernel has just cleared through the cache, at half libc's speed.
 
 use crate::policy::Probed;
 
 /// Classifies a probe (see the module docs): a first touch of the page of more than
-/// `fault_min` cycles took a page fault (fresh); else a line load of at most `hit_max`
-/// cycles hit the cache (cached), and a slower one missed it (cold).
+/// `fault_min` cycles, confirmed on the neighbouring page (`confirm`: its first touch,
+/// `None` where the block has no neighbouring page), took a page fault (fresh); else a
+/// line load of at most `hit_max` cycles hit the cache (cached), and a slower one
+/// missed it (cold).
 #[inline]
-pub const fn classify(mate_cycles: u64, cycles: u64, hit_max: u32, fault_min: u32) -> Probed {
-    if mate_cycles > fault_min as u64 {
+pub const fn classify(
+    mate_cycles: u64,
+    confirm: Option<u64>,
+    cycles: u64,
+    hit_max: u32,
+    fault_min: u32,
+) -> Probed {
+    let faulted = mate_cycles > fault_min as u64
+        && match confirm {
+            Some(c) => c > fault_min as u64,
+            None => true,
+        };
+    if faulted {
         Probed::Fresh
     } else if cycles <= hit_max as u64 {
         Probed::Cached
@@ -122,22 +136,34 @@ pub unsafe fn load_cycles_tlb_warm(p: *const u8) -> u64 {
     unsafe { mate_then_load_cycles(p).1 }
 }
 
-/// Probes the line at `p` (see [`mate_then_load_cycles`] and [`classify`]). Where
-/// there is no time-stamp counter, `Unknown`.
+/// Probes the line at `p` (see [`mate_then_load_cycles`] and [`classify`]), touching
+/// `neighbour` (a byte of the same block in another page) only to confirm a slow first
+/// touch. Where there is no time-stamp counter, `Unknown`.
 ///
 /// # Safety
-/// `p` must be valid for a one-byte read.
+/// `p` and `neighbour` (if given) must be valid for one-byte reads.
 #[inline]
-pub unsafe fn probe(p: *const u8, hit_max: u32, fault_min: u32) -> Probed {
+pub unsafe fn probe(
+    p: *const u8,
+    neighbour: Option<*const u8>,
+    hit_max: u32,
+    fault_min: u32,
+) -> Probed {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: forwarded contract.
         let (mate, line) = unsafe { mate_then_load_cycles(p) };
-        classify(mate, line, hit_max, fault_min)
+        let confirm = if mate > fault_min as u64 {
+            // SAFETY: forwarded contract.
+            neighbour.map(|q| unsafe { load_cycles(q) })
+        } else {
+            None
+        };
+        classify(mate, confirm, line, hit_max, fault_min)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (p, hit_max, fault_min);
+        let _ = (p, neighbour, hit_max, fault_min);
         Probed::Unknown
     }
 }
@@ -148,25 +174,28 @@ mod tests {
 
     #[test]
     fn classifier_on_synthetic_latencies() {
-        for (mate, cycles, want) in [
-            (100, 0, Probed::Cached),
-            (100, 40, Probed::Cached),
-            (1000, 150, Probed::Cached),
-            (100, 151, Probed::Cold),
-            (600, 900, Probed::Cold),
-            (100, u64::MAX, Probed::Cold),
-            (1001, 40, Probed::Fresh),
-            (u64::MAX, 150, Probed::Fresh),
-            // The zero page's line swept out of the cache: the fault still tells.
-            (2300, 400, Probed::Fresh),
-            (1000, 400, Probed::Cold),
+        for (mate, confirm, cycles, want) in [
+            (100, None, 0, Probed::Cached),
+            (100, None, 40, Probed::Cached),
+            (1000, None, 150, Probed::Cached),
+            (100, None, 151, Probed::Cold),
+            (600, None, 900, Probed::Cold),
+            (100, None, u64::MAX, Probed::Cold),
+            (1001, None, 40, Probed::Fresh),
+            (u64::MAX, Some(2000), 150, Probed::Fresh),
+            // The zero page's line swept out of the cache: the faults still tell.
+            (2300, Some(2100), 400, Probed::Fresh),
+            // A slow page walk, then a quick one next door: a cold page.
+            (2300, Some(450), 400, Probed::Cold),
+            (2300, Some(450), 60, Probed::Cached),
+            (1000, Some(5000), 400, Probed::Cold),
         ] {
             assert_eq!(
-                classify(mate, cycles, 150, 1000),
+                classify(mate, confirm, cycles, 150, 1000),
                 want,
-                "{mate} then {cycles} cycles"
+                "{mate} ({confirm:?}) then {cycles} cycles"
             );
         }
-        assert_eq!(classify(0, 1, 0, 1000), Probed::Cold);
+        assert_eq!(classify(0, None, 1, 0, 1000), Probed::Cold);
     }
 }

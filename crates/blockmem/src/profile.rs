@@ -17,7 +17,7 @@
 //! version = 2
 //! llc_effective = 24MiB    # probes past the LLC read the line half this from the end
 //! probe_hit_max = 150      # a probe load of at most this many TSC cycles hit the cache
-//! probe_fault_min = 1500   # a first touch of the page slower than this took a page fault
+//! probe_fault_min = 900    # a first touch of the page slower than this took a page fault
 //! copy.auto.unknown = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe
 //! copy.auto.cached  = from 0: avx2; from 4KiB: rep_movsb
 //! copy.auto.cold    = from 0: avx2; from 4KiB: rep_movsb; from 8MiB: avx2_nt
@@ -57,14 +57,13 @@ pub const PROBE_MIN_BYTES: usize = 4096;
 /// DRAM access 200+ (more under a hypervisor). Calibration replaces it.
 pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 
-/// Default page-fault threshold in TSC cycles: a probe's first touch of the page
-/// slower than this took a page fault, so the destination is fresh (see
-/// `probe::classify`). On an Intel Xeon KVM guest fresh pages' first touches took at
-/// least 2.0k cycles, and page walks to evicted pages and DRAM accesses 1.1k-1.4k at
-/// p99. It leans low: a cold destination taken for fresh only forgoes streaming's gain,
-/// a fresh one taken for cold would be streamed into at half libc's speed. Calibration
-/// replaces it with the geometric mean of the two it measures.
-pub const DEFAULT_PROBE_FAULT_MIN: u32 = 1500;
+/// Default page-fault threshold in TSC cycles: a probe's first touch of the page and
+/// its confirming touch of the neighbouring page both slower than this took page
+/// faults, so the destination is fresh (see `probe::classify`). On an Intel Xeon KVM
+/// guest a second fault in a fresh block took 1.15k-1.6k cycles, the confirming touch
+/// in a cold block (a memory access, the page walk's upper levels just fetched) about
+/// 0.4k-0.7k. Calibration replaces it with the geometric mean of the two it measures.
+pub const DEFAULT_PROBE_FAULT_MIN: u32 = 900;
 
 /// An op family: the ops that share a row of the table.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]

@@ -304,6 +304,7 @@ fn choose_kernels(
                     .max_by(|a, b| {
                         run_ahead(i, a.kernel)
                             .cmp(&run_ahead(i, b.kernel))
+                            .then(tie_rank(a.kernel).cmp(&tie_rank(b.kernel)))
                             .then(b.regret.total_cmp(&a.regret))
                     })
                     .map_or(c[0].kernel, |x| x.kernel)
@@ -315,6 +316,25 @@ fn choose_kernels(
         last = Some(k);
     }
     out
+}
+
+/// How a kernel ranks among acceptable ones that hold equally long: temporal before
+/// streaming (a tie says streaming bought nothing, and it would cost a caller who reads
+/// the destination where no measurement did), then the wider vectors (`avx512_pw`
+/// before `avx2_pw`, the vector kernels before the string instructions), so that noise
+/// between equivalent kernels does not alternate a row between them.
+fn tie_rank(k: KernelId) -> (bool, u8) {
+    let width = match k {
+        KernelId::Avx512 | KernelId::Avx512Nt | KernelId::Avx512Pw => 3,
+        KernelId::Avx2
+        | KernelId::Avx2Nt
+        | KernelId::Avx2Pf
+        | KernelId::Avx2PfNt
+        | KernelId::Avx2Pw => 2,
+        KernelId::Sse2 => 1,
+        _ => 0,
+    };
+    (!k.streams(), width)
 }
 
 /// `64KiB over hot,clean+read: avx2 1.00 (1.04x libc) rep_movsb 1.10 (0.99x libc)`:
@@ -611,6 +631,31 @@ mod tests {
         assert_eq!(noreuse.at(MIB), Action::Run(Avx2Nt));
         let i = blockmem::profile::row_index(Family::Copy, Hint::Auto, State::Cold);
         assert!(d.notes[i].contains("x libc)"), "{}", d.notes[i]);
+    }
+
+    #[test]
+    fn ties_go_to_temporal_and_wider_kernels() {
+        // avx2_pw, avx512_pw and avx512_nt all cost the same in every cell: the row
+        // takes avx512_pw, whatever the table order or the noise.
+        let mut m = Measurements::new();
+        for k in [KernelId::Avx2Pw, KernelId::Avx512Nt, KernelId::Avx512Pw] {
+            for n in [256, 4 * KIB] {
+                for src in [true, false] {
+                    for d in [Dst::Hot, Dst::Clean, Dst::Fresh] {
+                        for then in [Then::Nothing, Then::ReadDst] {
+                            m.insert((Family::Copy, k, n, src, d, then), n as f64);
+                        }
+                    }
+                }
+            }
+        }
+        let t = derive(&m, &Baseline::new(), PROBE, MIB, 150, [Avx2, Avx2]).table;
+        for (fam, _, _, row) in t.keyed_rows() {
+            if fam == Family::Copy {
+                assert_eq!(row.bands().len(), 1, "{row}");
+                assert_eq!(row.at(0), Action::Run(KernelId::Avx512Pw), "{row}");
+            }
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub struct Measured {
     pub probe_cycles: (f64, f64),
     /// The probe's hit threshold.
     pub probe_hit_max: u32,
-    /// First touches of a page, TSC cycles: (long-untouched page, p99; fresh page, p5).
+    /// The probe's confirming touch, TSC cycles: (cold block, p99; fresh block, p5).
     pub fault_cycles: (f64, f64),
     /// The probe's page-fault threshold.
     pub probe_fault_min: u32,
@@ -140,16 +140,21 @@ fn ladder(quick: bool) -> Vec<usize> {
     }
 }
 
-/// The (source hot, destination) states measured per family: for copies the source
-/// evicted as well where the destination is hot or evicted.
-fn states(fam: Family, fresh: bool) -> Vec<(bool, Dst)> {
+/// The (source hot, destination) states measured per family at size `n`: for copies
+/// the source evicted as well where the destination is hot or evicted, up to half the
+/// effective LLC `llc` (past it a "hot" source cannot stay in cache beside its
+/// destination either, and the evicted-source cells would repeat the hot-source ones at
+/// the price of the largest cells).
+fn states(fam: Family, fresh: bool, n: usize, llc: usize) -> Vec<(bool, Dst)> {
+    let both_sources = n <= llc / 2;
     let mut v = match fam {
-        Family::Copy => vec![
+        Family::Copy if both_sources => vec![
             (true, Dst::Hot),
             (false, Dst::Hot),
             (true, Dst::Clean),
             (false, Dst::Clean),
         ],
+        Family::Copy => vec![(true, Dst::Hot), (true, Dst::Clean)],
         Family::Set => vec![(true, Dst::Hot), (true, Dst::Clean)],
     };
     if fresh {
@@ -178,6 +183,7 @@ fn groups<'a>(
     methods: &'a [(Family, Vec<MeasuredMethod>)],
     quick: bool,
     fresh: bool,
+    llc: usize,
 ) -> Vec<Group<'a>> {
     let reps = |n: usize| match (quick, n) {
         (true, n) if n >= 16 << 20 => 3,
@@ -188,7 +194,7 @@ fn groups<'a>(
     let mut out = Vec::new();
     for (fam, ms) in methods {
         for n in ladder(quick) {
-            for (src_hot, dst) in states(*fam, fresh) {
+            for (src_hot, dst) in states(*fam, fresh, n, llc) {
                 let (Some(d), src) = (
                     lab_state(dst),
                     if src_hot {
@@ -265,7 +271,7 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
             (fam, ms)
         })
         .collect();
-    let groups = groups(&methods, quick, fresh);
+    let groups = groups(&methods, quick, fresh, llc_eff);
     let cells: Vec<Vec<Cell<'_>>> = groups.iter().map(|g| g.0.clone()).collect();
     let rounds = crate::lab::experiments::ROUNDS;
     let total = cells.iter().map(Vec::len).sum::<usize>() * rounds;
@@ -317,7 +323,7 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
         cold: call_ns(CacheState::Clean),
         fresh: call_ns(CacheState::Fresh),
     };
-    let (walk, fault) = measure_first_touch(if quick { 200 } else { 1000 });
+    let (cold_touch, fault) = measure_first_touch(if quick { 200 } else { 1000 });
     Ok(Measured {
         medians,
         libc: libc_medians,
@@ -327,8 +333,8 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
         probe_hit_max: ((hot.1 + cold.1) / 2.0).round().clamp(1.0, u32::MAX as f64) as u32,
         probe_cost,
         fresh,
-        fault_cycles: (walk, fault),
-        probe_fault_min: fault_threshold(walk, fault),
+        fault_cycles: (cold_touch, fault),
+        probe_fault_min: fault_threshold(cold_touch, fault),
     })
 }
 
@@ -364,20 +370,22 @@ pub fn raw_text(m: &Measurements, libc: &Baseline) -> String {
     raw
 }
 
-/// The probe's page-fault threshold from the slowest first touches of long-untouched
-/// pages (`walk`, p99: a page walk and a DRAM access) and the fastest of fresh ones
-/// (`fault`, p5): their geometric mean. Where the two overlap, the default
-/// (`blockmem::profile::DEFAULT_PROBE_FAULT_MIN`).
-pub fn fault_threshold(walk: f64, fault: f64) -> u32 {
-    if !(walk > 0.0 && fault > walk * 1.2) {
+/// The probe's page-fault threshold from the slowest confirming touches of cold
+/// blocks (`cold`, p99: a memory access after the neighbouring page's walk) and the
+/// fastest of fresh ones (`fault`, p5: a second page fault): their geometric mean.
+/// Where the two overlap, the default (`blockmem::profile::DEFAULT_PROBE_FAULT_MIN`).
+pub fn fault_threshold(cold: f64, fault: f64) -> u32 {
+    if !(cold > 0.0 && fault > cold * 1.2) {
         return blockmem::profile::DEFAULT_PROBE_FAULT_MIN;
     }
-    (walk * fault).sqrt().round() as u32
+    (cold * fault).sqrt().round() as u32
 }
 
-/// First-touch latencies (TSC cycles) of the probe's page mate: on a page last touched
-/// long ago (its line flushed, its translation evicted by reading one line of each page
-/// of a 64 MiB region), p99; on a fresh page (released with `MADV_DONTNEED`), p5.
+/// The probe's confirming touch (TSC cycles), as the dispatcher makes it: a load of a
+/// line of the page before the probed one, right after the probed page's first touch.
+/// On a block last touched long ago (its lines flushed, its translations evicted by
+/// reading one line of each page of a 64 MiB region), p99; on a fresh block (released
+/// with `MADV_DONTNEED`), where both touches fault, p5.
 fn measure_first_touch(samples: usize) -> (f64, f64) {
     let pages = 4096;
     let mut buf = crate::lab::mem::Buffer::new(pages * 4096);
@@ -385,26 +393,32 @@ fn measure_first_touch(samples: usize) -> (f64, f64) {
     let tlb_len = 64 << 20;
     let tlb = crate::lab::mem::Buffer::new(tlb_len);
     let mut rng = fastrand::Rng::with_seed(0xf4e5);
-    let (mut walk, mut fault) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    let (mut cold, mut fault) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
     for _ in 0..samples {
-        let line = p.wrapping_add(rng.usize(..pages) * 4096 + 64);
-        // SAFETY: `line` and its page mate lie inside `buf`, a private anonymous mapping
-        // of ours whose contents nothing needs; `tlb` is ours too.
+        // A line of page k, its page mate, and the line at the same offset in page k-1.
+        let k = 1 + rng.usize(..pages - 1);
+        let line = p.wrapping_add(k * 4096 + 64);
+        let before = line.wrapping_sub(4096);
+        // SAFETY: every address lies inside `buf`, a private anonymous mapping of ours
+        // whose contents nothing needs; `tlb` is ours too.
         unsafe {
-            std::arch::x86_64::_mm_clflush(blockmem::probe::page_mate(line));
-            std::arch::x86_64::_mm_clflush(line);
+            for q in [blockmem::probe::page_mate(line), line, before] {
+                std::arch::x86_64::_mm_clflush(q);
+            }
             read_pages(tlb.as_ptr(), tlb_len);
             std::arch::x86_64::_mm_mfence();
-            walk.push(blockmem::probe::mate_then_load_cycles(line).0 as f64);
-            crate::lab::state::release_pages(line.wrapping_sub(64), 4096);
-            fault.push(blockmem::probe::mate_then_load_cycles(line).0 as f64);
+            blockmem::probe::mate_then_load_cycles(line);
+            cold.push(blockmem::probe::load_cycles(before) as f64);
+            crate::lab::state::release_pages(before.wrapping_sub(64), 2 * 4096);
+            blockmem::probe::mate_then_load_cycles(line);
+            fault.push(blockmem::probe::load_cycles(before) as f64);
         }
     }
     let q = |v: &mut Vec<f64>, x: f64| {
         v.sort_by(f64::total_cmp);
         v[((v.len() - 1) as f64 * x) as usize]
     };
-    (q(&mut walk, 0.99), q(&mut fault, 0.05))
+    (q(&mut cold, 0.99), q(&mut fault, 0.05))
 }
 
 /// Probe latencies (TSC cycles) of `samples` cached and `samples` flushed lines:

@@ -192,7 +192,7 @@ fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String>
             m.probe_cycles.0, m.probe_cycles.1, m.probe_hit_max, m.probe_cost.cached, m.probe_cost.cold
         ),
         format!(
-            "page faults: first touches of long-untouched pages took at most {:.0} cycles (p99), of fresh pages at least {:.0} (p5): a first touch over {} cycles took a fault; a probe costs a call to a fresh destination {:.0} ns",
+            "page faults: the probe's confirming touch took at most {:.0} cycles in cold blocks (p99), at least {:.0} in fresh ones (p5, a second fault): touches over {} cycles took a fault; a probe costs a call to a fresh destination {:.0} ns",
             m.fault_cycles.0, m.fault_cycles.1, m.probe_fault_min, m.probe_cost.fresh
         ),
         format!(

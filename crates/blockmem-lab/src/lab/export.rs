@@ -256,6 +256,19 @@ impl Exporter for Markdown {
     }
     fn write(&self, run: &RunData, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "# blockmem lab: {}\n", run.experiment_name())?;
+        write_host(run, out)?;
+        let headline = run.headline.to_text();
+        if !headline.trim().is_empty() {
+            writeln!(out, "## Summary\n\n```text\n{}```\n", headline)?;
+        }
+        if let Some(text) = run.host["table"]["text"].as_str() {
+            writeln!(
+                out,
+                "## Decision table in force\n\nSource: {}. The table `auto` ran with, as `blockmem calibrate` writes it (bands of sizes per op family, hint and destination state).\n\n```text\n{}```\n",
+                run.host["profile"]["source"].as_str().unwrap_or("?"),
+                text
+            )?;
+        }
         if run.host["timer"]["drain_stores"].as_bool() == Some(false) {
             writeln!(
                 out,
@@ -279,6 +292,56 @@ impl Exporter for Markdown {
         }
         Ok(())
     }
+}
+
+/// The host a Markdown report's figures come from: CPU, CPUs, caches, libc, kernel.
+fn write_host(run: &RunData, out: &mut dyn Write) -> Result<()> {
+    let h = &run.host;
+    let mib = |v: &Value| {
+        v.as_f64()
+            .map_or("?".to_string(), |b| format!("{:.1} MiB", b / 1048576.0))
+    };
+    writeln!(out, "## Host\n")?;
+    writeln!(
+        out,
+        "- CPU: {} ({}{})",
+        h["cpu"]["brand"].as_str().unwrap_or("?"),
+        h["cpus"]
+            .as_u64()
+            .map_or(String::new(), |n| format!("{n} CPUs available")),
+        if h["cpu"]["hypervisor"].as_bool() == Some(true) {
+            ", under a hypervisor"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(
+        out,
+        "- features in use: {}",
+        h["cpu"]["features_enabled"]
+            .as_array()
+            .map(|a| a
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "))
+            .unwrap_or_default()
+    )?;
+    writeln!(
+        out,
+        "- LLC: {} reported, {} effective (measured)",
+        mib(&h["caches"]["used"]["llc"]["size"]),
+        mib(&h["hierarchy"]["llc_effective"])
+    )?;
+    writeln!(
+        out,
+        "- C library: glibc {} ({}); Linux {}; blockmem {}\n",
+        h["libc_version"].as_str().unwrap_or("?"),
+        h["libc"].as_str().unwrap_or("?"),
+        h["kernel"].as_str().unwrap_or("?"),
+        h["blockmem_version"].as_str().unwrap_or("?")
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

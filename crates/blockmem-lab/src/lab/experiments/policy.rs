@@ -5,8 +5,9 @@
 //! A grid of sizes × source state × destination state (hot, clean, dirty, and fresh
 //! — never-touched pages — with a hot source) × reuse (nothing after; the destination
 //! read right after) for copy, and sizes × destination state × reuse for zero. With
-//! `--quick` the sources are hot and clean, the kernels the widest of each store class
-//! (as quick calibration measures), and noisy cells are measured at most twice as long. Methods: `libc`; `auto` (`Hint::Auto`);
+//! `--quick` the sources are hot and clean (hot only past half the LLC), the
+//! destinations hot, clean and fresh, the kernels the widest of each store class (as
+//! quick calibration measures), and noisy cells are measured at most twice as long. Methods: `libc`; `auto` (`Hint::Auto`);
 //! `auto_hinted` (the hint that matches the cell: `Reuse` when the destination is read
 //! after, `NoReuse` otherwise); every vector and string kernel, whose per-cell best is
 //! the oracle. Cells with reuse are timed as copy + read, so a kernel that leaves the
@@ -109,12 +110,21 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
         let mut groups: Vec<Vec<Cell>> = Vec::new();
         let mut afters: Vec<After> = Vec::new();
         for &n in &sizes {
-            for &s in srcs {
+            // Quick: past half the LLC a hot source cannot stay cached beside its
+            // destination (its cells would repeat the evicted-source ones), and an
+            // evicted destination is probed and handled alike whether the cache holds
+            // clean or dirty lines: both left out.
+            let llc = ctx.runner.states.hier.llc_effective;
+            for &s in srcs
+                .iter()
+                .filter(|&&s| !ctx.quick || s == CacheState::Hot || n <= llc / 2)
+            {
                 // A fresh destination with the hot source only: the page faults, not
                 // the source, set its cost.
-                let dsts = CacheState::DST_ALL
-                    .into_iter()
-                    .filter(|&d| d != CacheState::Fresh || s == CacheState::Hot);
+                let dsts = CacheState::DST_ALL.into_iter().filter(|&d| {
+                    (d != CacheState::Fresh || s == CacheState::Hot)
+                        && (d != CacheState::Dirty || !ctx.quick)
+                });
                 for d in dsts {
                     for after in [After::Nothing, After::ReadDst] {
                         // The worst-cell figures are a minimum over ~120 ratios, so

@@ -98,14 +98,16 @@ pub fn probe_call_samples(
                 access: Access::Read,
             };
             // SAFETY: `buf` is ours, `len` bytes, apart from the eviction buffers; the
-            // probe reads its middle line and the page mate 2 KiB away.
+            // probe reads its middle line, the page mate 2 KiB away and, after a slow
+            // first touch, a line of the page before.
             unsafe {
                 states.prepare(&[region]);
                 timer.time(|| {
                     std::hint::black_box(blockmem::probe::probe(
                         p.add(len / 2),
+                        Some(p.add(len / 2 - 4096)),
                         u32::MAX,
-                        u32::MAX,
+                        blockmem::profile::DEFAULT_PROBE_FAULT_MIN,
                     ));
                 })
             }
@@ -202,7 +204,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     }
                     let c = blockmem::probe::load_cycles_tlb_warm(p);
                     hits += usize::from(
-                        blockmem::probe::classify(0, c, hit_max, u32::MAX) == Probed::Cached,
+                        blockmem::probe::classify(0, None, c, hit_max, u32::MAX) == Probed::Cached,
                     );
                     cycles.push(c as f64);
                     ns.push(c as f64 / timer.ticks_per_ns);
@@ -286,10 +288,10 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                     ns.push(c as f64 / timer.ticks_per_ns);
                     ns_mid.push(c_mid as f64 / timer.ticks_per_ns);
                     let said_cached =
-                        blockmem::probe::classify(0, c, hit_max, u32::MAX) == Probed::Cached;
+                        blockmem::probe::classify(0, None, c, hit_max, u32::MAX) == Probed::Cached;
                     ok += usize::from(said_cached == want_cached);
-                    let mid_cached =
-                        blockmem::probe::classify(0, c_mid, hit_max, u32::MAX) == Probed::Cached;
+                    let mid_cached = blockmem::probe::classify(0, None, c_mid, hit_max, u32::MAX)
+                        == Probed::Cached;
                     ok_mid += usize::from(mid_cached == want_cached);
                     total += 1;
                 }
