@@ -68,17 +68,24 @@ fn kernels(fam: Family, quick: bool) -> Vec<KernelId> {
 /// let all = [Sse2, Avx2, Avx2Nt, Avx512, Avx512Nt, RepStosb];
 /// let quick = blockmem_lab::calibrate::measure::widest_of_each_class(&all);
 /// assert_eq!(quick, [Avx512, Avx512Nt, RepStosb]);
+/// // avx2_pw is another kind than avx2: without AVX-512 both stay.
+/// let avx2_host = [Sse2, Avx2, Avx2Pw, RepMovsb];
+/// let quick = blockmem_lab::calibrate::measure::widest_of_each_class(&avx2_host);
+/// assert_eq!(quick, [Avx2, Avx2Pw, RepMovsb]);
 /// ```
 pub fn widest_of_each_class(all: &[KernelId]) -> Vec<KernelId> {
-    // The string and zeroing instructions stand in for no wider kernel: `rep_stosb`
-    // falls back to `avx512` where the CPU lacks fast strings, it does not widen it.
-    let widens = |w: KernelId, k: KernelId| {
-        !matches!(
-            w,
-            KernelId::RepMovsb | KernelId::RepStosb | KernelId::Clzero
-        ) && w.narrower() == Some(k)
-            && w.streams() == k.streams()
+    // A kernel's kind is its name without the vector width (`avx512_pw` and `avx2_pw`
+    // are both `_pw`): only a kernel of the same kind widens another. `avx2_pw` stands
+    // in for nothing wider than `avx2`, and `rep_stosb`, which falls back to `avx512`,
+    // widens nothing.
+    let kind = |k: KernelId| {
+        let n = k.name();
+        ["avx512", "avx2", "sse2"]
+            .iter()
+            .find_map(|w| n.strip_prefix(w))
+            .unwrap_or(n)
     };
+    let widens = |w: KernelId, k: KernelId| w.narrower() == Some(k) && kind(w) == kind(k);
     let widened = |k: KernelId| all.iter().any(|&w| widens(w, k));
     all.iter().copied().filter(|&k| !widened(k)).collect()
 }

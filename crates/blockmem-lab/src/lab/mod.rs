@@ -157,6 +157,23 @@ pub struct LabArgs {
     pub mask_features: Option<String>,
 }
 
+/// The methods `--quick` measures by default: libc, `auto`, and of the kernels only
+/// the widest of each store class (`calibrate::measure::widest_of_each_class`), never
+/// the byte and word loops that serve as references: the quick default set's time goes
+/// to the cells, not to kernels that an `avx512` or `avx2` beside them outruns.
+pub fn quick_methods(all: Vec<Method>) -> Vec<Method> {
+    use blockmem::kernel::KernelId;
+    let ids: Vec<KernelId> = all
+        .iter()
+        .filter_map(|m| KernelId::from_name(m.name()))
+        .filter(|k| !matches!(k, KernelId::Naive | KernelId::Portable))
+        .collect();
+    let keep = crate::calibrate::measure::widest_of_each_class(&ids);
+    all.into_iter()
+        .filter(|m| KernelId::from_name(m.name()).is_none_or(|k| keep.contains(&k)))
+        .collect()
+}
+
 /// Parses `--mask-features`: feature names, comma-separated.
 pub fn parse_features(list: &str) -> Result<blockmem::cpu::Features> {
     use blockmem::cpu::Features;
@@ -464,7 +481,11 @@ pub fn run(args: &LabArgs) -> Result<()> {
         runner.warnings.push(Warning::NoLibc { detail: e });
     }
     let host = host_json(&runner, &opts, &perf);
-    let all_methods = Method::all();
+    let all_methods = if opts.quick {
+        quick_methods(Method::all())
+    } else {
+        Method::all()
+    };
     let mut records: Vec<Record> = Vec::new();
     let mut tables = Vec::new();
     let mut timings = Vec::new();
