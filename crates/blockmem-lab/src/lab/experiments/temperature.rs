@@ -18,12 +18,19 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let methods = ctx.pick(Op::Copy, None);
     let sizes = ctx.sizes_or(
         &[4 << 10, 64 << 10, 1 << 20, 16 << 20],
-        &[4 << 10, 64 << 10, 1 << 20, 16 << 20],
+        // Quick: the seed's 4 KiB and two larger sizes inside the LLC; `sizes`,
+        // `zero` and `policy` cover the sizes past it.
+        &[4 << 10, 64 << 10, 1 << 20],
     );
     let mut shapes = Vec::new();
     for &n in &sizes {
         for s in CacheState::ALL {
-            for d in CacheState::DST_ALL {
+            // Quick: a fresh destination with the hot source only (the page faults,
+            // not the source, set its cost).
+            let dsts = CacheState::DST_ALL
+                .into_iter()
+                .filter(|&d| !(ctx.quick && d == CacheState::Fresh && s != CacheState::Hot));
+            for d in dsts {
                 let reps = ctx.reps_for(n, 31, 31);
                 let shape = Shape {
                     experiment: NAME,
