@@ -76,6 +76,8 @@ pub enum Config {
         profile: PathBuf,
         /// `built-in`, or the file's name.
         label: String,
+        /// The file was written for this run (`builtin`) and is removed after it.
+        scratch: bool,
     },
 }
 
@@ -111,6 +113,7 @@ fn shim_configs(profiles: &[String], scratch: &Path) -> anyhow::Result<Vec<Confi
                 return Ok(Config::ShimWith {
                     profile: path,
                     label: "built-in table".into(),
+                    scratch: true,
                 });
             }
             let path = PathBuf::from(p);
@@ -124,6 +127,7 @@ fn shim_configs(profiles: &[String], scratch: &Path) -> anyhow::Result<Vec<Confi
             Ok(Config::ShimWith {
                 profile: path,
                 label: format!("profile {label}"),
+                scratch: false,
             })
         })
         .collect()
@@ -344,10 +348,13 @@ pub fn measure(args: &RunArgs, shim: &Path) -> anyhow::Result<Report> {
     }
     let result = measure_configs(args, shim, &configs);
     for c in &configs {
-        if let Config::ShimWith { profile, label } = c {
-            if label == "built-in table" {
-                let _ = std::fs::remove_file(profile);
-            }
+        if let Config::ShimWith {
+            profile,
+            scratch: true,
+            ..
+        } = c
+        {
+            let _ = std::fs::remove_file(profile);
         }
     }
     result

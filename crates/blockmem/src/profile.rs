@@ -398,21 +398,23 @@ impl Table {
     /// row and why.
     pub fn check(&self) -> Result<(), (Family, Hint, State, ErrorKind)> {
         for (fam, hint, st, row) in self.keyed_rows() {
-            for b in row.bands() {
-                let bad = match b.action {
-                    Action::Probe if st != State::Unknown => Some(ErrorKind::ProbeInKnownRow),
-                    Action::Probe if b.from < PROBE_MIN_BYTES => Some(ErrorKind::ProbeTooSmall),
-                    Action::Probe => None,
-                    Action::Run(k) if !kernel_fits(fam, k) => Some(ErrorKind::WrongKernelForFamily),
-                    Action::Run(_) => None,
-                };
-                if let Some(kind) = bad {
-                    return Err((fam, hint, st, kind));
-                }
-            }
+            check_row(fam, st, row).map_err(|kind| (fam, hint, st, kind))?;
         }
         Ok(())
     }
+}
+
+/// The rules one row of family `fam` and state `st` must keep (see [`Table::check`]).
+fn check_row(fam: Family, st: State, row: &Row) -> Result<(), ErrorKind> {
+    for b in row.bands() {
+        match b.action {
+            Action::Probe if st != State::Unknown => return Err(ErrorKind::ProbeInKnownRow),
+            Action::Probe if b.from < PROBE_MIN_BYTES => return Err(ErrorKind::ProbeTooSmall),
+            Action::Run(k) if !kernel_fits(fam, k) => return Err(ErrorKind::WrongKernelForFamily),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// True if kernel `k` can serve family `fam`: it implements the family's first op, or
@@ -664,17 +666,7 @@ fn parse_line(
             seen.rows |= bit;
             let row = t.row_mut(fam, hint, st);
             parse_row(value, fam, row)?;
-            for b in row.bands() {
-                match b.action {
-                    Action::Probe if st != State::Unknown => {
-                        return Err(ErrorKind::ProbeInKnownRow)
-                    }
-                    Action::Probe if b.from < PROBE_MIN_BYTES => {
-                        return Err(ErrorKind::ProbeTooSmall)
-                    }
-                    _ => {}
-                }
-            }
+            check_row(fam, st, row)?;
         }
     }
     Ok(())

@@ -116,35 +116,24 @@ pub fn fallbacks() -> [KernelId; 2] {
 /// call several times.
 fn ladder(quick: bool) -> Vec<usize> {
     let k = 1usize << 10;
-    if quick {
-        vec![
-            256,
-            k,
-            4 * k,
-            16 * k,
-            64 * k,
-            256 * k,
-            k * k,
-            4 * k * k,
-            16 * k * k,
-            64 * k * k,
-        ]
-    } else {
-        vec![
-            256,
-            k,
-            2 * k,
-            4 * k,
-            8 * k,
-            16 * k,
-            64 * k,
-            256 * k,
-            k * k,
-            4 * k * k,
-            16 * k * k,
-            64 * k * k,
-        ]
-    }
+    let full = [
+        256,
+        k,
+        2 * k,
+        4 * k,
+        8 * k,
+        16 * k,
+        64 * k,
+        256 * k,
+        k * k,
+        4 * k * k,
+        16 * k * k,
+        64 * k * k,
+    ];
+    // Quick leaves out the in-between sizes 2 and 8 KiB.
+    full.into_iter()
+        .filter(|&n| !quick || (n != 2 * k && n != 8 * k))
+        .collect()
 }
 
 /// The (source hot, destination) states measured per family at size `n`: for copies

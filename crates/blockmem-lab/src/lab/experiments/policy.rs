@@ -24,12 +24,11 @@
 
 use std::collections::BTreeMap;
 
-use blockmem::kernel::{KernelId, Op};
+use blockmem::kernel::Op;
 use blockmem::Hint;
 use serde_json::json;
 
 use super::{fmt_size, Ctx};
-use crate::calibrate::measure::widest_of_each_class;
 use crate::lab::method::{Kind, Method};
 use crate::lab::report::Table;
 use crate::lab::runner::{After, Cell, Record, Shape, SoFar};
@@ -73,12 +72,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
             .filter(|m| m.kind() == Kind::Kernel && !NOT_IN_ORACLE.contains(&m.name()))
             .collect();
         if ctx.quick {
-            let ids: Vec<KernelId> = kernels
-                .iter()
-                .filter_map(|m| KernelId::from_name(m.name()))
-                .collect();
-            let keep = widest_of_each_class(&ids);
-            kernels.retain(|m| KernelId::from_name(m.name()).is_some_and(|k| keep.contains(&k)));
+            kernels = crate::lab::quick_methods(kernels);
         }
         let libc = ctx
             .all_methods
