@@ -71,6 +71,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use blockmem::autoload::Source;
@@ -148,11 +149,7 @@ pub type BlockmemHintArg = u32;
 pub type BlockmemOpArg = u32;
 
 fn to_hint(h: BlockmemHintArg) -> Hint {
-    match h {
-        1 => Hint::Reuse,
-        2 => Hint::NoReuse,
-        _ => Hint::Auto,
-    }
+    Hint::from_c(h)
 }
 
 fn to_op(o: BlockmemOpArg) -> Option<Op> {
@@ -191,12 +188,68 @@ unsafe fn str_arg<'a>(p: *const c_char) -> Option<&'a str> {
     unsafe { CStr::from_ptr(p) }.to_str().ok()
 }
 
+/// 1 once the constructor found that the core's AVX-512 entries may run
+/// (`blockmem::dispatch::wide`): the copy, move and set functions then test this byte
+/// and jump there, without reading the core's feature word through the GOT. 0 before
+/// (a call from another library's constructor) and on other CPUs: the core's general
+/// entries, which check the features themselves.
+static FAST: AtomicU8 = AtomicU8::new(0);
+
+/// The constructor: sets [`FAST`].
+extern "C" fn init_fast() {
+    #[cfg(target_arch = "x86_64")]
+    if dispatch::wide::available() {
+        FAST.store(1, Ordering::Release);
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT_FAST: extern "C" fn() = init_fast;
+
+/// True if [`FAST`] is set.
+#[inline(always)]
+fn fast() -> bool {
+    cfg!(target_arch = "x86_64") && FAST.load(Ordering::Relaxed) != 0
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+    /// `memcpy` with a hint: copies `n` bytes from `src` to `dst`, returns `dst`. Where
+    /// the CPU has AVX-512BW, up to 512 bytes in the assembly of
+    /// `blockmem::arch::x86_64::entry`, the code the preload shim's `memcpy` runs.
+    ///
+    /// # Safety
+    /// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+    #[no_mangle]
+    pub fn blockmem_copy(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
+    flag = FAST, general = copy_general, above = dispatch::wide::copy_above, hint = ""
+}
+
 /// `memcpy` with a hint: copies `n` bytes from `src` to `dst`, returns `dst`.
 ///
 /// # Safety
 /// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn blockmem_copy(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    hint: BlockmemHintArg,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { copy_general(dst, src, n, hint) }
+}
+
+/// `blockmem_copy` without [`FAST`]: out of line, so that the exported function ends in
+/// a jump either way (no stack frame; `extern "C"` because a function that cannot
+/// unwind may be the target of a C entry's tail jump).
+///
+/// # Safety
+/// As `blockmem_copy`.
+#[inline(never)]
+unsafe extern "C" fn copy_general(
     dst: *mut c_void,
     src: *const c_void,
     n: usize,
@@ -206,12 +259,42 @@ pub unsafe extern "C" fn blockmem_copy(
     unsafe { blockmem::copy_raw(dst.cast(), src.cast(), n, to_hint(hint)) }.cast()
 }
 
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+    /// `memmove` with a hint: copies `n` bytes, the ranges may overlap; returns `dst`
+    /// (small sizes as [`blockmem_copy`]).
+    ///
+    /// # Safety
+    /// As C `memmove`.
+    #[no_mangle]
+    pub fn blockmem_move(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
+    flag = FAST, general = move_general, above = dispatch::wide::move_above, hint = ""
+}
+
 /// `memmove` with a hint: copies `n` bytes, the ranges may overlap; returns `dst`.
 ///
 /// # Safety
 /// As C `memmove`.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn blockmem_move(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    hint: BlockmemHintArg,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { move_general(dst, src, n, hint) }
+}
+
+/// `blockmem_move` without [`FAST`]: out of line, so that the exported function ends in
+/// a jump either way (no stack frame; `extern "C"` because a function that cannot
+/// unwind may be the target of a C entry's tail jump).
+///
+/// # Safety
+/// As `blockmem_move`.
+#[inline(never)]
+unsafe extern "C" fn move_general(
     dst: *mut c_void,
     src: *const c_void,
     n: usize,
@@ -221,13 +304,44 @@ pub unsafe extern "C" fn blockmem_move(
     unsafe { blockmem::move_raw(dst.cast(), src.cast(), n, to_hint(hint)) }.cast()
 }
 
+#[cfg(target_arch = "x86_64")]
+blockmem::set_entry! {
+    /// `memset` with a hint: sets `n` bytes to `c` converted to `unsigned char`;
+    /// returns `dst` (small sizes in the assembly of `blockmem::arch::x86_64::entry`
+    /// where the CPU has AVX-512BW, as the preload shim's `memset`).
+    ///
+    /// # Safety
+    /// As C `memset`.
+    #[no_mangle]
+    pub fn blockmem_set(dst: *mut c_void, c: c_int, n: usize, hint: BlockmemHintArg);
+    flag = FAST, general = set_general, above = dispatch::wide::set_above, hint = ""
+}
+
 /// `memset` with a hint: sets `n` bytes to `c` converted to `unsigned char`; returns
 /// `dst`.
 ///
 /// # Safety
 /// As C `memset`.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn blockmem_set(
+    dst: *mut c_void,
+    c: c_int,
+    n: usize,
+    hint: BlockmemHintArg,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { set_general(dst, c, n, hint) }
+}
+
+/// `blockmem_set` without [`FAST`]: out of line, so that the exported function ends in
+/// a jump either way (no stack frame; `extern "C"` because a function that cannot
+/// unwind may be the target of a C entry's tail jump).
+///
+/// # Safety
+/// As `blockmem_set`.
+#[inline(never)]
+unsafe extern "C" fn set_general(
     dst: *mut c_void,
     c: c_int,
     n: usize,
@@ -243,6 +357,27 @@ pub unsafe extern "C" fn blockmem_set(
 /// As C `bzero`.
 #[no_mangle]
 pub unsafe extern "C" fn blockmem_zero(
+    dst: *mut c_void,
+    n: usize,
+    hint: BlockmemHintArg,
+) -> *mut c_void {
+    #[cfg(target_arch = "x86_64")]
+    if fast() {
+        // SAFETY: as in `blockmem_copy`.
+        return unsafe { dispatch::wide::set(dst.cast(), 0, n, to_hint(hint)) }.cast();
+    }
+    // SAFETY: forwarded contract.
+    unsafe { zero_general(dst, n, hint) }
+}
+
+/// `blockmem_zero` without [`FAST`]: out of line, so that the exported function ends in
+/// a jump either way (no stack frame; `extern "C"` because a function that cannot
+/// unwind may be the target of a C entry's tail jump).
+///
+/// # Safety
+/// As `blockmem_zero`.
+#[inline(never)]
+unsafe extern "C" fn zero_general(
     dst: *mut c_void,
     n: usize,
     hint: BlockmemHintArg,

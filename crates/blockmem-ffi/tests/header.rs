@@ -38,9 +38,15 @@ fn committed_header_is_current() {
 fn header_declares_every_exported_function() {
     let src = include_str!("../src/lib.rs");
     let header = generate();
-    let exported = src
-        .lines()
-        .filter_map(|l| l.split("extern \"C\" fn ").nth(1))
+    // Every function marked `#[no_mangle]`: plain `extern "C"` definitions, and the
+    // `fn NAME(...)` lines of the assembly entries (`blockmem::copy_entry!`).
+    let lines: Vec<&str> = src.lines().map(str::trim).collect();
+    let exported = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| **l == "#[no_mangle]")
+        .filter_map(|(i, _)| lines[i + 1..].iter().find(|l| !l.starts_with("#[")))
+        .filter_map(|l| l.split("fn ").nth(1))
         .map(|rest| rest.split('(').next().unwrap().trim().to_string());
     let mut n = 0;
     for name in exported {

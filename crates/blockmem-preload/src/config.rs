@@ -252,6 +252,7 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
     let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
     if secure || envp.is_null() {
+        publish_fast(0);
         return;
     }
     let (mut stats, mut disable) = (false, false);
@@ -307,6 +308,16 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
         mode |= MODE_TRACE;
     }
     MODE.store(mode, Ordering::Release);
+    publish_fast(mode);
+}
+
+/// Lets the exported functions jump straight into the core's AVX-512 entries when no
+/// mode is set and the CPU has them (`crate::FAST`).
+fn publish_fast(mode: u8) {
+    #[cfg(target_arch = "x86_64")]
+    if mode == 0 && blockmem::dispatch::wide::available() {
+        crate::FAST.store(1, Ordering::Release);
+    }
 }
 
 #[used]

@@ -110,6 +110,11 @@ pub const MODE_STATS: u8 = 1 << 0;
 /// `MODE` bit: pass calls through to the next definition, normally libc's
 /// (`BLOCKMEM_DISABLE=1`). Set only after every pointer it needs has been resolved.
 pub const MODE_DISABLE: u8 = 1 << 1;
+/// 1 when the exported functions may jump straight into the core's AVX-512 entries
+/// (`blockmem::dispatch::wide`): no mode is set and the CPU has AVX-512BW and BMI2. Set
+/// by the constructor, after `MODE`; until then (and on other CPUs) the functions take
+/// the core's general entries, which read the core's feature word.
+pub static FAST: AtomicU8 = AtomicU8::new(0);
 /// `MODE` bit: record every call in the trace file (`BLOCKMEM_TRACE=<path>`; module
 /// `trace`). Set only after the file and the buffers exist.
 pub const MODE_TRACE: u8 = 1 << 2;
@@ -201,51 +206,61 @@ pub(crate) unsafe fn set_small(dst: *mut u8, byte: u8, n: usize) {
 /// Returns `p` without letting the optimiser see that it is the argument it was given.
 /// The out-of-line bodies end with this so that the compiler cannot infer "returns its
 /// argument" and keep `dst` alive across the call in a saved register: the exported
-/// functions then end in a plain tail call, and their inline path needs no stack frame.
+/// functions then end in a plain tail call.
 #[inline(always)]
 fn opaque(p: *mut c_void) -> *mut c_void {
     core::hint::black_box(p)
 }
 
-/// The body of `memcpy` and `mempcpy`: a copy that forgives overlap (see the crate
-/// docs). Returns `ret`, the caller's C return value, so that the exported function
-/// ends in a tail call and the inline path needs no stack frame at all.
+/// The body of `memcpy`: a copy that forgives overlap (see the crate docs), through the
+/// core's shared entry ([`blockmem::dispatch::copy_forgiving`]: the inline paths of the
+/// CPU, then the plan). Returns `dst`; with no mode set the exported function is one
+/// byte test and a tail jump into the core.
 ///
 /// # Safety
 /// `src` valid for `n` reads and `dst` for `n` writes (any pointers when `n == 0`).
 #[inline(always)]
-unsafe fn copy_body(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
-    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) == 0 {
-        // SAFETY: forwarded contract; the inline rungs allow overlap.
-        unsafe { copy_small(dst, src, n) };
-        return ret;
+unsafe fn copy_body(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+    #[cfg(target_arch = "x86_64")]
+    if FAST.load(Ordering::Relaxed) != 0 {
+        // SAFETY: forwarded contract; `FAST` is set only where the entries may run.
+        return unsafe { blockmem::dispatch::wide::copy_forgiving(dst, src, n, Hint::Auto) }.cast();
     }
     // SAFETY: forwarded contract.
-    unsafe { copy_general(dst, src, n, ret) }
+    unsafe { copy_checked(dst, src, n) }
 }
 
-/// `copy_body` above the inline sizes, or with a mode set.
+/// `copy_body` without `FAST`: out of line, so that the exported function keeps its
+/// arguments where they came and ends in a jump either way (`extern "C"`: the target
+/// of the assembly entry's jump, and a function that cannot unwind).
 ///
 /// # Safety
 /// As [`copy_body`].
 #[inline(never)]
+unsafe extern "C" fn copy_checked(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+    if MODE.load(Ordering::Relaxed) != 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { copy_general(dst, src, n, dst.cast()) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::dispatch::copy_forgiving(dst, src, n, Hint::Auto) }.cast()
+}
+
+/// `copy_body` with a mode set (statistics, tracing or pass-through).
+///
+/// # Safety
+/// As [`copy_body`].
+#[cold]
+#[inline(never)]
 unsafe fn copy_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
     let mode = MODE.load(Ordering::Relaxed);
-    // SAFETY (whole body): forwarded contract. Overlapping ranges go to the move.
+    // SAFETY (whole body): forwarded contract.
     unsafe {
-        if mode != 0 {
-            // Plain pass-through first: it is what a `BLOCKMEM_DISABLE=1` run measures.
-            if let (MODE_DISABLE, Some(f)) = (mode, Next::Memcpy.copy_fn(mode)) {
-                f(dst.cast(), src.cast(), n);
-            } else {
-                copy_with_mode(mode, Next::Memcpy, dst, src, n);
-            }
-        } else if n <= INLINE_MAX {
-            copy_small(dst, src, n);
-        } else if disjoint(dst, src, n) {
-            blockmem::copy_raw(dst, src, n, Hint::Auto);
+        // Plain pass-through first: it is what a `BLOCKMEM_DISABLE=1` run measures.
+        if let (MODE_DISABLE, Some(f)) = (mode, Next::Memcpy.copy_fn(mode)) {
+            f(dst.cast(), src.cast(), n);
         } else {
-            blockmem::move_raw(dst, src, n, Hint::Auto);
+            copy_with_mode(mode, Next::Memcpy, dst, src, n);
         }
     }
     opaque(ret)
@@ -276,51 +291,56 @@ unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: 
             Some(f) => {
                 f(dst.cast(), src.cast(), n);
             }
-            None if n <= INLINE_MAX => copy_small(dst, src, n),
-            None if overlap => {
-                blockmem::move_raw(dst, src, n, Hint::Auto);
-            }
             None => {
-                blockmem::copy_raw(dst, src, n, Hint::Auto);
+                blockmem::dispatch::copy_forgiving(dst, src, n, Hint::Auto);
             }
         }
     }
 }
 
-/// The body of `memmove`; returns `ret` (see [`copy_body`]).
+/// The body of `memmove` (see [`copy_body`]).
 ///
 /// # Safety
 /// `src` valid for `n` reads and `dst` for `n` writes; overlap allowed.
 #[inline(always)]
-unsafe fn move_body(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
-    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) == 0 {
-        // SAFETY: forwarded contract; the inline rungs allow overlap.
-        unsafe { copy_small(dst, src, n) };
-        return ret;
+unsafe fn move_body(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+    #[cfg(target_arch = "x86_64")]
+    if FAST.load(Ordering::Relaxed) != 0 {
+        // SAFETY: as in `copy_body`.
+        return unsafe { blockmem::dispatch::wide::move_(dst, src, n, Hint::Auto) }.cast();
     }
     // SAFETY: forwarded contract.
-    unsafe { move_general(dst, src, n, ret) }
+    unsafe { move_checked(dst, src, n) }
 }
 
-/// `move_body` above the inline sizes, or with a mode set.
+/// `move_body` without `FAST` (see [`copy_checked`]).
 ///
 /// # Safety
 /// As [`move_body`].
+#[inline(never)]
+unsafe extern "C" fn move_checked(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+    if MODE.load(Ordering::Relaxed) != 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { move_general(dst, src, n, dst.cast()) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::move_raw(dst, src, n, Hint::Auto) }.cast()
+}
+
+/// `move_body` with a mode set.
+///
+/// # Safety
+/// As [`move_body`].
+#[cold]
 #[inline(never)]
 unsafe fn move_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
     let mode = MODE.load(Ordering::Relaxed);
     // SAFETY (whole body): forwarded contract.
     unsafe {
-        if mode != 0 {
-            if let (MODE_DISABLE, Some(f)) = (mode, Next::Memmove.copy_fn(mode)) {
-                f(dst.cast(), src.cast(), n);
-            } else {
-                move_with_mode(mode, dst, src, n);
-            }
-        } else if n <= INLINE_MAX {
-            copy_small(dst, src, n);
+        if let (MODE_DISABLE, Some(f)) = (mode, Next::Memmove.copy_fn(mode)) {
+            f(dst.cast(), src.cast(), n);
         } else {
-            blockmem::move_raw(dst, src, n, Hint::Auto);
+            move_with_mode(mode, dst, src, n);
         }
     }
     opaque(ret)
@@ -346,7 +366,6 @@ unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
             Some(f) => {
                 f(dst.cast(), src.cast(), n);
             }
-            None if n <= INLINE_MAX => copy_small(dst, src, n),
             None => {
                 blockmem::move_raw(dst, src, n, Hint::Auto);
             }
@@ -354,31 +373,40 @@ unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// The body of `memset` and `bzero`; returns `ret` (see [`copy_body`]).
+/// The body of `memset` and `bzero` (see [`copy_body`]).
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
 #[inline(always)]
-unsafe fn set_body(
-    slot: stats::OpSlot,
-    dst: *mut u8,
-    byte: u8,
-    n: usize,
-    ret: *mut c_void,
-) -> *mut c_void {
-    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) == 0 {
-        // SAFETY: forwarded contract.
-        unsafe { set_small(dst, byte, n) };
-        return ret;
+unsafe fn set_body(slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) -> *mut c_void {
+    #[cfg(target_arch = "x86_64")]
+    if FAST.load(Ordering::Relaxed) != 0 {
+        // SAFETY: as in `copy_body`.
+        return unsafe { blockmem::dispatch::wide::set(dst, byte, n, Hint::Auto) }.cast();
     }
     // SAFETY: forwarded contract.
-    unsafe { set_general(slot, dst, byte, n, ret) }
+    unsafe { set_checked(slot, dst, byte, n) }
 }
 
-/// `set_body` above the inline sizes, or with a mode set.
+/// `set_body` without `FAST` (see [`copy_checked`]).
 ///
 /// # Safety
 /// As [`set_body`].
+#[inline(never)]
+unsafe fn set_checked(slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) -> *mut c_void {
+    if MODE.load(Ordering::Relaxed) != 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { set_general(slot, dst, byte, n, dst.cast()) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::set_raw(dst, byte, n, Hint::Auto) }.cast()
+}
+
+/// `set_body` with a mode set.
+///
+/// # Safety
+/// As [`set_body`].
+#[cold]
 #[inline(never)]
 unsafe fn set_general(
     slot: stats::OpSlot,
@@ -390,17 +418,11 @@ unsafe fn set_general(
     let mode = MODE.load(Ordering::Relaxed);
     // SAFETY (whole body): forwarded contract.
     unsafe {
-        if mode != 0 {
-            match (mode, slot, Next::Memset.set_fn(mode)) {
-                (MODE_DISABLE, stats::OpSlot::Set, Some(f)) => {
-                    f(dst.cast(), c_int::from(byte), n);
-                }
-                _ => set_with_mode(mode, slot, dst, byte, n),
+        match (mode, slot, Next::Memset.set_fn(mode)) {
+            (MODE_DISABLE, stats::OpSlot::Set, Some(f)) => {
+                f(dst.cast(), c_int::from(byte), n);
             }
-        } else if n <= INLINE_MAX {
-            set_small(dst, byte, n);
-        } else {
-            blockmem::set_raw(dst, byte, n, Hint::Auto);
+            _ => set_with_mode(mode, slot, dst, byte, n),
         }
     }
     opaque(ret)
@@ -428,7 +450,6 @@ unsafe fn set_with_mode(mode: u8, slot: stats::OpSlot, dst: *mut u8, byte: u8, n
             (_, Some(s), _) => {
                 s(dst.cast(), c_int::from(byte), n);
             }
-            _ if n <= INLINE_MAX => set_small(dst, byte, n),
             _ => {
                 blockmem::set_raw(dst, byte, n, Hint::Auto);
             }
@@ -446,15 +467,29 @@ fn chk_fail() -> ! {
     unsafe { libc::abort() }
 }
 
-/// C `memcpy`: copies `n` bytes from `src` to `dst`, returns `dst`. Overlapping ranges
-/// are copied as `memmove` would (see the crate docs).
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+    /// C `memcpy`: copies `n` bytes from `src` to `dst`, returns `dst`. Overlapping
+    /// ranges are copied as `memmove` would (see the crate docs). With [`FAST`] set, up
+    /// to 512 bytes in the assembly of `blockmem::arch::x86_64::entry`.
+    ///
+    /// # Safety
+    /// `src` valid for `n` reads, `dst` valid for `n` writes.
+    #[no_mangle]
+    pub fn memcpy(dst: *mut c_void, src: *const c_void, n: usize);
+    flag = FAST, general = copy_checked,
+    above = blockmem::dispatch::wide::copy_forgiving_above, hint = "xor ecx, ecx"
+}
+
+/// C `memcpy` (see the x86-64 definition).
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` valid for `n` writes.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: the C contract is the caller's.
-    unsafe { copy_body(dst.cast(), src.cast(), n, dst) }
+    unsafe { copy_body(dst.cast(), src.cast(), n) }
 }
 
 /// GNU `mempcpy`: `memcpy` that returns `dst + n`.
@@ -465,27 +500,67 @@ pub unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) 
 pub unsafe extern "C" fn mempcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     let end = dst.cast::<u8>().wrapping_add(n).cast();
     // SAFETY: the C contract is the caller's.
-    unsafe { copy_body(dst.cast(), src.cast(), n, end) }
+    unsafe { copy_body(dst.cast(), src.cast(), n) };
+    end
 }
 
-/// C `memmove`: copies `n` bytes, the ranges may overlap; returns `dst`.
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+    /// C `memmove`: copies `n` bytes, the ranges may overlap; returns `dst`. With
+    /// [`FAST`] set, up to 512 bytes in the assembly of `blockmem::arch::x86_64::entry`.
+    ///
+    /// # Safety
+    /// `src` valid for `n` reads, `dst` valid for `n` writes.
+    #[no_mangle]
+    pub fn memmove(dst: *mut c_void, src: *const c_void, n: usize);
+    flag = FAST, general = move_checked,
+    above = blockmem::dispatch::wide::move_above, hint = "xor ecx, ecx"
+}
+
+/// C `memmove` (see the x86-64 definition).
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` valid for `n` writes.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: the C contract is the caller's.
-    unsafe { move_body(dst.cast(), src.cast(), n, dst) }
+    unsafe { move_body(dst.cast(), src.cast(), n) }
 }
 
-/// C `memset`: sets `n` bytes to `c` converted to `unsigned char`; returns `dst`.
+#[cfg(target_arch = "x86_64")]
+blockmem::set_entry! {
+    /// C `memset`: sets `n` bytes to `c` converted to `unsigned char`; returns `dst`.
+    /// With [`FAST`] set, up to 512 bytes in the assembly of
+    /// `blockmem::arch::x86_64::entry`.
+    ///
+    /// # Safety
+    /// `dst` valid for `n` writes.
+    #[no_mangle]
+    pub fn memset(dst: *mut c_void, c: c_int, n: usize);
+    flag = FAST, general = memset_checked,
+    above = blockmem::dispatch::wide::set_above, hint = "xor ecx, ecx"
+}
+
+/// C `memset` (see the x86-64 definition).
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
     // SAFETY: the C contract is the caller's.
-    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n, dst) }
+    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n) }
+}
+
+/// `memset` without `FAST` (see [`copy_checked`]).
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" fn memset_checked(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { set_checked(stats::OpSlot::Set, dst.cast(), c as u8, n) }
 }
 
 /// BSD `bzero`: zeroes `n` bytes.
@@ -495,7 +570,7 @@ pub unsafe extern "C" fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_
 #[no_mangle]
 pub unsafe extern "C" fn bzero(dst: *mut c_void, n: usize) {
     // SAFETY: the C contract is the caller's.
-    unsafe { set_body(stats::OpSlot::Zero, dst.cast(), 0, n, dst) };
+    unsafe { set_body(stats::OpSlot::Zero, dst.cast(), 0, n) };
 }
 
 /// Fortified `memcpy` (`-D_FORTIFY_SOURCE`): aborts like glibc if `dstlen < n`.
@@ -513,7 +588,7 @@ pub unsafe extern "C" fn __memcpy_chk(
         chk_fail();
     }
     // SAFETY: the C contract is the caller's.
-    unsafe { copy_body(dst.cast(), src.cast(), n, dst) }
+    unsafe { copy_body(dst.cast(), src.cast(), n) }
 }
 
 /// Fortified `mempcpy`: aborts like glibc if `dstlen < n`, else returns `dst + n`.
@@ -532,7 +607,8 @@ pub unsafe extern "C" fn __mempcpy_chk(
     }
     let end = dst.cast::<u8>().wrapping_add(n).cast();
     // SAFETY: the C contract is the caller's.
-    unsafe { copy_body(dst.cast(), src.cast(), n, end) }
+    unsafe { copy_body(dst.cast(), src.cast(), n) };
+    end
 }
 
 /// Fortified `memmove`: aborts like glibc if `dstlen < n`.
@@ -550,7 +626,7 @@ pub unsafe extern "C" fn __memmove_chk(
         chk_fail();
     }
     // SAFETY: the C contract is the caller's.
-    unsafe { move_body(dst.cast(), src.cast(), n, dst) }
+    unsafe { move_body(dst.cast(), src.cast(), n) }
 }
 
 /// Fortified `memset`: aborts like glibc if `dstlen < n`.
@@ -568,5 +644,5 @@ pub unsafe extern "C" fn __memset_chk(
         chk_fail();
     }
     // SAFETY: the C contract is the caller's.
-    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n, dst) }
+    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n) }
 }

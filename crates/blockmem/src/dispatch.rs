@@ -533,8 +533,9 @@ const INLINE_MAX: usize = 128;
 const INLINE_MAX: usize = SMALL_MAX;
 
 /// True if the published feature mask has AVX-512BW and BMI2 (not masked off): then
-/// [`copy`], [`move_`] and [`set`] handle up to [`WIDE_MAX`] bytes inline with the
-/// masked and 64-byte paths of `arch::x86_64::masked`. With sizes that vary call to
+/// every entry handles copies up to [`COPY_WIDE_MAX`] bytes (moves up to [`WIDE_MAX`],
+/// or further when the ranges are disjoint) and sets up to [`SET_WIDE_MAX`] inline with
+/// the masked and 64-byte paths of `arch::x86_64::masked`. With sizes that vary call to
 /// call they avoid the ladder's mispredictions (which cost twice glibc's masked
 /// memset's time on the fleetbench memset distribution) and the indirect call into a
 /// kernel (twice glibc's time at 200–512 bytes).
@@ -544,46 +545,104 @@ fn wide_small(f: u32) -> bool {
     f & need == need
 }
 
-/// Largest sizes the inline path handles with AVX-512 (copy and move; set and zero).
+/// Largest sizes the inline path handles with AVX-512: any copy or move up to
+/// `WIDE_MAX` (every load before the first store), a copy of disjoint ranges up to
+/// `COPY_WIDE_MAX` (a 256-byte loop), a set or zero up to `SET_WIDE_MAX`.
 #[cfg(target_arch = "x86_64")]
 const WIDE_MAX: usize = crate::arch::x86_64::masked::WIDE_MAX;
+#[cfg(target_arch = "x86_64")]
+const COPY_WIDE_MAX: usize = crate::arch::x86_64::masked::COPY_WIDE_MAX;
 #[cfg(target_arch = "x86_64")]
 const SET_WIDE_MAX: usize = crate::arch::x86_64::masked::SET_WIDE_MAX;
 #[cfg(not(target_arch = "x86_64"))]
 const WIDE_MAX: usize = INLINE_MAX;
 #[cfg(not(target_arch = "x86_64"))]
+const COPY_WIDE_MAX: usize = INLINE_MAX;
+#[cfg(not(target_arch = "x86_64"))]
 const SET_WIDE_MAX: usize = INLINE_MAX;
 
 /// Largest size [`copy`], [`move_`] and [`set`] handle for `op` inline, without a
-/// kernel: where AVX-512BW and BMI2 are in force 512 bytes for copy and move and
-/// 2048 for set and zero, else 128 (64 on targets other than x86-64).
+/// kernel: where AVX-512BW and BMI2 are in force 2048 bytes for copy, set and zero
+/// and 512 for move (a move of disjoint ranges stays inline up to 2048 too: see
+/// [`runs_inline`]), else 128 (64 on targets other than x86-64).
 pub fn inline_max(op: Op) -> usize {
     if FEATURES.load(Ordering::Relaxed) == 0 {
         plan();
     }
     match (wide_small(FEATURES.load(Ordering::Relaxed)), op) {
         (false, _) => INLINE_MAX,
-        (true, Op::Copy | Op::Move) => WIDE_MAX,
+        (true, Op::Copy) => COPY_WIDE_MAX,
+        (true, Op::Move) => WIDE_MAX,
         (true, Op::Set | Op::Zero) => SET_WIDE_MAX,
     }
 }
 
-/// The inline rungs shared by copy and move (both are overlap-safe). `f` is the
-/// published feature mask (0 before the first initialisation: the SSE2 ladder, which
-/// every x86-64 CPU runs).
+/// True if a call of `op` on these ranges runs inline, without a kernel.
+fn runs_inline(op: Op, dst: *const u8, src: *const u8, n: usize) -> bool {
+    n <= inline_max(op)
+        || (op == Op::Move && n <= inline_max(Op::Copy) && disjoint(dst as *mut u8, src, n))
+}
+
+/// Returns `p` through an empty `asm!`, so that the optimiser cannot infer that a
+/// function returns its first argument: it would then keep that argument in a saved
+/// register across the call and return it itself, turning each C entry's tail jump
+/// into a call with a stack frame.
+#[inline(always)]
+#[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is passed through, not used
+fn opaque(mut p: *mut u8) -> *mut u8 {
+    // SAFETY: an empty template; `p` passes through a register unchanged.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags))
+    };
+    p
+}
+
+/// What a copy entry may assume about its ranges (the `K` of [`copy_entry`]).
+const DISJOINT: u8 = 0;
+/// The ranges may overlap: memmove.
+const MOVE: u8 = 1;
+/// The ranges should not overlap but might: the shim's `memcpy`, which copies
+/// overlapping ranges as a move (see the preload crate's docs).
+const FORGIVE: u8 = 2;
+
+/// The entry every door shares (the Rust API, the C ABI, the preload shim's
+/// `memcpy`/`memmove`): one relaxed load of the feature word, then, with AVX-512BW,
+/// a jump to [`copy_wide`], which holds the masked and 64-byte paths inline; without,
+/// the SSE2 ladder up to [`INLINE_MAX`]. Above the inline sizes, [`copy_large`]: the
+/// plan. Returns `dst`, so that a C entry ends in a tail jump.
 ///
 /// # Safety
-/// `src` valid for `n` reads, `dst` for `n` writes, `n <= INLINE_MAX`, or
-/// `n <= WIDE_MAX` when `wide_small(f)`.
+/// `src` valid for `n` reads, `dst` for `n` writes; disjoint ranges when `K` is
+/// [`DISJOINT`].
 #[inline(always)]
-unsafe fn copy_inline(f: u32, dst: *mut u8, src: *const u8, n: usize) {
-    // SAFETY: each rung's size precondition holds; SSE2 is architectural on x86-64;
-    // the wide path runs only where the published mask has its features.
+unsafe fn copy_entry<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    let f = FEATURES.load(Ordering::Relaxed);
+    // SAFETY: forwarded contract; the wide path runs only where the published mask has
+    // its features; the ladder's rungs are overlap-safe and need only SSE2.
     unsafe {
         #[cfg(target_arch = "x86_64")]
         if wide_small(f) {
-            return crate::arch::x86_64::masked::copy_le512(dst, src, n);
+            return copy_wide_inline::<K>(dst, src, n, hint);
         }
+        if n <= INLINE_MAX {
+            if f == 0 {
+                return first_small(Op::Copy, dst, src, 0, n);
+            }
+            copy_narrow(dst, src, n);
+            return dst;
+        }
+        copy_large::<K>(dst, src, n, hint)
+    }
+}
+
+/// The SSE2 ladder (x86-64) or the scalar one: `n <= INLINE_MAX`, overlap-safe.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes, `n <= INLINE_MAX`.
+#[inline(always)]
+unsafe fn copy_narrow(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: each rung's size precondition holds; SSE2 is architectural on x86-64.
+    unsafe {
         if n <= SMALL_MAX {
             copy_le32(dst, src, n)
         } else {
@@ -593,14 +652,243 @@ unsafe fn copy_inline(f: u32, dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// The largest size the inline path takes for feature mask `f`.
+/// The narrow ladder for a set (`n <= INLINE_MAX`).
+///
+/// # Safety
+/// `dst` valid for `n` writes, `n <= INLINE_MAX`.
 #[inline(always)]
-fn inline_limit(f: u32) -> usize {
-    if wide_small(f) {
-        WIDE_MAX
-    } else {
-        INLINE_MAX
+unsafe fn set_narrow(dst: *mut u8, byte: u8, n: usize) {
+    // SAFETY: as `copy_narrow`.
+    unsafe {
+        if n <= SMALL_MAX {
+            return set_le32(dst, byte, n);
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::arch::generic::{set_short, Vector};
+            use core::arch::x86_64::__m128i;
+            set_short::<__m128i>(dst, __m128i::splat(byte), n);
+        }
     }
+}
+
+/// The first small call of a process (no feature word yet): publish a plan, so that
+/// later calls take the path of the CPU, and run this one on the narrow ladder (which
+/// every x86-64 CPU runs, and which cannot recurse into an initialisation).
+#[cold]
+#[inline(never)]
+unsafe fn first_small(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> *mut u8 {
+    plan();
+    // SAFETY: forwarded contract, n <= INLINE_MAX.
+    unsafe {
+        match op {
+            Op::Copy | Op::Move => copy_narrow(dst, src, n),
+            Op::Set | Op::Zero => set_narrow(dst, byte, n),
+        }
+    }
+    dst
+}
+
+/// The AVX-512 path of [`copy_entry`] as the caller's own code: up to 512 bytes the
+/// register-explicit assembly of `masked::copy_le512` (no `#[target_feature]`, so it
+/// inlines anywhere), above it a jump to [`copy_wide`].
+///
+/// # Safety
+/// As [`copy_wide`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn copy_wide_inline<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    use crate::arch::x86_64::masked;
+    // SAFETY: forwarded contract. Smallest first: a call pays only the compares of
+    // the classes below its own.
+    unsafe {
+        if n <= masked::MAX {
+            masked::copy_le64(dst, src, n);
+            return dst;
+        }
+        if n <= WIDE_MAX {
+            masked::copy_65_512(dst, src, n);
+            return dst;
+        }
+        copy_wide::<K>(dst, src, n, hint)
+    }
+}
+
+/// The AVX-512 path of [`set_entry`] as the caller's own code (see
+/// [`copy_wide_inline`]).
+///
+/// # Safety
+/// As [`set_wide`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn set_wide_inline(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    use crate::arch::x86_64::masked;
+    // SAFETY: forwarded contract. One compare takes 1..=64 (a zero-byte set, like one
+    // whose store would straddle a page, goes to `set_wide`, which takes the ladder).
+    unsafe {
+        if n.wrapping_sub(1) < masked::MAX && masked::page_safe(dst) {
+            masked::set_masked(dst, byte, n);
+            return dst;
+        }
+        if n > masked::MAX && n <= WIDE_MAX {
+            masked::set_65_512(dst, byte, n);
+            return dst;
+        }
+        set_wide(dst, byte, n, hint)
+    }
+}
+
+/// [`copy_entry`] on a CPU with AVX-512BW and BMI2: up to 512 bytes one to eight
+/// 64-byte accesses, every load first (a move); up to 2048 the 256-byte loop of
+/// `masked::copy_le2k` when the ranges are disjoint; else the plan.
+///
+/// # Safety
+/// As [`copy_entry`]; AVX-512F/BW/VL and BMI2 present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
+// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
+// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
+#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
+unsafe extern "C" fn copy_wide<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    use crate::arch::x86_64::masked;
+    // SAFETY: forwarded contract; `copy_le2k` gets disjoint ranges only.
+    unsafe {
+        if n <= WIDE_MAX {
+            masked::copy_le512(dst, src, n);
+            return opaque(dst);
+        }
+        if n <= COPY_WIDE_MAX && (K == DISJOINT || disjoint(dst, src, n)) {
+            masked::copy_le2k(dst, src, n);
+            return opaque(dst);
+        }
+        copy_large::<K>(dst, src, n, hint)
+    }
+}
+
+/// A copy or move above the inline sizes: the row of the plan for the hint, then the
+/// band's kernel, or a probe where the band probes.
+///
+/// # Safety
+/// As [`copy_entry`].
+#[inline(never)]
+// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
+// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
+#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
+unsafe extern "C" fn copy_large<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    let op = match K {
+        DISJOINT => Op::Copy,
+        MOVE => Op::Move,
+        _ if disjoint(dst, src, n) => Op::Copy,
+        _ => Op::Move,
+    };
+    if op == Op::Move && core::ptr::eq(dst, src) {
+        return dst;
+    }
+    // SAFETY: forwarded contract; every move kernel is overlap-safe (the streaming ones
+    // store temporally when the ranges overlap).
+    unsafe {
+        let Some(plan) = published() else {
+            first_call(op, dst, src, 0, n, hint);
+            return dst;
+        };
+        let entry = plan
+            .row(Family::Copy, hint, State::Unknown)
+            .entry(n, op == Op::Move);
+        if entry.is_null() {
+            by_probe(plan, op, dst, src, 0, n, hint);
+        } else {
+            as_copy(entry)(dst, src, n);
+        }
+    }
+    opaque(dst)
+}
+
+/// The entry of every set and zero (as [`copy_entry`] for copies).
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[inline(always)]
+unsafe fn set_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    let f = FEATURES.load(Ordering::Relaxed);
+    // SAFETY: as in `copy_entry`.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        if wide_small(f) {
+            return set_wide_inline(dst, byte, n, hint);
+        }
+        if n <= INLINE_MAX {
+            if f == 0 {
+                return first_small(Op::Set, dst, core::ptr::null(), byte, n);
+            }
+            set_narrow(dst, byte, n);
+            return dst;
+        }
+        set_large(dst, byte, n, hint)
+    }
+}
+
+/// [`set_entry`] on a CPU with AVX-512BW and BMI2.
+///
+/// # Safety
+/// As [`set_entry`]; AVX-512F/BW/VL and BMI2 present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
+#[inline]
+// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
+// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
+#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
+unsafe extern "C" fn set_wide(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if n <= SET_WIDE_MAX {
+            crate::arch::x86_64::masked::set_le2k(dst, byte, n);
+            return opaque(dst);
+        }
+        set_large(dst, byte, n, hint)
+    }
+}
+
+/// A set or zero above the inline sizes (as [`copy_large`]).
+///
+/// # Safety
+/// As [`set_entry`].
+#[inline(never)]
+// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
+// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
+#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
+unsafe extern "C" fn set_large(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    let op = if byte == 0 { Op::Zero } else { Op::Set };
+    // SAFETY: forwarded contract.
+    unsafe {
+        let Some(plan) = published() else {
+            first_call(op, dst, core::ptr::null(), byte, n, hint);
+            return dst;
+        };
+        let entry = plan
+            .row(Family::Set, hint, State::Unknown)
+            .entry(n, byte == 0);
+        if entry.is_null() {
+            by_probe(plan, op, dst, core::ptr::null(), byte, n, hint);
+        } else {
+            as_set(entry)(dst, byte, n);
+        }
+    }
+    opaque(dst)
 }
 
 /// The entry point of a band, as a copy kernel.
@@ -631,30 +919,25 @@ fn published() -> Option<&'static Plan> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
-/// The first call of the process (nothing published yet): initialise, then run the
-/// call with whatever got published. Out of line so that the callers' fast paths stay
-/// leaf code (no registers saved around the init call).
+/// The first large call of the process (nothing published yet): initialise, then run
+/// the call again through its entry, or, where the initialisation is already under
+/// way further up this thread's stack (a re-entered call publishes nothing), with
+/// the portable kernel.
 #[cold]
 #[inline(never)]
 unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, hint: Hint) {
     let plan = plan();
-    let f = FEATURES.load(Ordering::Relaxed);
     // SAFETY: forwarded contract.
     unsafe {
-        if n <= inline_limit(f) && (op != Op::Set || n <= INLINE_MAX) {
-            return match op {
-                Op::Copy | Op::Move => copy_inline(f, dst, src, n),
-                Op::Set | Op::Zero => set_with(f, dst, byte, n, hint),
+        if published().is_some() {
+            match op {
+                Op::Copy => copy_entry::<DISJOINT>(dst, src, n, hint),
+                Op::Move => copy_entry::<MOVE>(dst, src, n, hint),
+                Op::Set | Op::Zero => set_entry(dst, byte, n, hint),
             };
+            return;
         }
-        let state = match plan
-            .row(Family::of(op), hint, State::Unknown)
-            .step(n, false)
-        {
-            Step::Probe => probed_state(plan, op, dst, src, n),
-            Step::Run(..) => State::Unknown,
-        };
-        let (_, f) = step_or_portable(plan, op, n, hint, state);
+        let (_, f) = step_or_portable(plan, op, n, hint, State::Unknown);
         match op {
             Op::Copy | Op::Move => as_copy(f)(dst, src, n),
             Op::Set | Op::Zero => as_set(f)(dst, byte, n),
@@ -662,28 +945,142 @@ unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, h
     }
 }
 
-/// `memcpy` with a hint.
+/// The AVX-512 entries, for a C entry point that checks once, at load, that they may
+/// run ([`wide::available`]) and keeps the answer in a flag of its own: its exported
+/// function is then a byte test and a jump here, without reading the feature word
+/// (which a shared object reaches through its GOT: two dependent loads per call).
+#[cfg(target_arch = "x86_64")]
+pub mod wide {
+    use super::{copy_wide_inline, set_wide_inline, Hint, DISJOINT, FORGIVE, MOVE};
+
+    /// True if the AVX-512 entries may run in this process: the CPU has AVX-512BW,
+    /// AVX-512VL and BMI2 with ZMM state enabled by the OS, and no feature mask removed
+    /// them. Publishes a plan first (reading the profile), as the first call would.
+    pub fn available() -> bool {
+        super::plan();
+        super::wide_small(super::FEATURES.load(core::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// A copy of more than 512 bytes, for the C entries of
+    /// [`copy_entry!`](crate::copy_entry): the 256-byte loop, then the plan.
+    ///
+    /// # Safety
+    /// As [`super::copy`] and [`copy`]; `hint` a C ABI hint value.
+    pub unsafe extern "C" fn copy_above(
+        dst: *mut u8,
+        src: *const u8,
+        n: usize,
+        hint: u32,
+    ) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { super::copy_wide::<DISJOINT>(dst, src, n, Hint::from_c(hint)) }
+    }
+
+    /// [`copy_above`] for a copy that forgives overlap (the shim's `memcpy`).
+    ///
+    /// # Safety
+    /// As [`super::copy_forgiving`] and [`copy`].
+    pub unsafe extern "C" fn copy_forgiving_above(
+        dst: *mut u8,
+        src: *const u8,
+        n: usize,
+        hint: u32,
+    ) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { super::copy_wide::<FORGIVE>(dst, src, n, Hint::from_c(hint)) }
+    }
+
+    /// [`copy_above`] for a move.
+    ///
+    /// # Safety
+    /// As [`super::move_`] and [`copy`].
+    pub unsafe extern "C" fn move_above(
+        dst: *mut u8,
+        src: *const u8,
+        n: usize,
+        hint: u32,
+    ) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { super::copy_wide::<MOVE>(dst, src, n, Hint::from_c(hint)) }
+    }
+
+    /// A set the C entries of [`set_entry!`](crate::set_entry) do not handle inline
+    /// (more than 512 bytes, or a small one whose masked store would straddle a page).
+    ///
+    /// # Safety
+    /// As [`super::set`] and [`copy`].
+    pub unsafe extern "C" fn set_above(
+        dst: *mut u8,
+        c: core::ffi::c_int,
+        n: usize,
+        hint: u32,
+    ) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { super::set_wide(dst, c as u8, n, Hint::from_c(hint)) }
+    }
+
+    /// [`super::copy`] on a CPU with AVX-512BW.
+    ///
+    /// # Safety
+    /// As [`super::copy`]; [`available`] returned true in this process and no feature
+    /// mask has been set since.
+    #[inline(always)]
+    pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+        // SAFETY: forwarded contract; the features are present (see above).
+        unsafe { copy_wide_inline::<DISJOINT>(dst, src, n, hint) }
+    }
+
+    /// [`super::copy_forgiving`] on a CPU with AVX-512BW.
+    ///
+    /// # Safety
+    /// As [`super::copy_forgiving`] and [`copy`].
+    #[inline(always)]
+    pub unsafe fn copy_forgiving(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+        // SAFETY: as in `copy`.
+        unsafe { copy_wide_inline::<FORGIVE>(dst, src, n, hint) }
+    }
+
+    /// [`super::move_`] on a CPU with AVX-512BW.
+    ///
+    /// # Safety
+    /// As [`super::move_`] and [`copy`].
+    #[inline(always)]
+    pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+        // SAFETY: as in `copy`.
+        unsafe { copy_wide_inline::<MOVE>(dst, src, n, hint) }
+    }
+
+    /// [`super::set`] on a CPU with AVX-512BW.
+    ///
+    /// # Safety
+    /// As [`super::set`] and [`copy`].
+    #[inline(always)]
+    pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+        // SAFETY: as in `copy`.
+        unsafe { set_wide_inline(dst, byte, n, hint) }
+    }
+}
+
+/// `memcpy` with a hint; returns `dst`.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, ranges disjoint.
-#[inline]
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
-    let f = FEATURES.load(Ordering::Relaxed);
+#[inline(always)]
+pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe {
-        if n <= inline_limit(f) {
-            return copy_inline(f, dst, src, n);
-        }
-        let Some(plan) = published() else {
-            return first_call(Op::Copy, dst, src, 0, n, hint);
-        };
-        let row = plan.row(Family::Copy, hint, State::Unknown);
-        let entry = row.entry(n, false);
-        if !entry.is_null() {
-            return as_copy(entry)(dst, src, n);
-        }
-        by_probe(plan, Op::Copy, dst, src, 0, n, hint)
-    }
+    unsafe { copy_entry::<DISJOINT>(dst, src, n, hint) }
+}
+
+/// `memcpy` that forgives overlap, as the preload shim's `memcpy` must (glibc's is
+/// its `memmove`): small sizes as [`copy`] (every inline path loads before it stores),
+/// above them a move when the ranges overlap. Returns `dst`.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes.
+#[inline(always)]
+pub unsafe fn copy_forgiving(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { copy_entry::<FORGIVE>(dst, src, n, hint) }
 }
 
 /// The probing path: probe, then run the kernel of the state found. Out of line: it is
@@ -709,75 +1106,24 @@ unsafe fn by_probe(
     }
 }
 
-/// `memmove` with a hint.
+/// `memmove` with a hint; returns `dst`.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes; overlap allowed.
-#[inline]
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) {
-    let f = FEATURES.load(Ordering::Relaxed);
-    // SAFETY: forwarded contract; inline rungs and every move kernel are overlap-safe
-    // (the streaming ones store temporally when the ranges overlap).
-    unsafe {
-        if n <= inline_limit(f) {
-            return copy_inline(f, dst, src, n);
-        }
-        if core::ptr::eq(dst, src) {
-            return;
-        }
-        let Some(plan) = published() else {
-            return first_call(Op::Move, dst, src, 0, n, hint);
-        };
-        let entry = plan.row(Family::Copy, hint, State::Unknown).entry(n, true);
-        if !entry.is_null() {
-            return as_copy(entry)(dst, src, n);
-        }
-        by_probe(plan, Op::Move, dst, src, 0, n, hint)
-    }
+#[inline(always)]
+pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { copy_entry::<MOVE>(dst, src, n, hint) }
 }
 
-/// `memset` with a hint (a zero byte takes the zero kernel of the band).
+/// `memset` with a hint (a zero byte takes the zero kernel of the band); returns `dst`.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-#[inline]
-pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) {
-    let f = FEATURES.load(Ordering::Relaxed);
-    // SAFETY: forwarded contract.
-    unsafe { set_with(f, dst, byte, n, hint) }
-}
-
 #[inline(always)]
-unsafe fn set_with(f: u32, dst: *mut u8, byte: u8, n: usize, hint: Hint) {
-    // SAFETY: forwarded contract; the wide path runs only where the published mask has
-    // its features.
-    unsafe {
-        #[cfg(target_arch = "x86_64")]
-        if n <= SET_WIDE_MAX && wide_small(f) {
-            return crate::arch::x86_64::masked::set_le2k(dst, byte, n);
-        }
-        if n <= SMALL_MAX {
-            return set_le32(dst, byte, n);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if n <= INLINE_MAX {
-            use crate::arch::generic::{set_short, Vector};
-            use core::arch::x86_64::__m128i;
-            return set_short::<__m128i>(dst, __m128i::splat(byte), n);
-        }
-        let Some(plan) = published() else {
-            let op = if byte == 0 { Op::Zero } else { Op::Set };
-            return first_call(op, dst, core::ptr::null(), byte, n, hint);
-        };
-        let entry = plan
-            .row(Family::Set, hint, State::Unknown)
-            .entry(n, byte == 0);
-        if !entry.is_null() {
-            return as_set(entry)(dst, byte, n);
-        }
-        let op = if byte == 0 { Op::Zero } else { Op::Set };
-        by_probe(plan, op, dst, core::ptr::null(), byte, n, hint)
-    }
+pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { set_entry(dst, byte, n, hint) }
 }
 
 /// The kernel a real call would run, decided exactly as [`copy`], [`move_`] and [`set`]
@@ -802,7 +1148,7 @@ pub unsafe fn decide_for_call(
     n: usize,
     hint: Hint,
 ) -> Option<KernelId> {
-    if n <= inline_max(op) || (op == Op::Move && core::ptr::eq(dst, src)) {
+    if runs_inline(op, dst, src, n) || (op == Op::Move && core::ptr::eq(dst, src)) {
         return None;
     }
     let plan = plan();

@@ -72,6 +72,17 @@ pub enum Hint {
 }
 
 impl Hint {
+    /// The hint of a C ABI value (`BLOCKMEM_HINT_*`: 1 reuse, 2 no reuse); any other
+    /// value means auto.
+    #[inline(always)]
+    pub const fn from_c(v: u32) -> Hint {
+        match v {
+            1 => Hint::Reuse,
+            2 => Hint::NoReuse,
+            _ => Hint::Auto,
+        }
+    }
+
     /// Every hint, in a fixed order.
     pub const ALL: [Hint; 3] = [Hint::Auto, Hint::Reuse, Hint::NoReuse];
     /// The stable lowercase name (`auto`, `reuse`, `noreuse`).

@@ -106,7 +106,7 @@ pub fn copy_with(dst: &mut [u8], src: &[u8], hint: Hint) {
         "blockmem::copy: destination and source lengths differ"
     );
     // SAFETY: both slices are valid for len bytes, and a `&mut` and a `&` cannot alias.
-    unsafe { dispatch::copy(dst.as_mut_ptr(), src.as_ptr(), dst.len(), hint) }
+    unsafe { dispatch::copy(dst.as_mut_ptr(), src.as_ptr(), dst.len(), hint) };
 }
 
 /// Copies `buf[src]` to `buf[dest..]`, like `<[u8]>::copy_within`; the ranges may
@@ -136,7 +136,7 @@ pub fn move_within_with(buf: &mut [u8], src: core::ops::Range<usize>, dest: usiz
     );
     let base = buf.as_mut_ptr();
     // SAFETY: both ranges were checked to lie inside `buf`; move allows overlap.
-    unsafe { dispatch::move_(base.add(dest), base.add(src.start), n, hint) }
+    unsafe { dispatch::move_(base.add(dest), base.add(src.start), n, hint) };
 }
 
 /// Sets every byte of `dst` to `byte`.
@@ -149,7 +149,7 @@ pub fn set(dst: &mut [u8], byte: u8) {
 #[inline]
 pub fn set_with(dst: &mut [u8], byte: u8, hint: Hint) {
     // SAFETY: the slice is valid for len writes.
-    unsafe { dispatch::set(dst.as_mut_ptr(), byte, dst.len(), hint) }
+    unsafe { dispatch::set(dst.as_mut_ptr(), byte, dst.len(), hint) };
 }
 
 /// Zeroes `dst`.
@@ -162,7 +162,7 @@ pub fn zero(dst: &mut [u8]) {
 #[inline]
 pub fn zero_with(dst: &mut [u8], hint: Hint) {
     // SAFETY: the slice is valid for len writes.
-    unsafe { dispatch::set(dst.as_mut_ptr(), 0, dst.len(), hint) }
+    unsafe { dispatch::set(dst.as_mut_ptr(), 0, dst.len(), hint) };
 }
 
 /// `memcpy` with C semantics and a hint: copies `n` bytes, returns `dst`.
@@ -170,11 +170,10 @@ pub fn zero_with(dst: &mut [u8], hint: Hint) {
 /// # Safety
 /// `src` valid for `n` reads, `dst` valid for `n` writes, the ranges do not overlap
 /// (use [`move_raw`] when they may). `n == 0` accepts any pointers.
-#[inline]
+#[inline(always)]
 pub unsafe fn copy_raw(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { dispatch::copy(dst, src, n, hint) };
-    dst
+    unsafe { dispatch::copy(dst, src, n, hint) }
 }
 
 /// `memmove` with C semantics and a hint: copies `n` bytes, overlap allowed, returns
@@ -182,31 +181,28 @@ pub unsafe fn copy_raw(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *m
 ///
 /// # Safety
 /// `src` valid for `n` reads and `dst` valid for `n` writes.
-#[inline]
+#[inline(always)]
 pub unsafe fn move_raw(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { dispatch::move_(dst, src, n, hint) };
-    dst
+    unsafe { dispatch::move_(dst, src, n, hint) }
 }
 
 /// `memset` with C semantics and a hint: sets `n` bytes to `byte`, returns `dst`.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-#[inline]
+#[inline(always)]
 pub unsafe fn set_raw(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { dispatch::set(dst, byte, n, hint) };
-    dst
+    unsafe { dispatch::set(dst, byte, n, hint) }
 }
 
 /// `bzero` with a hint: zeroes `n` bytes, returns `dst`.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-#[inline]
+#[inline(always)]
 pub unsafe fn zero_raw(dst: *mut u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { dispatch::set(dst, 0, n, hint) };
-    dst
+    unsafe { dispatch::set(dst, 0, n, hint) }
 }

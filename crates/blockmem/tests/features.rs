@@ -162,7 +162,11 @@ fn check_installed(name: &str, t: &Table, probe_finds: State) -> usize {
                 };
                 // SAFETY: both buffers hold more than n bytes.
                 let ran = unsafe { dispatch::decide_for_call(op, dst.as_ptr(), s, n, hint) };
-                let want = if n <= dispatch::inline_max(op) {
+                // Inline: up to the op's inline size, and a move of disjoint ranges (the
+                // two buffers here) up to the copy's.
+                let inline = n <= dispatch::inline_max(op)
+                    || (op == Op::Move && n <= dispatch::inline_max(Op::Copy));
+                let want = if inline {
                     None
                 } else if dispatch::choose(op, n, hint, false).is_some() {
                     dispatch::choose(op, n, hint, false)

@@ -514,7 +514,11 @@ fn run_sizes(b: &mut Bufs, ctx: &str, sizes: &[usize], t: &Table, outcome: Optio
                 };
                 // SAFETY: both hold more than n bytes past PAD.
                 let ran = unsafe { dispatch::decide_for_call(op, d, s, n, hint) };
-                if n <= dispatch::inline_max(op) {
+                // A move of disjoint ranges (these two buffers) stays inline up to the
+                // copy's inline size.
+                let inline = n <= dispatch::inline_max(op)
+                    || (op == Op::Move && n <= dispatch::inline_max(Op::Copy));
+                if inline {
                     assert_eq!(ran, None, "{ctx}: {op:?} {n} runs inline");
                     continue;
                 }

@@ -700,7 +700,7 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
             files.push("fleet.svg".into());
         }
         // Tables only: the grid and the probe figures read best as numbers.
-        Experiment::Policy | Experiment::Probe => {}
+        Experiment::Policy | Experiment::Probe | Experiment::Doors => {}
     }
     Ok(files)
 }

@@ -173,6 +173,8 @@ impl Record {
             "dst_offset",
             "src_offset",
             "app_ws",
+            "door",
+            "loop",
             "workload",
             "working_set",
         ] {

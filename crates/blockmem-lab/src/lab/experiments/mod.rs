@@ -4,6 +4,7 @@
 //! [`crate::lab::plot`].
 
 pub mod alignment;
+pub mod doors;
 pub mod fleet;
 pub mod policy;
 pub mod pollution;
@@ -42,11 +43,13 @@ pub enum Experiment {
     Policy,
     /// Seed 003 §IV and Table 2: probe cost and accuracy.
     Probe,
+    /// Small calls through each door (shim, C ABI, function pointer) against libc.
+    Doors,
 }
 
 impl Experiment {
     /// Every experiment, in order. The default set is [`Experiment::DEFAULT`].
-    pub const ALL: [Experiment; 9] = [
+    pub const ALL: [Experiment; 10] = [
         Experiment::Temperature,
         Experiment::Sizes,
         Experiment::Alignment,
@@ -56,6 +59,7 @@ impl Experiment {
         Experiment::Fleet,
         Experiment::Policy,
         Experiment::Probe,
+        Experiment::Doors,
     ];
 
     /// What `blockmem lab` runs without naming experiments: the seed reproductions.
@@ -83,6 +87,7 @@ impl Experiment {
             Experiment::Fleet => "fleet",
             Experiment::Policy => "policy",
             Experiment::Probe => "probe",
+            Experiment::Doors => "doors",
         }
     }
 
@@ -97,6 +102,7 @@ impl Experiment {
             Experiment::Zero => "set/zero of 4 KiB to 256 MiB, hot and clean destination (seed 004 block clear)",
             Experiment::Fleet => "fleetbench size/alignment/overlap distributions, hot and cold working sets",
             Experiment::Policy => "auto and auto_hinted against libc and the per-cell best kernel over sizes × states × reuse (seed 003 Fig. 4)",
+            Experiment::Doors => "fleet distributions and fixed-size loops through the LD_PRELOAD shim, the C ABI and function pointers, from a C driver, against libc through the same door",
             Experiment::Probe => "cost of the timed-load cache probe and how well the first line predicts the block (seed 003 Table 2)",
         }
     }
@@ -118,6 +124,7 @@ impl Experiment {
             Experiment::Fleet => fleet::run(ctx)?,
             Experiment::Policy => policy::run(ctx),
             Experiment::Probe => probe::run(ctx),
+            Experiment::Doors => doors::run(ctx)?,
         })
     }
 
@@ -133,6 +140,7 @@ impl Experiment {
             Experiment::Fleet => fleet::tables(recs),
             Experiment::Policy => policy::tables(recs),
             Experiment::Probe => probe::tables(recs),
+            Experiment::Doors => doors::tables(recs),
         }
     }
 }

@@ -35,12 +35,21 @@
 //! with a C harness against glibc (random 1-64-byte calls, three runs): memcpy
 //! 1.00-1.01x with it, 0.91-0.92x without; memset 0.90-1.02x, 0.84-0.85x without.
 //!
+//! Every path up to 512 bytes is inline assembly on zmm16-23/ymm16-17 and k1 only, and
+//! carries no `#[target_feature]`: it inlines into any function, so the C entry points
+//! (the preload shim's `memcpy`, the C ABI's `blockmem_copy`) hold it in their own
+//! body after one test of a flag, with no jump to another function (in a loop calling
+//! one size, each taken branch is a cycle of a call that takes three or four). The
+//! compiler never allocates those registers in code built without AVX-512, so
+//! clobbering them is sound in such a function; the caller's contract is that the CPU
+//! has the features.
+//!
 //! Used by the dispatcher's inline path when the CPU has AVX-512BW and BMI2; not a
 //! kernel of its own (every kernel keeps the portable ladder).
 
 use core::arch::x86_64::{
-    __m256i, __m512i, _bzhi_u64, _mm256_set1_epi8, _mm256_storeu_si256, _mm512_loadu_epi8,
-    _mm512_set1_epi8, _mm512_storeu_epi8,
+    __m256i, __m512i, _mm256_set1_epi8, _mm256_storeu_si256, _mm512_loadu_epi8, _mm512_set1_epi8,
+    _mm512_storeu_epi8,
 };
 
 use crate::arch::all::small::{set_le32, SMALL_MAX};
@@ -50,6 +59,9 @@ pub const MAX: usize = 64;
 
 /// Largest size [`copy_le512`] handles.
 pub const WIDE_MAX: usize = 512;
+
+/// Largest size [`copy_le2k`] handles.
+pub const COPY_WIDE_MAX: usize = 2048;
 
 /// Largest size [`set_le2k`] handles.
 pub const SET_WIDE_MAX: usize = 2048;
@@ -61,8 +73,7 @@ pub const SET_WIDE_MAX: usize = 2048;
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= 64`; the CPU supports
 /// AVX-512F, AVX-512BW, AVX-512VL and BMI2 with OS-enabled ZMM state.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
-#[inline]
+#[inline(always)]
 pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
     debug_assert!(n <= MAX);
     if n <= 32 {
@@ -129,8 +140,7 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
 ///
 /// # Safety
 /// `dst` valid for `n` writes, `n <= 64`; CPU features as for [`copy_le64`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
-#[inline]
+#[inline(always)]
 pub unsafe fn set_le64(dst: *mut u8, byte: u8, n: usize) {
     debug_assert!(n <= MAX);
     // A zero-byte set takes the ladder too, which touches nothing: a fully masked
@@ -141,24 +151,44 @@ pub unsafe fn set_le64(dst: *mut u8, byte: u8, n: usize) {
         // SAFETY: forwarded contract.
         return unsafe { set_le64_unmasked(dst, byte, n) };
     }
-    let mask = _bzhi_u64(u64::MAX, n as u32);
-    // zmm16 (EVEX-only) instead of a register the compiler picks: using only
-    // zmm16-31 leaves the upper halves of ymm0-15 clean, so no `vzeroupper` is needed
-    // on return (glibc's evex memset does the same).
-    // SAFETY: as in `copy_le64`: the mask selects exactly bytes [0, n).
+    // SAFETY: 1 <= n <= 64 and the 64 bytes at dst lie in one page.
+    unsafe { set_masked(dst, byte, n) }
+}
+
+/// Sets `n` bytes, `1 <= n <= 64`, with one masked 64-byte store.
+///
+/// # Safety
+/// `dst` valid for `n` writes, `1 <= n <= 64`, `dst` not within the last 63 bytes of
+/// a page (see [`page_safe`]); CPU features as for [`copy_le64`].
+#[inline(always)]
+pub unsafe fn set_masked(dst: *mut u8, byte: u8, n: usize) {
+    // zmm16 (EVEX-only): using only zmm16-31 leaves the upper halves of ymm0-15 clean,
+    // so no `vzeroupper` is needed on return (glibc's evex memset does the same).
+    // SAFETY: the mask (`bzhi` of all ones at n) selects exactly bytes [0, n), valid
+    // per the contract; masked-out bytes are not written and cannot fault.
     unsafe {
         core::arch::asm!(
             "vpbroadcastb zmm16, {b:e}",
+            "mov {m}, -1",
+            "bzhi {m}, {m}, {n}",
             "kmovq k1, {m}",
             "vmovdqu8 zmmword ptr [{d}] {{k1}}, zmm16",
             b = in(reg) byte as u32,
-            m = in(reg) mask,
+            n = in(reg) n,
             d = in(reg) dst,
+            m = out(reg) _,
             out("zmm16") _,
             out("k1") _,
-            options(nostack, preserves_flags)
+            options(nostack)
         );
     }
+}
+
+/// True if a 64-byte access at `p` stays within one page (see the module docs: a
+/// masked access that straddles two is slow even where no selected byte does).
+#[inline(always)]
+pub fn page_safe(p: *const u8) -> bool {
+    !crosses_page(p as usize)
 }
 
 /// True if a 64-byte access at `p` would straddle a page boundary.
@@ -214,60 +244,203 @@ unsafe fn st(p: *mut u8, v: __m512i) {
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= 512`; CPU features as for
 /// [`copy_le64`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
-#[inline]
+#[inline(always)]
 pub unsafe fn copy_le512(dst: *mut u8, src: *const u8, n: usize) {
     debug_assert!(n <= WIDE_MAX);
     // SAFETY: every access lies in [0, n) of its range (n > 64 for the unmasked ones:
-    // offsets 0..=n-64); all loads precede all stores.
+    // offsets 0..=n-64); all loads precede all stores; only zmm16-23 are written.
     unsafe {
         if n <= 64 {
             return copy_le64(dst, src, n);
         }
-        if n <= 128 {
-            let (a, b) = (ld(src), ld(src.add(n - 64)));
-            st(dst, a);
-            st(dst.add(n - 64), b);
-            return;
-        }
-        if n <= 256 {
-            let (a, b) = (ld(src), ld(src.add(64)));
-            let (c, d) = (ld(src.add(n - 128)), ld(src.add(n - 64)));
-            st(dst, a);
-            st(dst.add(64), b);
-            st(dst.add(n - 128), c);
-            st(dst.add(n - 64), d);
-            return;
-        }
-        // 257..=512: the first four and the last four blocks.
-        let o = [0, 64, 128, 192, n - 256, n - 192, n - 128, n - 64];
-        let (a, b, c, d) = (
-            ld(src),
-            ld(src.add(o[1])),
-            ld(src.add(o[2])),
-            ld(src.add(o[3])),
-        );
-        let (w, x, y, z) = (
-            ld(src.add(o[4])),
-            ld(src.add(o[5])),
-            ld(src.add(o[6])),
-            ld(src.add(o[7])),
-        );
-        st(dst, a);
-        st(dst.add(o[1]), b);
-        st(dst.add(o[2]), c);
-        st(dst.add(o[3]), d);
-        st(dst.add(o[4]), w);
-        st(dst.add(o[5]), x);
-        st(dst.add(o[6]), y);
-        st(dst.add(o[7]), z);
+        copy_65_512(dst, src, n)
     }
 }
 
-/// Sets `n <= 2048` bytes to `byte`: up to 512 in the shape of [`copy_le512`], above it
-/// 256 bytes at each end and 64-byte-aligned blocks of 256 between them. A set has no
-/// overlap to respect, so it keeps the inline path longer than a copy: glibc switches
-/// to `rep stosb` at 2 KiB on a 2-vCPU Intel Xeon KVM guest, and below that an indirect
+/// [`copy_le512`] for `64 < n <= 512`.
+///
+/// # Safety
+/// As [`copy_le512`], and `n > 64`.
+#[inline(always)]
+pub unsafe fn copy_65_512(dst: *mut u8, src: *const u8, n: usize) {
+    debug_assert!(n > MAX && n <= WIDE_MAX);
+    // SAFETY: as in `copy_le512`.
+    unsafe {
+        if n <= 128 {
+            core::arch::asm!(
+                "vmovdqu64 zmm16, zmmword ptr [{s}]",
+                "vmovdqu64 zmm17, zmmword ptr [{s} + {n} - 64]",
+                "vmovdqu64 zmmword ptr [{d}], zmm16",
+                "vmovdqu64 zmmword ptr [{d} + {n} - 64], zmm17",
+                s = in(reg) src, d = in(reg) dst, n = in(reg) n,
+                out("zmm16") _, out("zmm17") _,
+                options(nostack, preserves_flags)
+            );
+            return;
+        }
+        if n <= 256 {
+            core::arch::asm!(
+                "vmovdqu64 zmm16, zmmword ptr [{s}]",
+                "vmovdqu64 zmm17, zmmword ptr [{s} + 64]",
+                "vmovdqu64 zmm18, zmmword ptr [{s} + {n} - 128]",
+                "vmovdqu64 zmm19, zmmword ptr [{s} + {n} - 64]",
+                "vmovdqu64 zmmword ptr [{d}], zmm16",
+                "vmovdqu64 zmmword ptr [{d} + 64], zmm17",
+                "vmovdqu64 zmmword ptr [{d} + {n} - 128], zmm18",
+                "vmovdqu64 zmmword ptr [{d} + {n} - 64], zmm19",
+                s = in(reg) src, d = in(reg) dst, n = in(reg) n,
+                out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+                options(nostack, preserves_flags)
+            );
+            return;
+        }
+        // 257..=512: the first four and the last four blocks.
+        core::arch::asm!(
+            "vmovdqu64 zmm16, zmmword ptr [{s}]",
+            "vmovdqu64 zmm17, zmmword ptr [{s} + 64]",
+            "vmovdqu64 zmm18, zmmword ptr [{s} + 128]",
+            "vmovdqu64 zmm19, zmmword ptr [{s} + 192]",
+            "vmovdqu64 zmm20, zmmword ptr [{s} + {n} - 256]",
+            "vmovdqu64 zmm21, zmmword ptr [{s} + {n} - 192]",
+            "vmovdqu64 zmm22, zmmword ptr [{s} + {n} - 128]",
+            "vmovdqu64 zmm23, zmmword ptr [{s} + {n} - 64]",
+            "vmovdqu64 zmmword ptr [{d}], zmm16",
+            "vmovdqu64 zmmword ptr [{d} + 64], zmm17",
+            "vmovdqu64 zmmword ptr [{d} + 128], zmm18",
+            "vmovdqu64 zmmword ptr [{d} + 192], zmm19",
+            "vmovdqu64 zmmword ptr [{d} + {n} - 256], zmm20",
+            "vmovdqu64 zmmword ptr [{d} + {n} - 192], zmm21",
+            "vmovdqu64 zmmword ptr [{d} + {n} - 128], zmm22",
+            "vmovdqu64 zmmword ptr [{d} + {n} - 64], zmm23",
+            s = in(reg) src, d = in(reg) dst, n = in(reg) n,
+            out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+            out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Sets `n <= 512` bytes to `byte`: one masked store up to 64 bytes, else two, four or
+/// eight 64-byte stores from both ends, from zmm16 (no `vzeroupper` on return).
+/// Eight stores at min(64 i, n - 64) for every size (no size branch) ran a loop
+/// setting one 65-128-byte buffer at 2.2x glibc's time (5.2 ns against 2.4: store
+/// throughput); on the fleet's mixed sizes the two shapes measured the same.
+///
+/// # Safety
+/// `dst` valid for `n` writes, `n <= 512`; CPU features as for [`copy_le64`].
+#[inline(always)]
+pub unsafe fn set_le512(dst: *mut u8, byte: u8, n: usize) {
+    debug_assert!(n <= WIDE_MAX);
+    // SAFETY: every store lies in [0, n) (n > 64 for the unmasked ones).
+    unsafe {
+        if n <= 64 {
+            return set_le64(dst, byte, n);
+        }
+        set_65_512(dst, byte, n)
+    }
+}
+
+/// [`set_le512`] for `64 < n <= 512`.
+///
+/// # Safety
+/// As [`set_le512`], and `n > 64`.
+#[inline(always)]
+pub unsafe fn set_65_512(dst: *mut u8, byte: u8, n: usize) {
+    debug_assert!(n > MAX && n <= WIDE_MAX);
+    // SAFETY: every store lies in [0, n), n > 64.
+    unsafe {
+        if n <= 128 {
+            core::arch::asm!(
+                "vpbroadcastb zmm16, {b:e}",
+                "vmovdqu64 zmmword ptr [{d}], zmm16",
+                "vmovdqu64 zmmword ptr [{d} + {n} - 64], zmm16",
+                b = in(reg) byte as u32, d = in(reg) dst, n = in(reg) n,
+                out("zmm16") _,
+                options(nostack, preserves_flags)
+            );
+            return;
+        }
+        if n <= 256 {
+            core::arch::asm!(
+                "vpbroadcastb zmm16, {b:e}",
+                "vmovdqu64 zmmword ptr [{d}], zmm16",
+                "vmovdqu64 zmmword ptr [{d} + 64], zmm16",
+                "vmovdqu64 zmmword ptr [{d} + {n} - 128], zmm16",
+                "vmovdqu64 zmmword ptr [{d} + {n} - 64], zmm16",
+                b = in(reg) byte as u32, d = in(reg) dst, n = in(reg) n,
+                out("zmm16") _,
+                options(nostack, preserves_flags)
+            );
+            return;
+        }
+        core::arch::asm!(
+            "vpbroadcastb zmm16, {b:e}",
+            "vmovdqu64 zmmword ptr [{d}], zmm16",
+            "vmovdqu64 zmmword ptr [{d} + 64], zmm16",
+            "vmovdqu64 zmmword ptr [{d} + 128], zmm16",
+            "vmovdqu64 zmmword ptr [{d} + 192], zmm16",
+            "vmovdqu64 zmmword ptr [{d} + {n} - 256], zmm16",
+            "vmovdqu64 zmmword ptr [{d} + {n} - 192], zmm16",
+            "vmovdqu64 zmmword ptr [{d} + {n} - 128], zmm16",
+            "vmovdqu64 zmmword ptr [{d} + {n} - 64], zmm16",
+            b = in(reg) byte as u32, d = in(reg) dst, n = in(reg) n,
+            out("zmm16") _,
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Copies `512 < n <= 2048` bytes between disjoint ranges: the first 64 and the last
+/// 256 bytes are loaded first, then 256-byte blocks go from the first 64-byte
+/// boundary of the destination to aligned stores (a store that splits two lines costs
+/// a second cycle of the store port), and the saved ends are stored last. glibc's
+/// `__memmove_avx512_unaligned_erms` runs the same shape (its 4×VEC loop) from 512
+/// bytes to its `rep movsb` threshold; an indirect call into the `avx512` kernel cost
+/// 1.3–1.5× glibc's time at 1–2 KiB in a tight loop on one size (2-vCPU Intel Xeon
+/// KVM guest).
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes, `512 < n <= 2048`, the ranges do
+/// not overlap; CPU features as for [`copy_le64`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
+#[inline]
+pub unsafe fn copy_le2k(dst: *mut u8, src: *const u8, n: usize) {
+    debug_assert!(n > WIDE_MAX && n <= COPY_WIDE_MAX);
+    // SAFETY: n > 512, so every offset below lies in [0, n - 64]; the loop's blocks
+    // start at or after dst + 1 and before dst + n - 256, so they end before dst + n.
+    // The ranges are disjoint, so loads and stores may interleave.
+    unsafe {
+        let head = ld(src);
+        let tail = dst.add(n - 256);
+        let (w, x, y, z) = (
+            ld(src.add(n - 256)),
+            ld(src.add(n - 192)),
+            ld(src.add(n - 128)),
+            ld(src.add(n - 64)),
+        );
+        let skip = 64 - (dst as usize & 63);
+        let (mut d, mut s) = (dst.add(skip), src.add(skip));
+        while d < tail {
+            let (a, b, c, e) = (ld(s), ld(s.add(64)), ld(s.add(128)), ld(s.add(192)));
+            st(d, a);
+            st(d.add(64), b);
+            st(d.add(128), c);
+            st(d.add(192), e);
+            d = d.add(256);
+            s = s.add(256);
+        }
+        st(dst, head);
+        st(tail, w);
+        st(tail.add(64), x);
+        st(tail.add(128), y);
+        st(tail.add(192), z);
+    }
+}
+
+/// Sets `n <= 2048` bytes to `byte`: up to 512 as [`set_le512`], above it 256 bytes
+/// at each end and 64-byte-aligned blocks of 256 between them. A set has no overlap to
+/// respect, so it keeps the inline path longer than a copy: glibc switches to
+/// `rep stosb` at 2 KiB on a 2-vCPU Intel Xeon KVM guest, and below that an indirect
 /// call into the `avx2` kernel cost 1.4–1.6× glibc's time there (1–2 KiB, hot).
 ///
 /// # Safety
@@ -276,56 +449,30 @@ pub unsafe fn copy_le512(dst: *mut u8, src: *const u8, n: usize) {
 #[inline]
 pub unsafe fn set_le2k(dst: *mut u8, byte: u8, n: usize) {
     debug_assert!(n <= SET_WIDE_MAX);
-    // SAFETY: as in `copy_le512`.
+    // SAFETY: up to 512 as `set_le512`; above, [0, 256) and [n-256, n) unaligned and
+    // aligned blocks from the first line boundary after dst+192 while they start
+    // before n-256 (so they end before n). n > 512 keeps every offset in range.
     unsafe {
-        if n <= 64 {
-            return set_le64(dst, byte, n);
+        if n <= WIDE_MAX {
+            return set_le512(dst, byte, n);
         }
         let v = _mm512_set1_epi8(byte as i8);
-        if n > WIDE_MAX {
-            // [0, 256) and [n-256, n) unaligned; aligned blocks from the first line
-            // boundary after dst+192 while they start before n-256 (so they end
-            // before n). n > 512 keeps every offset in range.
-            let last = dst.add(n - 256);
-            st(dst, v);
-            st(dst.add(64), v);
-            st(dst.add(128), v);
-            st(dst.add(192), v);
-            let mut p = dst.add(256 - (dst as usize & 63));
-            while p < last {
-                st(p, v);
-                st(p.add(64), v);
-                st(p.add(128), v);
-                st(p.add(192), v);
-                p = p.add(256);
-            }
-            st(last, v);
-            st(last.add(64), v);
-            st(last.add(128), v);
-            st(last.add(192), v);
-            return;
+        let last = dst.add(n - 256);
+        st(dst, v);
+        st(dst.add(64), v);
+        st(dst.add(128), v);
+        st(dst.add(192), v);
+        let mut p = dst.add(256 - (dst as usize & 63));
+        while p < last {
+            st(p, v);
+            st(p.add(64), v);
+            st(p.add(128), v);
+            st(p.add(192), v);
+            p = p.add(256);
         }
-        // 65..=512: from both ends, two, four or eight stores. Eight stores at
-        // min(64 i, n - 64) for every size (no size branch) ran a loop setting one
-        // 65-128-byte buffer at 2.2x glibc's time (5.2 ns against 2.4: store
-        // throughput); on the fleet's mixed sizes the two shapes measured the same.
-        if n <= 128 {
-            st(dst, v);
-            st(dst.add(n - 64), v);
-        } else if n <= 256 {
-            st(dst, v);
-            st(dst.add(64), v);
-            st(dst.add(n - 128), v);
-            st(dst.add(n - 64), v);
-        } else {
-            st(dst, v);
-            st(dst.add(64), v);
-            st(dst.add(128), v);
-            st(dst.add(192), v);
-            st(dst.add(n - 256), v);
-            st(dst.add(n - 192), v);
-            st(dst.add(n - 128), v);
-            st(dst.add(n - 64), v);
-        }
+        st(last, v);
+        st(last.add(64), v);
+        st(last.add(128), v);
+        st(last.add(192), v);
     }
 }

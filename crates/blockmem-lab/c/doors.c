@@ -1,0 +1,214 @@
+/* The driver of the lab's `doors` experiment: replays the calls of a job file
+ * through one door, the way a C program meets a memcpy.
+ *
+ *   doors JOBS DOOR IMPL SAMPLES EVICT_BYTES
+ *
+ * DOOR   plain   direct calls to memcpy/memmove/memset (built with -fno-builtin, so
+ *                every one is a real call through the PLT): the implementation is the
+ *                one the dynamic linker bound, glibc's or, under LD_PRELOAD, the shim's
+ *        fnptr   the same functions called through volatile function pointers
+ *        cabi    blockmem_copy/_move/_set with BLOCKMEM_HINT_AUTO (IMPL blockmem) or
+ *                plain calls to the system library (IMPL libc), in a process without
+ *                the shim
+ * IMPL   libc | blockmem: what the door must reach. For plain and fnptr the driver
+ *        checks with dladdr which object defines the bound memcpy, and fails if it is
+ *        not the one named (a missing or ignored LD_PRELOAD must not pass for glibc).
+ *
+ * The job file (written by `blockmem lab doors`, little-endian):
+ *   "BMDOORS1" u32 version=1 u32 njobs u64 arena_bytes
+ *   per job: char name[32] u32 op (0 copy, 1 move, 2 set) u32 cold u32 reps_per_sample
+ *            u32 pad u64 ncalls, then ncalls x { u64 n, u64 src, u64 dst }
+ *   Offsets are into the source and destination arenas; bit 63 of src set means the
+ *   source lies in the destination arena (an overlapping move).
+ *
+ * For each job the driver first runs every call once, untimed, and checks it against a
+ * byte loop (the bytes written and 32 guard bytes on each side); then it takes SAMPLES
+ * timed samples, each replaying the whole sequence reps_per_sample times (after an
+ * eviction sweep of EVICT_BYTES for a cold job). It prints one line per job:
+ *   name <TAB> op <TAB> hot|cold <TAB> verified 0|1 <TAB> ns per call, comma-separated
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "blockmem.h"
+
+typedef void *(*copy_fn)(void *, const void *, size_t);
+typedef void *(*set_fn)(void *, int, size_t);
+
+struct call { uint64_t n, src, dst; };
+struct job {
+    char name[33];
+    uint32_t op, cold, reps;
+    uint64_t ncalls;
+    struct call *calls;
+};
+
+#define SRC_IN_DST (1ull << 63)
+#define GUARD 32
+#define SET_BYTE 0x5a
+
+enum door { PLAIN, FNPTR, CABI };
+static enum door door;
+static int use_blockmem;
+static copy_fn volatile fp_memcpy = memcpy;
+static copy_fn volatile fp_memmove = memmove;
+static set_fn volatile fp_memset = memset;
+
+static void die(const char *what) {
+    fprintf(stderr, "doors: %s\n", what);
+    exit(2);
+}
+
+static void *map(size_t len) {
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) die("cannot map the arenas");
+    return p;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* One replay of a job's calls. The door and the op are fixed for a whole replay, so
+ * each loop below is the tight loop a program would run. */
+static void replay(const struct job *j, unsigned char *src, unsigned char *dst) {
+    const struct call *c = j->calls, *e = c + j->ncalls;
+    if (j->op == 2) {
+        if (door == FNPTR) for (; c < e; c++) fp_memset(dst + c->dst, SET_BYTE, c->n);
+        else if (door == CABI && use_blockmem)
+            for (; c < e; c++) blockmem_set(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO);
+        else for (; c < e; c++) memset(dst + c->dst, SET_BYTE, c->n);
+        return;
+    }
+    for (; c < e; c++) {
+        const unsigned char *s = (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;
+        if (j->op == 1) {
+            if (door == FNPTR) fp_memmove(dst + c->dst, s, c->n);
+            else if (door == CABI && use_blockmem) blockmem_move(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO);
+            else memmove(dst + c->dst, s, c->n);
+        } else {
+            if (door == FNPTR) fp_memcpy(dst + c->dst, s, c->n);
+            else if (door == CABI && use_blockmem) blockmem_copy(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO);
+            else memcpy(dst + c->dst, s, c->n);
+        }
+    }
+}
+
+/* Runs each call alone against a byte-loop reference; returns 1 if all were right. */
+static int verify(const struct job *j, unsigned char *src, unsigned char *dst, unsigned char *want) {
+    for (uint64_t i = 0; i < j->ncalls; i++) {
+        struct job one = *j;
+        const struct call *c = &j->calls[i];
+        one.ncalls = 1;
+        one.calls = (struct call *)c;
+        uint64_t lo = c->dst >= GUARD ? c->dst - GUARD : 0, hi = c->dst + c->n + GUARD;
+        for (uint64_t k = lo; k < hi; k++) dst[k] = (unsigned char)(k * 131 + i);
+        for (uint64_t k = lo; k < hi; k++) want[k - lo] = dst[k];
+        /* Expected bytes from memory as it is before the call: memmove's semantics. */
+        const unsigned char *s = (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;
+        for (uint64_t k = 0; k < c->n; k++) want[c->dst - lo + k] = j->op == 2 ? SET_BYTE : s[k];
+        replay(&one, src, dst);
+        for (uint64_t k = lo; k < hi; k++)
+            if (dst[k] != want[k - lo]) return 0;
+    }
+    return 1;
+}
+
+static void evict(unsigned char *buf, size_t len) {
+    static volatile unsigned char sink;
+    unsigned char x = 0;
+    for (size_t k = 0; k < len; k += 64) x ^= buf[k];
+    sink = x;
+}
+
+static void check_binding(void) {
+    int want_shim = door != CABI && use_blockmem;
+    Dl_info info;
+    void *f = dlsym(RTLD_DEFAULT, "memcpy");
+    if (!f || !dladdr(f, &info) || !info.dli_fname) die("cannot tell which object defines memcpy");
+    int is_shim = strstr(info.dli_fname, "blockmem_preload") != NULL;
+    if (is_shim != want_shim) {
+        fprintf(stderr, "doors: memcpy is bound to %s, not to %s: check LD_PRELOAD\n",
+                info.dli_fname, want_shim ? "the blockmem shim" : "the system library");
+        exit(2);
+    }
+}
+
+static void read_exact(FILE *f, void *p, size_t len) {
+    if (fread(p, 1, len, f) != len) die("job file truncated");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 6) die("usage: doors JOBS plain|fnptr|cabi libc|blockmem SAMPLES EVICT_BYTES");
+    door = !strcmp(argv[2], "plain") ? PLAIN : !strcmp(argv[2], "fnptr") ? FNPTR
+         : !strcmp(argv[2], "cabi") ? CABI : (die("unknown door"), PLAIN);
+    use_blockmem = !strcmp(argv[3], "blockmem");
+    if (!use_blockmem && strcmp(argv[3], "libc")) die("unknown implementation");
+    int samples = atoi(argv[4]);
+    size_t evict_len = strtoull(argv[5], NULL, 10);
+    if (samples < 1) die("SAMPLES must be at least 1");
+    check_binding();
+
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) die("cannot open the job file");
+    char magic[8];
+    uint32_t version, njobs;
+    uint64_t arena;
+    read_exact(f, magic, 8);
+    read_exact(f, &version, 4);
+    read_exact(f, &njobs, 4);
+    read_exact(f, &arena, 8);
+    if (memcmp(magic, "BMDOORS1", 8) || version != 1) die("not a doors job file");
+    struct job *jobs = calloc(njobs, sizeof *jobs);
+    if (!jobs) die("out of memory");
+    for (uint32_t i = 0; i < njobs; i++) {
+        struct job *j = &jobs[i];
+        uint32_t pad;
+        read_exact(f, j->name, 32);
+        read_exact(f, &j->op, 4);
+        read_exact(f, &j->cold, 4);
+        read_exact(f, &j->reps, 4);
+        read_exact(f, &pad, 4);
+        read_exact(f, &j->ncalls, 8);
+        j->calls = malloc(j->ncalls * sizeof *j->calls + 1);
+        if (!j->calls) die("out of memory");
+        read_exact(f, j->calls, j->ncalls * sizeof *j->calls);
+        for (uint64_t k = 0; k < j->ncalls; k++) {
+            const struct call *c = &j->calls[k];
+            if (c->dst + c->n + GUARD > arena || (c->src & ~SRC_IN_DST) + c->n > arena || c->dst < GUARD)
+                die("a call lies outside the arenas");
+        }
+    }
+    fclose(f);
+
+    unsigned char *src = map(arena), *dst = map(arena), *want = map(arena + 2 * GUARD);
+    unsigned char *ev = evict_len ? map(evict_len) : NULL;
+    for (size_t k = 0; k < arena; k++) src[k] = (unsigned char)(k * 7 + (k >> 12));
+    memset(dst, 1, arena);
+    if (ev) memset(ev, 2, evict_len);
+
+    for (uint32_t i = 0; i < njobs; i++) {
+        struct job *j = &jobs[i];
+        int ok = verify(j, src, dst, want);
+        replay(j, src, dst); /* warm-up (and page faults) */
+        printf("%s\t%s\t%s\t%d\t", j->name, j->op == 0 ? "copy" : j->op == 1 ? "move" : "set",
+               j->cold ? "cold" : "hot", ok);
+        for (int s = 0; s < samples; s++) {
+            if (j->cold && ev) evict(ev, evict_len);
+            uint64_t t0 = now_ns();
+            for (uint32_t r = 0; r < j->reps; r++) replay(j, src, dst);
+            uint64_t t1 = now_ns();
+            printf("%s%.4f", s ? "," : "", (double)(t1 - t0) / ((double)j->ncalls * j->reps));
+        }
+        printf("\n");
+    }
+    return 0;
+}

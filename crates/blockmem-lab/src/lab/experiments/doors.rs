@@ -1,0 +1,534 @@
+//! `doors`: small calls as C programs make them, through each door into blockmem,
+//! against the system library through the same door.
+//!
+//! A C driver (`c/doors.c`, compiled into the binary and built with the system's `cc`
+//! when the experiment runs) replays the same calls through one door:
+//!
+//! * `shim`: plain `memcpy`/`memmove`/`memset` calls, bound by the dynamic linker to
+//!   glibc or, with `LD_PRELOAD`, to `libblockmem_preload.so`: what an unmodified
+//!   program gets;
+//! * `fnptr`: the same functions through function pointers (qsort-style callers,
+//!   languages that take `memcpy`'s address);
+//! * `cabi`: `blockmem_copy`/`_move`/`_set` from `libblockmem_ffi.so` with
+//!   `BLOCKMEM_HINT_AUTO`, against plain glibc calls in the same kind of process.
+//!
+//! Workloads: every fleetbench distribution (hot: one buffer's worth of addresses
+//! reused; cold: calls scattered over twice the effective LLC, evicted before each
+//! sample), and fixed sizes from 1 B to 4 KiB repeated in a tight loop on hot buffers,
+//! the case where a predictable branch ladder is at its best.
+//!
+//! Each driver process measures one implementation through one door over all
+//! workloads; processes alternate (libc first in even rounds, blockmem first in odd
+//! ones), so a neighbour's burst of load falls on both. The ratio of a cell is the
+//! median over rounds of libc's time over blockmem's in the same round. Every call is
+//! checked once, untimed, against a byte loop with guard bytes on both sides, and the
+//! driver refuses to run if `memcpy` is not bound to the object it is meant to measure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use blockmem::kernel::Op;
+use serde_json::json;
+
+use super::fleet::{self, Distribution};
+use super::{fmt_size, Ctx};
+use crate::lab::report::Table;
+use crate::lab::runner::Record;
+use crate::lab::stats::{paired_median_ratio, paired_ratio_ci, Summary};
+
+/// Name in JSON and on the command line.
+pub const NAME: &str = "doors";
+
+/// The driver's source and the C ABI header it includes.
+const DRIVER_C: &str = include_str!("../../../c/doors.c");
+const HEADER: &str = include_str!("../../../../blockmem-ffi/include/blockmem.h");
+
+/// The C ABI library the `cabi` door links.
+pub const FFI_NAME: &str = "libblockmem_ffi.so";
+/// Its SONAME.
+const FFI_SONAME: &str = "libblockmem.so.0";
+/// How to build it.
+pub const FFI_BUILD: &str = "cargo build --release -p blockmem-ffi";
+
+/// Sizes of the fixed-size loops.
+pub const FIXED: [usize; 13] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
+
+/// Calls drawn per distribution, and identical calls per fixed-size loop pass.
+const DIST_CALLS: usize = 4000;
+const FIXED_CALLS: usize = 1000;
+
+/// The doors, in report order.
+pub const DOORS: [&str; 3] = ["shim", "cabi", "fnptr"];
+
+/// The two implementations a door reaches.
+const IMPLS: [&str; 2] = ["libc", "auto"];
+
+/// One workload of the job file.
+struct Job {
+    name: String,
+    op: Op,
+    cold: bool,
+    reps: u32,
+    calls: Vec<fleet::Call>,
+    mean: f64,
+}
+
+fn op_code(op: Op) -> u32 {
+    match op {
+        Op::Copy => 0,
+        Op::Move => 1,
+        Op::Set | Op::Zero => 2,
+    }
+}
+
+/// The workloads: each distribution hot and cold, then each fixed size hot for copy
+/// and set. Offsets leave 64 bytes before every destination for the guard bytes.
+fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
+    let mut out = Vec::new();
+    for d in dists {
+        let max = d.max_size() + 256;
+        for cold in [false, true] {
+            let span = if cold { cold_span.max(4 * max) } else { max };
+            let mut calls = fleet::draw(d, DIST_CALLS, span, 0xd0025);
+            for c in &mut calls {
+                c.dst += 64;
+                c.src += 64;
+            }
+            let mean = calls.iter().map(|c| c.n).sum::<usize>() as f64 / calls.len() as f64;
+            out.push(Job {
+                name: d.name.clone(),
+                op: d.op,
+                cold,
+                reps: if cold { 1 } else { 8 },
+                calls,
+                mean,
+            });
+        }
+    }
+    let fixed: &[usize] = if quick { &FIXED[4..] } else { &FIXED };
+    for op in [Op::Copy, Op::Set] {
+        for &n in fixed {
+            let one = fleet::Call {
+                n,
+                src: 4096,
+                dst: 4096,
+                overlap: false,
+            };
+            out.push(Job {
+                name: format!("fixed_{n}"),
+                op,
+                cold: false,
+                reps: if n >= 1024 { 8 } else { 32 },
+                calls: vec![one; FIXED_CALLS],
+                mean: n as f64,
+            });
+        }
+    }
+    out
+}
+
+/// Writes the job file (format in `c/doors.c`); returns the arena size it needs.
+fn write_jobs(path: &Path, jobs: &[Job]) -> anyhow::Result<u64> {
+    const SRC_IN_DST: u64 = 1 << 63;
+    let arena = jobs
+        .iter()
+        .flat_map(|j| &j.calls)
+        .map(|c| c.dst.max(c.src) + c.n + 128)
+        .max()
+        .unwrap_or(4096) as u64;
+    let mut b = Vec::new();
+    b.extend_from_slice(b"BMDOORS1");
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&(jobs.len() as u32).to_le_bytes());
+    b.extend_from_slice(&arena.to_le_bytes());
+    for j in jobs {
+        let mut name = [0u8; 32];
+        let bytes = j.name.as_bytes();
+        name[..bytes.len().min(31)].copy_from_slice(&bytes[..bytes.len().min(31)]);
+        b.extend_from_slice(&name);
+        for v in [op_code(j.op), j.cold as u32, j.reps, 0] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&(j.calls.len() as u64).to_le_bytes());
+        for c in &j.calls {
+            let src = c.src as u64 | if c.overlap { SRC_IN_DST } else { 0 };
+            for v in [c.n as u64, src, c.dst as u64] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    std::fs::write(path, b).with_context(|| format!("writing {}", path.display()))?;
+    Ok(arena)
+}
+
+/// The shared objects the doors need, beside the running binary.
+struct Objects {
+    shim: PathBuf,
+    ffi_dir: PathBuf,
+}
+
+fn objects() -> anyhow::Result<Objects> {
+    let exe = std::env::current_exe().context("cannot find the running binary")?;
+    let dir = exe.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let shim = crate::run_cmd::locate_shim(None, std::env::var_os("BLOCKMEM_PRELOAD_PATH"), &dir)?;
+    for d in [dir.clone(), dir.join("../lib")] {
+        if d.join(FFI_NAME).is_file() {
+            return Ok(Objects { shim, ffi_dir: d });
+        }
+    }
+    bail!(
+        "{FFI_NAME} not found beside {} (the `cabi` door links it).\nBuild it with\n  {FFI_BUILD}",
+        exe.display()
+    )
+}
+
+/// Compiles the driver into `dir`: `-fno-builtin` keeps every call a real call.
+fn build_driver(dir: &Path, ffi_dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::write(dir.join("doors.c"), DRIVER_C)?;
+    std::fs::write(dir.join("blockmem.h"), HEADER)?;
+    // The library's SONAME is `libblockmem.so.0` (what an installed copy is called);
+    // the driver finds it through a link in its own directory.
+    std::os::unix::fs::symlink(ffi_dir.join(FFI_NAME), dir.join(FFI_SONAME))?;
+    let exe = dir.join("doors");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-O2", "-fno-builtin", "-o"])
+        .arg(&exe)
+        .arg(dir.join("doors.c"))
+        .arg(format!("-I{}", dir.display()))
+        .arg(ffi_dir.join(FFI_NAME))
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-ldl")
+        .output()
+        .with_context(|| format!("cannot run the C compiler '{cc}' (set CC to another)"))?;
+    if !out.status.success() {
+        bail!(
+            "building the doors driver failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(exe)
+}
+
+/// One driver process: per job, (verified, ns per call samples).
+fn run_driver(
+    exe: &Path,
+    jobs_file: &Path,
+    door: &str,
+    imp: &str,
+    shim: &Path,
+    evict: usize,
+) -> anyhow::Result<Vec<(bool, Vec<f64>)>> {
+    let mut cmd = Command::new(exe);
+    cmd.arg(jobs_file)
+        .arg(if door == "shim" { "plain" } else { door })
+        .arg(if imp == "libc" { "libc" } else { "blockmem" })
+        .arg(SAMPLES.to_string())
+        .arg(evict.to_string())
+        .env_remove("LD_PRELOAD")
+        .env_remove("BLOCKMEM_TRACE")
+        .env_remove("BLOCKMEM_STATS")
+        .env_remove("BLOCKMEM_DISABLE");
+    if imp != "libc" && door != "cabi" {
+        cmd.env("LD_PRELOAD", shim);
+    }
+    let out = cmd.output().context("cannot run the doors driver")?;
+    if !out.status.success() {
+        bail!(
+            "the doors driver ({door}, {imp}) failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            if f.len() != 5 {
+                bail!("the doors driver printed an unexpected line: {l}");
+            }
+            let samples = f[4]
+                .split(',')
+                .map(|v| v.parse::<f64>().context("bad sample from the doors driver"))
+                .collect::<anyhow::Result<Vec<f64>>>()?;
+            Ok((f[3] == "1", samples))
+        })
+        .collect()
+}
+
+/// Timed samples per job in each driver process.
+const SAMPLES: usize = 3;
+
+/// Runs the experiment.
+pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
+    let objs = objects()?;
+    let tmp = tempfile::tempdir().context("cannot create a scratch directory")?;
+    let exe = build_driver(tmp.path(), &objs.ffi_dir)?;
+    let dists = fleet::load(None, false)?;
+    let llc = ctx.runner.states.hier.llc_effective;
+    let cold_span = (llc * 2).clamp(16 << 20, 128 << 20);
+    let jobs = jobs(&dists, cold_span, ctx.quick);
+    let jobs_file = tmp.path().join("jobs.bin");
+    write_jobs(&jobs_file, &jobs)?;
+    let rounds = ctx.reps.unwrap_or(if ctx.quick { 5 } else { 11 });
+    let evict = llc * 3 / 2;
+    let pb = ctx.bar(rounds * DOORS.len() * IMPLS.len(), NAME, "driver runs");
+    // per door, per impl, per job: (verified, per-round medians, all samples)
+    let mut got = vec![vec![vec![(true, Vec::new(), Vec::new()); jobs.len()]; 2]; DOORS.len()];
+    for round in 0..rounds {
+        for (d, door) in DOORS.iter().enumerate() {
+            for k in 0..2 {
+                let i = if round % 2 == 0 { k } else { 1 - k };
+                pb.set_message(format!("{door} {}", IMPLS[i]));
+                let res = run_driver(&exe, &jobs_file, door, IMPLS[i], &objs.shim, evict)?;
+                if res.len() != jobs.len() {
+                    bail!(
+                        "the doors driver reported {} jobs of {}",
+                        res.len(),
+                        jobs.len()
+                    );
+                }
+                for (j, (ok, mut s)) in res.into_iter().enumerate() {
+                    let cell = &mut got[d][i][j];
+                    cell.0 &= ok;
+                    cell.2.extend_from_slice(&s);
+                    cell.1.push(crate::lab::stats::median_of(&mut s));
+                }
+                pb.inc(1);
+            }
+        }
+    }
+    pb.finish_and_clear();
+    let mut out = Vec::new();
+    for (d, door) in DOORS.iter().enumerate() {
+        for (j, job) in jobs.iter().enumerate() {
+            let (libc, auto) = (&got[d][0][j], &got[d][1][j]);
+            let ratio = paired_median_ratio(&libc.1, &auto.1);
+            let ci = paired_ratio_ci(&libc.1, &auto.1, 0.95, 1000, 7);
+            for (i, cell) in [libc, auto].into_iter().enumerate() {
+                out.push(record(ctx, door, IMPLS[i], job, cell, ratio, ci));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn record(
+    ctx: &mut Ctx<'_>,
+    door: &str,
+    method: &str,
+    job: &Job,
+    cell: &(bool, Vec<f64>, Vec<f64>),
+    ratio: Option<f64>,
+    ci: Option<(f64, f64)>,
+) -> Record {
+    let (verified, rounds, all) = cell;
+    if !verified {
+        ctx.runner
+            .warnings
+            .push(crate::lab::warn::Warning::VerificationFailed {
+                cell: format!("doors {door} {} {}", job.name, method),
+            });
+    }
+    // Times are per call: the record's samples are the per-round medians.
+    let s = Summary::of(rounds);
+    let mut extras = serde_json::Map::new();
+    extras.insert("door".into(), json!(door));
+    let fixed = job.name.starts_with("fixed_");
+    if fixed {
+        extras.insert("loop".into(), json!("fixed size"));
+    } else {
+        extras.insert("workload".into(), json!(job.name));
+        extras.insert(
+            "working_set".into(),
+            json!(if job.cold { "cold" } else { "hot" }),
+        );
+        extras.insert("mean_size".into(), json!(job.mean));
+    }
+    extras.insert("calls".into(), json!(job.calls.len()));
+    extras.insert("ns_per_call".into(), json!(s.median));
+    extras.insert("all_samples_ns".into(), json!(all));
+    if let Some(r) = ratio {
+        extras.insert("ratio_libc_over_auto".into(), json!(r));
+    }
+    if let Some((lo, hi)) = ci {
+        extras.insert("ratio_ci95".into(), json!([lo, hi]));
+    }
+    let st = if job.cold { "clean" } else { "hot" };
+    let size = if fixed {
+        job.calls[0].n
+    } else {
+        job.mean.round() as usize
+    };
+    Record {
+        experiment: NAME.into(),
+        method: method.into(),
+        op: job.op.name().into(),
+        size,
+        src: if job.op == Op::Set {
+            "none".into()
+        } else {
+            st.into()
+        },
+        dst: st.into(),
+        reuse: "none".into(),
+        gbps: s.gbps(size),
+        summary: s,
+        verified: *verified,
+        samples_ns: rounds.clone(),
+        extras,
+    }
+}
+
+/// The ratio of a cell (libc over auto), from the auto record.
+fn ratio_of(r: &Record) -> Option<(f64, Option<(f64, f64)>)> {
+    let ratio = r.extra_f64("ratio_libc_over_auto")?;
+    let ci = r.extras.get("ratio_ci95").and_then(|v| {
+        let a = v.as_array()?;
+        Some((a.first()?.as_f64()?, a.get(1)?.as_f64()?))
+    });
+    Some((ratio, ci))
+}
+
+fn fmt_ratio((r, ci): (f64, Option<(f64, f64)>)) -> String {
+    match ci {
+        Some((lo, hi)) => format!("{r:.2} [{lo:.2}–{hi:.2}]"),
+        None => format!("{r:.2}"),
+    }
+}
+
+/// Geometric mean.
+fn geomean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+}
+
+/// Two tables: distributions (rows) × door and working set, and fixed sizes × door and
+/// op; each cell libc's time over auto's with its 95% interval, and a geometric mean.
+pub fn tables(recs: &[Record]) -> Vec<Table> {
+    let autos: Vec<&Record> = recs
+        .iter()
+        .filter(|r| r.experiment == NAME && r.method == "auto")
+        .collect();
+    let door = |r: &Record| {
+        r.extras
+            .get("door")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let text = |r: &Record, k: &str| {
+        r.extras
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut out = Vec::new();
+    // Distributions.
+    let cols: Vec<(String, String)> = DOORS
+        .iter()
+        .flat_map(|d| ["hot", "cold"].map(|w| (d.to_string(), w.to_string())))
+        .collect();
+    let mut header = vec!["distribution (mean size)".to_string()];
+    header.extend(cols.iter().map(|(d, w)| format!("{d} {w}")));
+    let mut t = Table::new(
+        "doors: fleet distributions, libc time / blockmem time per door",
+        "> 1: blockmem faster; [95% interval over rounds]; shim = plain calls into LD_PRELOAD, cabi = blockmem_copy/_set, fnptr = calls through a pointer",
+        header,
+    );
+    let mut names: Vec<String> = autos
+        .iter()
+        .map(|r| text(r, "workload"))
+        .filter(|w| !w.is_empty())
+        .collect();
+    names.dedup();
+    names.sort();
+    names.dedup();
+    let mut per_col: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
+    for name in &names {
+        let mean = autos
+            .iter()
+            .find(|r| text(r, "workload") == *name)
+            .and_then(|r| r.extra_f64("mean_size"))
+            .unwrap_or(0.0);
+        let mut row = vec![format!("{name} ({})", fmt_size(mean.round() as usize))];
+        for (c, (d, w)) in cols.iter().enumerate() {
+            let cell = autos.iter().find(|r| {
+                text(r, "workload") == *name && door(r) == *d && text(r, "working_set") == *w
+            });
+            match cell.and_then(|r| ratio_of(r)) {
+                Some(x) => {
+                    per_col[c].push(x.0);
+                    row.push(fmt_ratio(x));
+                }
+                None => row.push("–".into()),
+            }
+        }
+        t.rows.push(row);
+    }
+    let mut g = vec!["geometric mean".to_string()];
+    g.extend(
+        per_col
+            .iter()
+            .map(|v| geomean(v).map_or("–".into(), |x| format!("{x:.2}"))),
+    );
+    t.rows.push(g);
+    out.push(t);
+    // Fixed sizes.
+    let cols: Vec<(String, &str)> = DOORS
+        .iter()
+        .flat_map(|d| ["copy", "set"].map(|o| (d.to_string(), o)))
+        .collect();
+    let mut header = vec!["size".to_string()];
+    header.extend(cols.iter().map(|(d, o)| format!("{d} {o}")));
+    let mut t = Table::new(
+        "doors: one size repeated in a tight loop (hot), libc time / blockmem time",
+        "> 1: blockmem faster; [95% interval over rounds]",
+        header,
+    );
+    let mut per_col: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
+    let mut sizes: Vec<usize> = autos
+        .iter()
+        .filter(|r| r.extras.contains_key("loop"))
+        .map(|r| r.size)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for n in sizes {
+        let mut row = vec![fmt_size(n)];
+        for (c, (d, o)) in cols.iter().enumerate() {
+            let cell = autos.iter().find(|r| {
+                r.extras.contains_key("loop") && r.size == n && door(r) == *d && r.op == *o
+            });
+            match cell.and_then(|r| ratio_of(r)) {
+                Some(x) => {
+                    per_col[c].push(x.0);
+                    row.push(fmt_ratio(x));
+                }
+                None => row.push("–".into()),
+            }
+        }
+        t.rows.push(row);
+    }
+    let mut g = vec!["geometric mean".to_string()];
+    g.extend(
+        per_col
+            .iter()
+            .map(|v| geomean(v).map_or("–".into(), |x| format!("{x:.2}"))),
+    );
+    t.rows.push(g);
+    out.push(t);
+    out
+}
+
+/// Writes the job file and the driver into `dir` without running them: for a test
+/// that checks the driver builds and verifies its calls.
+pub fn prepare(dir: &Path, quick: bool) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let objs = objects()?;
+    let exe = build_driver(dir, &objs.ffi_dir)?;
+    let dists = fleet::load(None, true)?;
+    let jobs = jobs(&dists, 16 << 20, quick);
+    let f = dir.join("jobs.bin");
+    write_jobs(&f, &jobs)?;
+    Ok((exe, f))
+}
