@@ -477,3 +477,42 @@ fn info_reports_the_decision_table_in_force() {
         assert_eq!(bands(reported, "bands"), written);
     }
 }
+
+/// `doors` builds its C driver, replays every call through the shim, the C ABI and
+/// function pointers for libc and blockmem, checks each call against a byte loop, and
+/// reports per door. Needs the shared objects `cargo test --workspace` builds beside
+/// the binary.
+#[test]
+fn doors_replays_every_door_and_verifies_every_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("doors.json");
+    lab()
+        .args(["doors", "--quick", "--reps", "1", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("doors: fleet distributions"))
+        .stdout(predicate::str::contains("doors: one size repeated"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let mut doors = std::collections::BTreeSet::new();
+    for r in results {
+        assert_eq!(r["verified"], true, "{r}");
+        assert!(r["median_ns"].as_f64().unwrap() > 0.0, "{r}");
+        doors.insert((
+            r["door"].as_str().unwrap().to_string(),
+            r["method"].as_str().unwrap().to_string(),
+        ));
+    }
+    for door in ["shim", "cabi", "fnptr"] {
+        for m in ["libc", "auto"] {
+            assert!(
+                doors.contains(&(door.to_string(), m.to_string())),
+                "{door} {m} missing"
+            );
+        }
+    }
+    // Every fleet distribution of the repository, hot and cold, per door and method.
+    let fleet = results.iter().filter(|r| r["workload"].is_string()).count();
+    assert_eq!(fleet, 30 * 2 * 3 * 2);
+}
