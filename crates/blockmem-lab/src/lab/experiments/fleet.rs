@@ -350,7 +350,14 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             .collect(),
     };
     let count = if ctx.quick { 2000 } else { 8000 };
-    let reps = ctx.reps.unwrap_or(31);
+    // Quick mode: 11 repetitions (scaled down past a 32 MiB LLC like every quick
+    // experiment's), enough for a paired median of the three fleet-wide distributions;
+    // `blockmem lab doors` replays every distribution through each door.
+    let reps = ctx.reps.unwrap_or(if ctx.quick {
+        super::quick_scaled(11, ctx.runner.states.hier.llc_effective)
+    } else {
+        31
+    });
     let cold_span = (ctx.runner.states.hier.llc_effective * 2).clamp(16 << 20, 128 << 20);
     // Every workload is built first, then measured in ROUNDS passes over all of them
     // (each pass runs a share of every workload's repetitions): a neighbour's burst of

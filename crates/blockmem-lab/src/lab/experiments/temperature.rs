@@ -31,7 +31,8 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 .into_iter()
                 .filter(|&d| !(ctx.quick && d == CacheState::Fresh && s != CacheState::Hot));
             for d in dsts {
-                let reps = ctx.reps_for(n, 31, 31);
+                // Quick: 21 repetitions (the main job's budget; see `Ctx::reps_for`).
+                let reps = ctx.reps_for(n, 31, 21);
                 let shape = Shape {
                     experiment: NAME,
                     op: Op::Copy,
