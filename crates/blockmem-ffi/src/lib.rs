@@ -223,7 +223,8 @@ blockmem::copy_entry! {
     /// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
     #[no_mangle]
     pub fn blockmem_copy(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
-    flag = FAST, general = copy_general, above = dispatch::wide::copy_above, hint = ""
+    flag = FAST, general = copy_general, above = dispatch::wide::copy_above, hint = "",
+    overlap = disjoint
 }
 
 /// `memcpy` with a hint: copies `n` bytes from `src` to `dst`, returns `dst`.
@@ -268,7 +269,8 @@ blockmem::copy_entry! {
     /// As C `memmove`.
     #[no_mangle]
     pub fn blockmem_move(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
-    flag = FAST, general = move_general, above = dispatch::wide::move_above, hint = ""
+    flag = FAST, general = move_general, above = dispatch::wide::move_above, hint = "",
+    overlap = possible
 }
 
 /// `memmove` with a hint: copies `n` bytes, the ranges may overlap; returns `dst`.

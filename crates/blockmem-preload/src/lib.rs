@@ -478,7 +478,8 @@ blockmem::copy_entry! {
     #[no_mangle]
     pub fn memcpy(dst: *mut c_void, src: *const c_void, n: usize);
     flag = FAST, general = copy_checked,
-    above = blockmem::dispatch::wide::copy_forgiving_above, hint = "xor ecx, ecx"
+    above = blockmem::dispatch::wide::copy_forgiving_above, hint = "xor ecx, ecx",
+    overlap = possible
 }
 
 /// C `memcpy` (see the x86-64 definition).
@@ -514,7 +515,8 @@ blockmem::copy_entry! {
     #[no_mangle]
     pub fn memmove(dst: *mut c_void, src: *const c_void, n: usize);
     flag = FAST, general = move_checked,
-    above = blockmem::dispatch::wide::move_above, hint = "xor ecx, ecx"
+    above = blockmem::dispatch::wide::move_above, hint = "xor ecx, ecx",
+    overlap = possible
 }
 
 /// C `memmove` (see the x86-64 definition).

@@ -27,8 +27,12 @@
 //!                   store that would straddle a page goes to `above`, which takes
 //!                   the ladder)
 //!         n <= 128, 256, 512   2, 4 or 8 64-byte stores from both ends
-//!   above 512       `above` (the rest of `dispatch::wide`: the 256-byte loop, then
-//!                   the plan), with the hint in ecx: the C ABI's own, or zero (Auto)
+//!   513..=2048      copy: the first 64 and last 256 bytes loaded first, 256-byte blocks
+//!                   to 64-byte-aligned destinations, the ends stored last (ranges
+//!                   that share a byte go to `above`); set: 256 bytes at each end and
+//!                   aligned blocks between, as `masked::copy_le2k`/`set_le2k`
+//!   above 2048      `above` (the rest of `dispatch::wide`: the plan), with the hint
+//!                   in ecx: the C ABI's own, or zero (Auto)
 //! ```
 //!
 //! Every load precedes every store in each block, so overlapping ranges are copied as
@@ -39,7 +43,7 @@
 //! size through the C entries too.
 
 /// Defines a naked C entry `unsafe extern "C" fn NAME(dst, src, n[, hint]) -> dst` for
-/// copies and moves of up to 512 bytes (see the module docs).
+/// copies and moves of up to 2048 bytes (see the module docs).
 ///
 /// * `flag`: a static byte (an `AtomicU8`) that is nonzero only where the CPU has
 ///   AVX-512F/BW/VL and BMI2 (`dispatch::wide::available`) and the entry may take
@@ -48,13 +52,30 @@
 /// * `above`: `extern "C" fn(dst, src, n, hint: u32) -> dst` for sizes above 512
 ///   (`dispatch::wide::copy_above` and friends);
 /// * `hint`: `"xor ecx, ecx"` for an entry without a hint argument (the hint is then
-///   `Auto`), `""` for one whose fourth argument is the C ABI hint.
+///   `Auto`), `""` for one whose fourth argument is the C ABI hint;
+/// * `overlap`: `disjoint` where the caller promises the ranges share no byte (the C
+///   ABI's copy), `possible` otherwise (memmove, and the shim's forgiving memcpy).
 #[macro_export]
 macro_rules! copy_entry {
     (
         $(#[$meta:meta])*
         $vis:vis fn $name:ident($($arg:ident: $ty:ty),*);
-        flag = $flag:path, general = $general:path, above = $above:path, hint = $hint:literal
+        flag = $flag:path, general = $general:path, above = $above:path, hint = $hint:literal,
+        overlap = $overlap:ident
+    ) => {
+        $crate::copy_entry!(@ $(#[$meta])* $vis fn $name($($arg: $ty),*);
+            $flag, $general, $above, $hint, $crate::copy_entry!(@check $overlap));
+    };
+    (@check disjoint) => { "" };
+    (@check possible) => {
+        // 513..=2048 bytes stay here only when the ranges share no byte (the loop
+        // interleaves loads and stores); overlapping ones go to `above`, a move.
+        "mov rcx, rdi\nsub rcx, rsi\ncmp rcx, rdx\njb 8f\nmov rcx, rsi\nsub rcx, rdi\ncmp rcx, rdx\njb 8f"
+    };
+    (
+        @ $(#[$meta:meta])*
+        $vis:vis fn $name:ident($($arg:ident: $ty:ty),*);
+        $flag:path, $general:path, $above:path, $hint:literal, $overlap_check:expr
     ) => {
         $(#[$meta])*
         #[unsafe(naked)]
@@ -123,6 +144,44 @@ macro_rules! copy_entry {
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm23",
                 "ret",
                 "6:",
+                "cmp rdx, 2048",
+                "ja 8f",
+                $overlap_check,
+                "vmovdqu64 zmm16, zmmword ptr [rsi]",
+                "vmovdqu64 zmm17, zmmword ptr [rsi + rdx - 256]",
+                "vmovdqu64 zmm18, zmmword ptr [rsi + rdx - 192]",
+                "vmovdqu64 zmm19, zmmword ptr [rsi + rdx - 128]",
+                "vmovdqu64 zmm20, zmmword ptr [rsi + rdx - 64]",
+                "lea r9, [rdi + rdx - 256]",
+                "mov r8d, edi",
+                "and r8d, 63",
+                "neg r8",
+                "add r8, 64",
+                "lea rcx, [rdi + r8]",
+                "lea r10, [rsi + r8]",
+                "cmp rcx, r9",
+                "jae 9f",
+                "7:",
+                "vmovdqu64 zmm21, zmmword ptr [r10]",
+                "vmovdqu64 zmm22, zmmword ptr [r10 + 64]",
+                "vmovdqu64 zmm23, zmmword ptr [r10 + 128]",
+                "vmovdqu64 zmm24, zmmword ptr [r10 + 192]",
+                "vmovdqa64 zmmword ptr [rcx], zmm21",
+                "vmovdqa64 zmmword ptr [rcx + 64], zmm22",
+                "vmovdqa64 zmmword ptr [rcx + 128], zmm23",
+                "vmovdqa64 zmmword ptr [rcx + 192], zmm24",
+                "add rcx, 256",
+                "add r10, 256",
+                "cmp rcx, r9",
+                "jb 7b",
+                "9:",
+                "vmovdqu64 zmmword ptr [rdi], zmm16",
+                "vmovdqu64 zmmword ptr [r9], zmm17",
+                "vmovdqu64 zmmword ptr [r9 + 64], zmm18",
+                "vmovdqu64 zmmword ptr [r9 + 128], zmm19",
+                "vmovdqu64 zmmword ptr [r9 + 192], zmm20",
+                "ret",
+                "8:",
                 $hint,
                 "jmp {above}",
                 flag = sym $flag,
@@ -134,8 +193,8 @@ macro_rules! copy_entry {
 }
 
 /// Defines a naked C entry `unsafe extern "C" fn NAME(dst, c, n[, hint]) -> dst` for
-/// sets of up to 512 bytes; arguments as for [`copy_entry!`](crate::copy_entry), with
-/// `above: extern "C" fn(dst, c: c_int, n, hint: u32) -> dst`.
+/// sets of up to 2048 bytes; arguments as for [`copy_entry!`](crate::copy_entry)
+/// (without `overlap`), with `above: extern "C" fn(dst, c: c_int, n, hint: u32) -> dst`.
 #[macro_export]
 macro_rules! set_entry {
     (
@@ -180,7 +239,7 @@ macro_rules! set_entry {
                 "ret",
                 "4:",
                 "cmp rdx, 512",
-                "ja 6f",
+                "ja 5f",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + 64], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + 128], zmm16",
@@ -189,6 +248,33 @@ macro_rules! set_entry {
                 "vmovdqu64 zmmword ptr [rdi + rdx - 192], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
+                "ret",
+                "5:",
+                "cmp rdx, 2048",
+                "ja 6f",
+                "vmovdqu64 zmmword ptr [rdi], zmm16",
+                "vmovdqu64 zmmword ptr [rdi + 64], zmm16",
+                "vmovdqu64 zmmword ptr [rdi + 128], zmm16",
+                "vmovdqu64 zmmword ptr [rdi + 192], zmm16",
+                "lea rcx, [rdi + rdx - 256]",
+                "mov r8, rdi",
+                "and r8, -64",
+                "add r8, 256",
+                "cmp r8, rcx",
+                "jae 9f",
+                "8:",
+                "vmovdqa64 zmmword ptr [r8], zmm16",
+                "vmovdqa64 zmmword ptr [r8 + 64], zmm16",
+                "vmovdqa64 zmmword ptr [r8 + 128], zmm16",
+                "vmovdqa64 zmmword ptr [r8 + 192], zmm16",
+                "add r8, 256",
+                "cmp r8, rcx",
+                "jb 8b",
+                "9:",
+                "vmovdqu64 zmmword ptr [rcx], zmm16",
+                "vmovdqu64 zmmword ptr [rcx + 64], zmm16",
+                "vmovdqu64 zmmword ptr [rcx + 128], zmm16",
+                "vmovdqu64 zmmword ptr [rcx + 192], zmm16",
                 "ret",
                 "6:",
                 $hint,
