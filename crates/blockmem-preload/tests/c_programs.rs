@@ -71,6 +71,20 @@ fn every_symbol_matches_the_reference_under_the_shim() {
     assert!(s.line.ends_with("; profile built-in"), "{}", s.line);
 }
 
+/// The same grid with no mode set: the path every preloaded program takes (on a CPU with
+/// AVX-512BW, the assembly entries of `blockmem::arch::x86_64::entry`; statistics,
+/// tracing and pass-through take the general path instead).
+#[test]
+fn every_symbol_matches_the_reference_on_the_plain_path() {
+    run_ok(under_shim(memops()).args([
+        "--expect-shim",
+        "--overlap-copy",
+        "grid",
+        "large",
+        "preinit",
+    ]));
+}
+
 #[test]
 fn the_test_program_agrees_with_glibc() {
     // The same program without the shim: proves the test itself is right.
