@@ -8,6 +8,7 @@
 //! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
 //! | `BLOCKMEM_TRACE=<path>` | record every call in a trace file ([`crate::trace`]; children write `<path>.<pid>`) |
 //! | `BLOCKMEM_TRACE_SAMPLE=N` | with tracing, probe the cache state every N-th call (default 64; 0: never) |
+//! | `BLOCKMEM_HINTS=<file>` | per-call-site hints, a hint map from `blockmem trace --advise` ([`crate::hints`]) |
 //! | `BLOCKMEM_PROFILE_WARNED=<profile>` | set by the shim: an ancestor reported that rejected profile ([`crate::warned`]) |
 //!
 //! A flag is on when its value is non-empty and not `0`. Everything is ignored when
@@ -36,7 +37,7 @@ use blockmem::profile::{ErrorKind, ProfileError};
 
 use crate::out::Line;
 use crate::stats::warn;
-use crate::{next, MODE, MODE_DISABLE, MODE_STATS, MODE_TRACE};
+use crate::{next, MODE, MODE_DISABLE, MODE_HINTS, MODE_STATS, MODE_TRACE};
 
 /// `BLOCKMEM_PROFILE` as given (for messages; the core reads the variable itself).
 static PROFILE_PATH: [AtomicU8; PROFILE_PATH_CAP] = [const { AtomicU8::new(0) }; PROFILE_PATH_CAP];
@@ -256,6 +257,7 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     }
     let (mut stats, mut disable) = (false, false);
     let (mut trace_path, mut sample): (&[u8], u32) = (b"", crate::trace::DEFAULT_SAMPLE);
+    let mut hints_path: &[u8] = b"";
     let mut warned = None;
     let mut i = 0;
     loop {
@@ -283,6 +285,8 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
             trace_path = v;
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_TRACE_SAMPLE") {
             sample = parse_sample(v);
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_HINTS") {
+            hints_path = v;
         } else if let Some(v) = value_of(entry, crate::warned::NAME) {
             warned = Some(v);
         }
@@ -302,6 +306,11 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
         }
     }
     load_profile(warned);
+    // SAFETY: this is the constructor. After the profile: the hint table's size bound
+    // comes from the compiled plan.
+    if !hints_path.is_empty() && unsafe { crate::hints::load(hints_path) } {
+        mode |= MODE_HINTS;
+    }
     // SAFETY: this is the constructor.
     if !trace_path.is_empty() && unsafe { start_trace(trace_path, sample, argv) } {
         mode |= MODE_TRACE;

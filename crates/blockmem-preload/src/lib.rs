@@ -10,7 +10,9 @@
 //! semantics and return values; the dynamic linker binds every call the program (and
 //! every other library) makes to these names here instead of in libc. Small calls run
 //! the core's inline rungs right here; the others go to the core's entry points
-//! (`blockmem::copy_raw` and friends: the policy, then the kernel) with [`Hint::Auto`].
+//! (`blockmem::copy_raw` and friends: the policy, then the kernel) with
+//! [`blockmem::Hint::Auto`], or the hint a hint map names for the call's site (module
+//! `hints`).
 //!
 //! Figures quoted in this crate's comments were measured on a 2-vCPU Intel Xeon KVM
 //! guest (AVX-512, glibc as the system library) unless they name another host.
@@ -87,6 +89,8 @@
 extern crate std;
 
 mod config;
+mod hints;
+mod maps;
 mod next;
 mod out;
 mod stats;
@@ -98,7 +102,7 @@ use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicU8, Ordering};
 
 use blockmem::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
-use blockmem::{Hint, Op};
+use blockmem::Op;
 
 use crate::next::Next;
 
@@ -113,6 +117,10 @@ pub const MODE_DISABLE: u8 = 1 << 1;
 /// `MODE` bit: record every call in the trace file (`BLOCKMEM_TRACE=<path>`; module
 /// `trace`). Set only after the file and the buffers exist.
 pub const MODE_TRACE: u8 = 1 << 2;
+/// `MODE` bit: apply per-call-site hints (`BLOCKMEM_HINTS=<file>`; module `hints`).
+/// Set only after the site table is filled. Calls up to [`INLINE_MAX`] ignore it: they
+/// stay inline in the exported function.
+pub const MODE_HINTS: u8 = 1 << 3;
 
 #[cfg(panic = "abort")]
 #[panic_handler]
@@ -215,37 +223,53 @@ fn opaque(p: *mut c_void) -> *mut c_void {
 /// `src` valid for `n` reads and `dst` for `n` writes (any pointers when `n == 0`).
 #[inline(always)]
 unsafe fn copy_body(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
-    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) == 0 {
+    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) & !MODE_HINTS == 0 {
         // SAFETY: forwarded contract; the inline rungs allow overlap.
         unsafe { copy_small(dst, src, n) };
         return ret;
     }
     // SAFETY: forwarded contract.
-    unsafe { copy_general(dst, src, n, ret) }
+    unsafe {
+        if MODE.load(Ordering::Relaxed) == 0 {
+            copy_general(dst, src, n, ret, 0)
+        } else {
+            copy_general_sited(dst, src, n, ret)
+        }
+    }
 }
 
-/// `copy_body` above the inline sizes, or with a mode set.
+/// `copy_body` above the inline sizes, or with a mode set. `site` is the caller's
+/// return address (0 where it was not taken: no mode set).
 ///
 /// # Safety
 /// As [`copy_body`].
 #[inline(never)]
-unsafe fn copy_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
+unsafe extern "C" fn copy_general(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+    site: usize,
+) -> *mut c_void {
     let mode = MODE.load(Ordering::Relaxed);
     // SAFETY (whole body): forwarded contract. Overlapping ranges go to the move.
     unsafe {
-        if mode != 0 {
+        if mode & !MODE_HINTS != 0 {
             // Plain pass-through first: it is what a `BLOCKMEM_DISABLE=1` run measures.
             if let (MODE_DISABLE, Some(f)) = (mode, Next::Memcpy.copy_fn(mode)) {
                 f(dst.cast(), src.cast(), n);
             } else {
-                copy_with_mode(mode, Next::Memcpy, dst, src, n);
+                copy_with_mode(mode, Next::Memcpy, dst, src, n, site);
             }
         } else if n <= INLINE_MAX {
             copy_small(dst, src, n);
-        } else if disjoint(dst, src, n) {
-            blockmem::copy_raw(dst, src, n, Hint::Auto);
         } else {
-            blockmem::move_raw(dst, src, n, Hint::Auto);
+            let hint = hints::for_call(mode, site, n);
+            if disjoint(dst, src, n) {
+                blockmem::copy_raw(dst, src, n, hint);
+            } else {
+                blockmem::move_raw(dst, src, n, hint);
+            }
         }
     }
     opaque(ret)
@@ -258,15 +282,17 @@ unsafe fn copy_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void)
 /// As [`copy_body`].
 #[cold]
 #[inline(never)]
-unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: usize) {
+unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: usize, site: usize) {
     let overlap = !disjoint(dst, src, n);
     if mode & MODE_STATS != 0 {
         let op = if overlap { Op::Move } else { Op::Copy };
         stats::record(stats::OpSlot::Copy, op, n, overlap, mode);
     }
+    let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
+        let call = trace::Call { kind: stats::OpSlot::Copy, mode, hint, site };
         // SAFETY: forwarded contract; `next` is `Memcpy` for every caller.
-        unsafe { trace::call(stats::OpSlot::Copy, mode, dst, src, 0, n) };
+        unsafe { trace::call(call, dst, src, 0, n) };
         return;
     }
     // SAFETY: forwarded contract. `next.copy_fn()` only returns libc's function when
@@ -278,10 +304,10 @@ unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: 
             }
             None if n <= INLINE_MAX => copy_small(dst, src, n),
             None if overlap => {
-                blockmem::move_raw(dst, src, n, Hint::Auto);
+                blockmem::move_raw(dst, src, n, hint);
             }
             None => {
-                blockmem::copy_raw(dst, src, n, Hint::Auto);
+                blockmem::copy_raw(dst, src, n, hint);
             }
         }
     }
@@ -293,34 +319,47 @@ unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: 
 /// `src` valid for `n` reads and `dst` for `n` writes; overlap allowed.
 #[inline(always)]
 unsafe fn move_body(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
-    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) == 0 {
+    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) & !MODE_HINTS == 0 {
         // SAFETY: forwarded contract; the inline rungs allow overlap.
         unsafe { copy_small(dst, src, n) };
         return ret;
     }
     // SAFETY: forwarded contract.
-    unsafe { move_general(dst, src, n, ret) }
+    unsafe {
+        if MODE.load(Ordering::Relaxed) == 0 {
+            move_general(dst, src, n, ret, 0)
+        } else {
+            move_general_sited(dst, src, n, ret)
+        }
+    }
 }
 
-/// `move_body` above the inline sizes, or with a mode set.
+/// `move_body` above the inline sizes, or with a mode set (`site`: as
+/// [`copy_general`]).
 ///
 /// # Safety
 /// As [`move_body`].
 #[inline(never)]
-unsafe fn move_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
+unsafe extern "C" fn move_general(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+    site: usize,
+) -> *mut c_void {
     let mode = MODE.load(Ordering::Relaxed);
     // SAFETY (whole body): forwarded contract.
     unsafe {
-        if mode != 0 {
+        if mode & !MODE_HINTS != 0 {
             if let (MODE_DISABLE, Some(f)) = (mode, Next::Memmove.copy_fn(mode)) {
                 f(dst.cast(), src.cast(), n);
             } else {
-                move_with_mode(mode, dst, src, n);
+                move_with_mode(mode, dst, src, n, site);
             }
         } else if n <= INLINE_MAX {
             copy_small(dst, src, n);
         } else {
-            blockmem::move_raw(dst, src, n, Hint::Auto);
+            blockmem::move_raw(dst, src, n, hints::for_call(mode, site, n));
         }
     }
     opaque(ret)
@@ -330,14 +369,16 @@ unsafe fn move_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void)
 /// As [`move_body`].
 #[cold]
 #[inline(never)]
-unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
+unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize, site: usize) {
     if mode & MODE_STATS != 0 {
         let overlap = !disjoint(dst, src, n);
         stats::record(stats::OpSlot::Move, Op::Move, n, overlap, mode);
     }
+    let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
+        let call = trace::Call { kind: stats::OpSlot::Move, mode, hint, site };
         // SAFETY: forwarded contract.
-        unsafe { trace::call(stats::OpSlot::Move, mode, dst, src, 0, n) };
+        unsafe { trace::call(call, dst, src, 0, n) };
         return;
     }
     // SAFETY: forwarded contract.
@@ -348,7 +389,7 @@ unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
             }
             None if n <= INLINE_MAX => copy_small(dst, src, n),
             None => {
-                blockmem::move_raw(dst, src, n, Hint::Auto);
+                blockmem::move_raw(dst, src, n, hint);
             }
         }
     }
@@ -366,41 +407,49 @@ unsafe fn set_body(
     n: usize,
     ret: *mut c_void,
 ) -> *mut c_void {
-    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) == 0 {
+    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) & !MODE_HINTS == 0 {
         // SAFETY: forwarded contract.
         unsafe { set_small(dst, byte, n) };
         return ret;
     }
     // SAFETY: forwarded contract.
-    unsafe { set_general(slot, dst, byte, n, ret) }
+    unsafe {
+        if MODE.load(Ordering::Relaxed) == 0 {
+            set_general(slot, dst, byte, n, ret, 0)
+        } else {
+            set_general_sited(slot, dst, byte, n, ret)
+        }
+    }
 }
 
-/// `set_body` above the inline sizes, or with a mode set.
+/// `set_body` above the inline sizes, or with a mode set (`site`: as
+/// [`copy_general`]).
 ///
 /// # Safety
 /// As [`set_body`].
 #[inline(never)]
-unsafe fn set_general(
+unsafe extern "C" fn set_general(
     slot: stats::OpSlot,
     dst: *mut u8,
     byte: u8,
     n: usize,
     ret: *mut c_void,
+    site: usize,
 ) -> *mut c_void {
     let mode = MODE.load(Ordering::Relaxed);
     // SAFETY (whole body): forwarded contract.
     unsafe {
-        if mode != 0 {
+        if mode & !MODE_HINTS != 0 {
             match (mode, slot, Next::Memset.set_fn(mode)) {
                 (MODE_DISABLE, stats::OpSlot::Set, Some(f)) => {
                     f(dst.cast(), c_int::from(byte), n);
                 }
-                _ => set_with_mode(mode, slot, dst, byte, n),
+                _ => set_with_mode(mode, slot, dst, byte, n, site),
             }
         } else if n <= INLINE_MAX {
             set_small(dst, byte, n);
         } else {
-            blockmem::set_raw(dst, byte, n, Hint::Auto);
+            blockmem::set_raw(dst, byte, n, hints::for_call(mode, site, n));
         }
     }
     opaque(ret)
@@ -410,15 +459,24 @@ unsafe fn set_general(
 /// As [`set_body`].
 #[cold]
 #[inline(never)]
-unsafe fn set_with_mode(mode: u8, slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) {
+unsafe fn set_with_mode(
+    mode: u8,
+    slot: stats::OpSlot,
+    dst: *mut u8,
+    byte: u8,
+    n: usize,
+    site: usize,
+) {
     if mode & MODE_STATS != 0 {
         // The core itself treats a zero fill as `Op::Zero` when it picks the kernel.
         let op = if byte == 0 { Op::Zero } else { Op::Set };
         stats::record(slot, op, n, false, mode);
     }
+    let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
+        let call = trace::Call { kind: slot, mode, hint, site };
         // SAFETY: forwarded contract (no source).
-        unsafe { trace::call(slot, mode, dst, core::ptr::null(), byte, n) };
+        unsafe { trace::call(call, dst, core::ptr::null(), byte, n) };
         return;
     }
     // SAFETY: forwarded contract. libc's `bzero` only ever receives byte 0.
@@ -430,10 +488,117 @@ unsafe fn set_with_mode(mode: u8, slot: stats::OpSlot, dst: *mut u8, byte: u8, n
             }
             _ if n <= INLINE_MAX => set_small(dst, byte, n),
             _ => {
-                blockmem::set_raw(dst, byte, n, Hint::Auto);
+                blockmem::set_raw(dst, byte, n, hint);
             }
         }
     }
+}
+
+// ---- call sites ------------------------------------------------------------------------
+
+// The caller's return address (its *call site*) is what tracing records and what the
+// hint map is keyed by. Rust has no stable `__builtin_return_address`, so the three
+// `*_general_sited` entries below are two instructions of assembly each: load the
+// word at the top of the stack into the next free argument register and jump to the
+// Rust body, which takes it as its last argument.
+//
+// That word is the caller's return address because the exported functions reach
+// these entries by a tail jump with the stack exactly as the caller left it: they
+// have no stack frame (no push, no `sub rsp`), which `tests/disasm.rs` checks on the
+// built object. Were that ever to break, the word would be some other address and
+// the call would be attributed to a wrong site (a trace or a hint-map miss), never
+// run incorrectly: every hint is correct for every call. Only calls with a mode set
+// pay the two instructions; a plain run never enters these entries.
+//
+// A caller that itself tail-jumps to `memcpy` has no return address of its own on
+// the stack: its call is attributed to the site that called it.
+
+/// [`copy_general`] with `site` = the return address on the stack at entry.
+///
+/// # Safety
+/// As [`copy_body`]; only reached by a tail jump from an exported function (see above).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn copy_general_sited(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    core::arch::naked_asm!("mov r8, qword ptr [rsp]", "jmp {f}", f = sym copy_general)
+}
+
+/// [`move_general`] with `site` = the return address on the stack at entry.
+///
+/// # Safety
+/// As [`move_body`]; only reached by a tail jump from an exported function.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn move_general_sited(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    core::arch::naked_asm!("mov r8, qword ptr [rsp]", "jmp {f}", f = sym move_general)
+}
+
+/// [`set_general`] with `site` = the return address on the stack at entry.
+///
+/// # Safety
+/// As [`set_body`]; only reached by a tail jump from an exported function.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn set_general_sited(
+    slot: stats::OpSlot,
+    dst: *mut u8,
+    byte: u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    core::arch::naked_asm!("mov r9, qword ptr [rsp]", "jmp {f}", f = sym set_general)
+}
+
+/// Elsewhere no site is taken (0: traces carry none, hint maps never match).
+///
+/// # Safety
+/// As [`copy_body`].
+#[cfg(not(target_arch = "x86_64"))]
+unsafe extern "C" fn copy_general_sited(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { copy_general(dst, src, n, ret, 0) }
+}
+
+/// # Safety
+/// As [`move_body`].
+#[cfg(not(target_arch = "x86_64"))]
+unsafe extern "C" fn move_general_sited(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { move_general(dst, src, n, ret, 0) }
+}
+
+/// # Safety
+/// As [`set_body`].
+#[cfg(not(target_arch = "x86_64"))]
+unsafe extern "C" fn set_general_sited(
+    slot: stats::OpSlot,
+    dst: *mut u8,
+    byte: u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { set_general(slot, dst, byte, n, ret, 0) }
 }
 
 /// glibc's `__chk_fail`: the fortified caller's destination is smaller than `n`.

@@ -242,6 +242,30 @@ impl Plan {
         })
     }
 
+    /// The smallest size at which a `Reuse` or `NoReuse` hint can make a call of this
+    /// family run something else than `Auto` would (`usize::MAX`: never): the first
+    /// band start, in any state's row, where a hinted row's step differs from the
+    /// `Auto` row's. Below it a hint is moot, so a caller holding per-call hints (the
+    /// shim's hint map) need not look them up.
+    pub fn hint_matters_from(&self, family: Family) -> usize {
+        let mut first = usize::MAX;
+        for hint in [Hint::Reuse, Hint::NoReuse] {
+            for state in State::ALL {
+                let auto = self.row(family, Hint::Auto, state);
+                let hinted = self.row(family, hint, state);
+                for (from, _) in auto.bands().chain(hinted.bands()) {
+                    let differs = [false, true]
+                        .into_iter()
+                        .any(|second| auto.step(from, second) != hinted.step(from, second));
+                    if from < first && differs {
+                        first = from;
+                    }
+                }
+            }
+        }
+        first
+    }
+
     /// The smallest size at which a call of this family and hint probes (`usize::MAX`:
     /// never).
     pub fn probe_from(&self, family: Family, hint: Hint) -> usize {
