@@ -12,8 +12,8 @@
 //!   can change the kernel the plan in force picks, or when the address lies in no
 //!   mapping the trace recorded.
 //!
-//! A site enters the hint map when the hint makes the plan pick another kernel for
-//! its calls (in the destination state the probes found), and, where the replay
+//! A site enters the hint map when the hint can make the plan pick another kernel for
+//! its calls (in a destination state a probe can find), and, where the replay
 //! estimate ran (`sites::estimate`), when it did not estimate a loss. The fate only
 //! sees reads by block operations: a destination the program reads with ordinary
 //! loads looks "not seen again". The report names the line of code; check it before
@@ -88,16 +88,15 @@ fn verdict(s: &Site, min_hint_size: u64) -> Result<(&'static str, Hint), String>
     }
 }
 
-/// True if `hint` makes the plan pick another kernel for one of the site's calls.
+/// True if `hint` can make the plan pick another kernel for one of the site's kept
+/// calls, in some destination state a probe can find (cached, cold, fresh).
 fn changes_kernel(s: &Site, hint: Hint) -> bool {
-    let state = match s.dst_state.cached_percent() {
-        Some(p) if p >= 50.0 => State::Cached,
-        _ => State::Cold,
-    };
     let op = s.main_op();
-    s.samples
-        .iter()
-        .any(|c| planned(op, c.n, hint, state) != planned(op, c.n, Hint::Auto, state))
+    s.samples.iter().any(|c| {
+        [State::Cached, State::Cold, State::Fresh]
+            .into_iter()
+            .any(|st| planned(op, c.n, hint, st) != planned(op, c.n, Hint::Auto, st))
+    })
 }
 
 fn estimated_saving(s: &Site, name: &str) -> Option<f64> {
@@ -170,7 +169,7 @@ pub fn table(advice: &[Advice], ghz: f64) -> Table {
     let mut t = Table::new(
         "Advice: hints per call site",
         "hint from the destination's fate (reuse: ≥ 50% read again; noreuse: ≤ 10%); \
-         'changes' = the plan in force picks another kernel with it; saving = traced time \
+         'changes' = with it the plan in force can pick another kernel; saving = traced time \
          minus the replay estimate with the hint ('-': not estimated); map = in the hint map",
         ["site", "hint", "calls", "sizes", "share %", "read again %", "dst cached %", "changes", "saving ms", "map", "why"]
             .map(String::from)
