@@ -432,7 +432,14 @@ fn call_sites_are_named_by_function_and_line_and_advised() {
     let exe = callsites();
     let (_, j, out) = trace(
         "sites",
-        &["--sample", "1", "--window", "all", "--no-estimate", "--advise"],
+        &[
+            "--sample",
+            "1",
+            "--window",
+            "all",
+            "--no-estimate",
+            "--advise",
+        ],
         &[exe.to_str().unwrap()],
     );
     let sites = &j["analysis"]["sites"];
@@ -490,9 +497,9 @@ fn call_sites_are_named_by_function_and_line_and_advised() {
         .collect();
     for tag in ["reused", "small", "discard"] {
         let a = advised(tag);
-        let listed = entries
-            .iter()
-            .any(|(h, off, obj)| a["hint"] == h.as_str() && *off == u(&a["offset"]) && obj == exe.to_str().unwrap());
+        let listed = entries.iter().any(|(h, off, obj)| {
+            a["hint"] == h.as_str() && *off == u(&a["offset"]) && obj == exe.to_str().unwrap()
+        });
         assert_eq!(listed, a["in_map"] == true, "{tag}: {a} / {map}");
         assert_eq!(a["in_map"], a["changes_kernel"], "{tag}: {a}");
     }
@@ -520,7 +527,11 @@ fn hint_maps_are_checked_and_applied_without_changing_results() {
     assert!(err.contains("not a regular file"), "{err}");
     // A bad line is named.
     let bad = dir.join("bad");
-    std::fs::write(&bad, "blockmem-hints 1\n# comment\nsometimes 0x10 /bin/true\n").unwrap();
+    std::fs::write(
+        &bad,
+        "blockmem-hints 1\n# comment\nsometimes 0x10 /bin/true\n",
+    )
+    .unwrap();
     let err = run(&bad);
     assert!(err.contains("line 3: expected a hint"), "{err}");
     let wrong = dir.join("wrong");
@@ -534,9 +545,18 @@ fn hint_maps_are_checked_and_applied_without_changing_results() {
         &[exe.to_str().unwrap()],
     );
     let mut text = String::from("blockmem-hints 1\n");
-    for (k, s) in j["analysis"]["sites"]["list"].as_array().unwrap().iter().enumerate() {
+    for (k, s) in j["analysis"]["sites"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
         let hint = if k % 2 == 0 { "noreuse" } else { "reuse" };
-        text.push_str(&format!("{hint} {:#x} {}\n", u(&s["offset"]), s["object"].as_str().unwrap()));
+        text.push_str(&format!(
+            "{hint} {:#x} {}\n",
+            u(&s["offset"]),
+            s["object"].as_str().unwrap()
+        ));
     }
     let good = dir.join("good");
     std::fs::write(&good, text).unwrap();

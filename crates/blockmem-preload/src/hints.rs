@@ -125,7 +125,10 @@ struct Site<'a> {
 /// Splits off the first space-separated word.
 fn word(s: &[u8]) -> (&[u8], &[u8]) {
     let s = s.trim_ascii_start();
-    let end = s.iter().position(|&b| b == b' ' || b == b'\t').unwrap_or(s.len());
+    let end = s
+        .iter()
+        .position(|&b| b == b' ' || b == b'\t')
+        .unwrap_or(s.len());
     (s.get(..end).unwrap_or(&[]), s.get(end..).unwrap_or(&[]))
 }
 
@@ -165,14 +168,16 @@ fn parse_site(line: &[u8]) -> Result<Site<'_>, &'static [u8]> {
 
 /// The lines of `text` that are neither blank nor comments, numbered from 1.
 fn content_lines(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
-    text.split(|&b| b == b'\n').enumerate().filter_map(|(i, l)| {
-        let l = match l.iter().position(|&b| b == b'#') {
-            Some(c) => l.get(..c).unwrap_or(&[]),
-            None => l,
-        };
-        let l = l.trim_ascii();
-        (!l.is_empty()).then_some((i + 1, l))
-    })
+    text.split(|&b| b == b'\n')
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let l = match l.iter().position(|&b| b == b'#') {
+                Some(c) => l.get(..c).unwrap_or(&[]),
+                None => l,
+            };
+            let l = l.trim_ascii();
+            (!l.is_empty()).then_some((i + 1, l))
+        })
 }
 
 /// Checks the whole map; the first problem as (line, reason).

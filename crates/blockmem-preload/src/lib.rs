@@ -282,7 +282,14 @@ unsafe extern "C" fn copy_general(
 /// As [`copy_body`].
 #[cold]
 #[inline(never)]
-unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: usize, site: usize) {
+unsafe fn copy_with_mode(
+    mode: u8,
+    next: Next,
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    site: usize,
+) {
     let overlap = !disjoint(dst, src, n);
     if mode & MODE_STATS != 0 {
         let op = if overlap { Op::Move } else { Op::Copy };
@@ -290,7 +297,12 @@ unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: 
     }
     let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
-        let call = trace::Call { kind: stats::OpSlot::Copy, mode, hint, site };
+        let call = trace::Call {
+            kind: stats::OpSlot::Copy,
+            mode,
+            hint,
+            site,
+        };
         // SAFETY: forwarded contract; `next` is `Memcpy` for every caller.
         unsafe { trace::call(call, dst, src, 0, n) };
         return;
@@ -376,7 +388,12 @@ unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize, site:
     }
     let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
-        let call = trace::Call { kind: stats::OpSlot::Move, mode, hint, site };
+        let call = trace::Call {
+            kind: stats::OpSlot::Move,
+            mode,
+            hint,
+            site,
+        };
         // SAFETY: forwarded contract.
         unsafe { trace::call(call, dst, src, 0, n) };
         return;
@@ -474,7 +491,12 @@ unsafe fn set_with_mode(
     }
     let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
-        let call = trace::Call { kind: slot, mode, hint, site };
+        let call = trace::Call {
+            kind: slot,
+            mode,
+            hint,
+            site,
+        };
         // SAFETY: forwarded contract (no source).
         unsafe { trace::call(call, dst, core::ptr::null(), byte, n) };
         return;

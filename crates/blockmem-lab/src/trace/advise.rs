@@ -120,7 +120,12 @@ pub fn advise(a: &Analysis, min_hint_size: u64) -> Vec<Advice> {
                 Ok((name, h)) => {
                     let reused = s.reuse_fraction().unwrap_or(0.0) * 100.0;
                     let why = format!("{reused:.0}% of destination bytes read again");
-                    (Some(name), why, changes_kernel(s, h), estimated_saving(s, name))
+                    (
+                        Some(name),
+                        why,
+                        changes_kernel(s, h),
+                        estimated_saving(s, name),
+                    )
                 }
                 Err(why) => (None, why, false, None),
             };
@@ -171,9 +176,21 @@ pub fn table(advice: &[Advice], ghz: f64) -> Table {
         "hint from the destination's fate (reuse: ≥ 50% read again; noreuse: ≤ 10%); \
          'changes' = with it the plan in force can pick another kernel; saving = traced time \
          minus the replay estimate with the hint ('-': not estimated); map = in the hint map",
-        ["site", "hint", "calls", "sizes", "share %", "read again %", "dst cached %", "changes", "saving ms", "map", "why"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "site",
+            "hint",
+            "calls",
+            "sizes",
+            "share %",
+            "read again %",
+            "dst cached %",
+            "changes",
+            "saving ms",
+            "map",
+            "why",
+        ]
+        .map(String::from)
+        .to_vec(),
     );
     let pct = |v: Option<f64>| v.map_or("-".into(), |p| format!("{p:.0}"));
     for a in advice {
@@ -181,7 +198,11 @@ pub fn table(advice: &[Advice], ghz: f64) -> Table {
             a.site.clone(),
             a.hint.unwrap_or("-").to_string(),
             a.calls.to_string(),
-            format!("{}–{}", fmt_size(a.sizes.0 as usize), fmt_size(a.sizes.1 as usize)),
+            format!(
+                "{}–{}",
+                fmt_size(a.sizes.0 as usize),
+                fmt_size(a.sizes.1 as usize)
+            ),
             format!("{:.1}", a.share_percent),
             pct(a.reused_percent),
             pct(a.dst_cached_percent),

@@ -392,7 +392,12 @@ fn report(
 }
 
 /// Writes the `--advise` hint map (see [`ReportOpts::advise`] for where).
-fn write_hint_map(a: &Analysis, adv: &[advise::Advice], opts: &ReportOpts, title: &str) -> Result<()> {
+fn write_hint_map(
+    a: &Analysis,
+    adv: &[advise::Advice],
+    opts: &ReportOpts,
+    title: &str,
+) -> Result<()> {
     if !a.sites.recorded {
         eprintln!(
             "blockmem trace: no hint map: the trace has no call sites (format version 1); trace the program again"
@@ -405,8 +410,12 @@ fn write_hint_map(a: &Analysis, adv: &[advise::Advice], opts: &ReportOpts, title
         (None, None) => PathBuf::from("blockmem-hints"),
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the directory of --hints-out {}", path.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "cannot create the directory of --hints-out {}",
+                path.display()
+            )
+        })?;
     }
     std::fs::write(&path, advise::hint_map(adv, title))
         .with_context(|| format!("cannot write the hint map {}", path.display()))?;

@@ -8,8 +8,8 @@ use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 use serde_json::{json, Value};
 
-use super::analysis::{class_max, Analysis, SizeKind, ALIAS_BINS, PROBE_ROWS};
 use super::advise::Advice;
+use super::analysis::{class_max, Analysis, SizeKind, ALIAS_BINS, PROBE_ROWS};
 use super::estimate::Estimate;
 use super::format::CallOp;
 use super::stats_check::StatsCheck;
@@ -465,9 +465,22 @@ impl Report<'_> {
         let mut t = Table::new(
             "Call sites",
             note,
-            ["site", "op", "calls", "bytes", "sizes", "src cached %", "dst cached %", "fate %", "share %", "ms", "kernels", "best"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "site",
+                "op",
+                "calls",
+                "bytes",
+                "sizes",
+                "src cached %",
+                "dst cached %",
+                "fate %",
+                "share %",
+                "ms",
+                "kernels",
+                "best",
+            ]
+            .map(String::from)
+            .to_vec(),
         );
         let p = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.0}"));
         for s in a.sites.list.iter().take(super::sites::TOP_SITES.min(20)) {

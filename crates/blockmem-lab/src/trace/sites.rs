@@ -166,7 +166,10 @@ impl Site {
         self.max_size = self.max_size.max(r.n);
         self.by_op[r.op as usize].add(r.n, cycles);
         *self.classes.entry(size_class(r.n)).or_default() += 1;
-        *self.kernels.entry(h.kernel_name(r.kernel).to_string()).or_default() += 1;
+        *self
+            .kernels
+            .entry(h.kernel_name(r.kernel).to_string())
+            .or_default() += 1;
         if let Some(p) = r.probe {
             if let Some(s) = p.src {
                 self.src_state.add(&s, h.hit_max);
@@ -296,13 +299,7 @@ fn load_segments(path: &str) -> Option<Vec<(u64, u64, u64)>> {
         .ok()?
         .iter()
         .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
-        .map(|p| {
-            (
-                p.p_offset(endian),
-                p.p_filesz(endian),
-                p.p_vaddr(endian),
-            )
-        })
+        .map(|p| (p.p_offset(endian), p.p_filesz(endian), p.p_vaddr(endian)))
         .collect();
     Some(segments)
 }
@@ -345,9 +342,10 @@ impl Symbolizer {
             }
         }
         if site.function.is_none() {
-            site.function = obj.loader.find_symbol(probe).map(|s| {
-                addr2line::demangle_auto(s.into(), None).into_owned()
-            });
+            site.function = obj
+                .loader
+                .find_symbol(probe)
+                .map(|s| addr2line::demangle_auto(s.into(), None).into_owned());
         }
     }
 }
@@ -385,7 +383,13 @@ fn cold(s: &StateCounts, n: u64) -> bool {
 
 /// Nanoseconds of one pass over `calls` with `hint`, state prepared before each call
 /// (untimed), the reread (timed) after.
-fn replay_once(op: CallOp, hint: Hint, calls: &[Sampled], setup: Setup, bufs: (&mut [u8], &mut [u8])) -> f64 {
+fn replay_once(
+    op: CallOp,
+    hint: Hint,
+    calls: &[Sampled],
+    setup: Setup,
+    bufs: (&mut [u8], &mut [u8]),
+) -> f64 {
     let (dst, src) = bufs;
     let mut ns = 0.0;
     for c in calls {
@@ -431,7 +435,11 @@ fn estimate_site(site: &Site) -> Option<SiteEstimate> {
     let op = site.main_op();
     let mut calls: Vec<Sampled> = Vec::new();
     let mut bytes = 0;
-    for s in site.samples.iter().filter(|s| s.overlap_delta.is_none() && s.n > 0) {
+    for s in site
+        .samples
+        .iter()
+        .filter(|s| s.overlap_delta.is_none() && s.n > 0)
+    {
         if !calls.is_empty() && bytes + s.n > BYTES_PER_REP {
             break;
         }
