@@ -335,6 +335,7 @@ pub(crate) fn describe(line: &mut Line) {
         line.bytes(b"; forced ");
         line.bytes(k.name().as_bytes());
     }
+    crate::hints::describe(line);
     let (source, error) = blockmem::dispatch::status();
     line.bytes(b"; profile ");
     profile_source(line, source);

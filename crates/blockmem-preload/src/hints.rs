@@ -55,6 +55,20 @@ static KEYS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
 static HINTS: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
 /// Smallest call size a hint can change (`usize::MAX` until loaded).
 static FROM: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Sites placed in the table (for the statistics line).
+static PLACED: AtomicUsize = AtomicUsize::new(0);
+
+/// Appends `; hints N sites from SIZE` to the statistics line when a map is in use.
+pub(crate) fn describe(line: &mut Line) {
+    let placed = PLACED.load(Ordering::Relaxed);
+    if placed > 0 {
+        line.bytes(b"; hints ");
+        line.num(placed as u64);
+        line.bytes(b" sites from ");
+        line.num(FROM.load(Ordering::Relaxed) as u64);
+        line.bytes(b" B");
+    }
+}
 
 const HINT_AUTO: u8 = 0;
 const HINT_REUSE: u8 = 1;
@@ -304,6 +318,7 @@ pub(crate) unsafe fn load(path: &[u8]) -> bool {
             .min()
             .unwrap_or(usize::MAX);
         FROM.store(from, Ordering::Relaxed);
+        PLACED.store(placed, Ordering::Relaxed);
     }
     placed > 0
 }
