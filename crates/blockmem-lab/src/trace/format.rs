@@ -771,10 +771,11 @@ mod tests {
         out.extend_from_slice(payload);
     }
 
-    /// A header payload as the shim writes it.
+    /// A header payload as the shim wrote it in format version 1 (records without
+    /// call sites): old traces must still decode.
     pub(crate) fn header_payload(pid: u32, argv0: &str) -> Vec<u8> {
         let mut h = Vec::new();
-        for v in [VERSION, 0, pid, 1, 0, 4] {
+        for v in [OLDEST_VERSION, 0, pid, 1, 0, 4] {
             h.extend_from_slice(&v.to_le_bytes());
         }
         for v in [2_000_000u64, 1000, 5, 6] {
@@ -875,6 +876,42 @@ mod tests {
             (CallOp::Zero, true, 0x6000)
         );
         assert_eq!(recs[2].src, 0);
+    }
+
+    #[test]
+    fn version_2_records_carry_sites_and_maps_blocks_resolve_them() {
+        let mut f = Vec::new();
+        let mut h = header_payload(7, "prog");
+        h[..4].copy_from_slice(&VERSION.to_le_bytes());
+        block(&mut f, KIND_HEADER, &h);
+        let mut m = vec![1u8];
+        m.extend_from_slice(b"5000-6000 r-xp 00001000 08:01 42 /usr/bin/prog\n");
+        block(&mut f, KIND_MAPS, &m);
+        let mut r = Vec::new();
+        r.extend_from_slice(&0u32.to_le_bytes());
+        r.extend_from_slice(&2u32.to_le_bytes());
+        for (t, site, prev) in [(10u64, 0x51a4u64, 0u64), (20, 0x51a4, 0x51a4)] {
+            r.push(2); // set, kernel slot 0
+            zigzag(&mut r, t, t - 10);
+            varint(&mut r, 5);
+            varint(&mut r, 64);
+            zigzag(&mut r, 0x9000, if prev == 0 { 0 } else { 0x9000 });
+            zigzag(&mut r, site, prev);
+        }
+        block(&mut f, KIND_RECORDS, &r);
+        let tf = TraceFile::parse(Path::new("v2"), f).unwrap();
+        assert!(tf.has_sites());
+        let sites: Vec<u64> = tf.records().map(|r| r.site).collect();
+        assert_eq!(sites, [0x51a4, 0x51a4]);
+        assert_eq!(
+            tf.mappings,
+            [Mapping {
+                start: 0x5000,
+                end: 0x6000,
+                offset: 0x1000,
+                path: "/usr/bin/prog".into()
+            }]
+        );
     }
 
     #[test]
