@@ -213,7 +213,8 @@ fn exported_functions_reach_the_site_entries_with_the_callers_stack() {
         {
             moved_stack = true;
         }
-        if mnemonic.starts_with("jmp") && text.contains("_sited") {
+        // `jmp`, or a conditional jump (`jne`): either leaves the stack as it was.
+        if mnemonic.starts_with('j') && text.contains("_sited") {
             if moved_stack {
                 bad.push(format!("<{function}>: {text} after the stack moved"));
             }
