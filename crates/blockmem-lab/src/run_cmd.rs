@@ -7,7 +7,9 @@
 //! `--profile P` (repeatable) runs the shim once per decision table instead: `P` a
 //! profile file, or `builtin` for the CPU class's built-in table whatever profile is
 //! installed, so that one alternating run compares libc, the built-in table and a
-//! calibrated one.
+//! calibrated one. `--hints MAP` adds a run of the shim with `BLOCKMEM_HINTS=MAP` (a
+//! hint map from `blockmem trace --advise`): `--compare --hints MAP` alternates libc,
+//! the shim, and the shim with the hint map.
 //!
 //! The shim is found at `--preload PATH`, else `$BLOCKMEM_PRELOAD_PATH`, else next to
 //! this executable (`target/release/` after a build), else in `../lib/` beside it (an
@@ -53,6 +55,10 @@ pub struct RunArgs {
     /// run (default: the table the shim finds itself).
     #[arg(long = "profile", value_name = "PATH|builtin")]
     pub profiles: Vec<String>,
+    /// Also run the shim with this hint map (`BLOCKMEM_HINTS`, from `blockmem trace
+    /// --advise`), alternating with the other configurations.
+    #[arg(long, value_name = "MAP")]
+    pub hints: Option<PathBuf>,
     /// The program to run and its arguments (after `--`).
     #[arg(
         required = true,
@@ -79,6 +85,11 @@ pub enum Config {
         /// The file was written for this run (`builtin`) and is removed after it.
         scratch: bool,
     },
+    /// The shim with the table it finds itself and `BLOCKMEM_HINTS` set.
+    ShimHints {
+        /// The hint map.
+        map: PathBuf,
+    },
 }
 
 impl Config {
@@ -87,6 +98,7 @@ impl Config {
             Config::Libc => "libc".into(),
             Config::Shim => "blockmem shim".into(),
             Config::ShimWith { label, .. } => format!("shim, {label}"),
+            Config::ShimHints { .. } => "shim + hints".into(),
         }
     }
 
@@ -244,9 +256,15 @@ fn command_for(args: &RunArgs, shim: &Path, config: &Config, stats: bool) -> Com
     if !args.show_output {
         c.stdout(Stdio::null()).stderr(Stdio::null());
     }
-    c.env_remove("BLOCKMEM_STATS");
-    if let Config::ShimWith { profile, .. } = config {
-        c.env("BLOCKMEM_PROFILE", profile);
+    c.env_remove("BLOCKMEM_STATS").env_remove("BLOCKMEM_HINTS");
+    match config {
+        Config::ShimWith { profile, .. } => {
+            c.env("BLOCKMEM_PROFILE", profile);
+        }
+        Config::ShimHints { map } => {
+            c.env("BLOCKMEM_HINTS", map);
+        }
+        Config::Libc | Config::Shim => {}
     }
     if config.shim() {
         let mut preload = shim.as_os_str().to_os_string();
@@ -343,6 +361,14 @@ pub fn measure(args: &RunArgs, shim: &Path) -> anyhow::Result<Report> {
     } else {
         shim_configs(&args.profiles, &std::env::temp_dir())?
     };
+    if let Some(map) = &args.hints {
+        anyhow::ensure!(
+            map.is_file(),
+            "--hints {}: not a file (give a hint map written by `blockmem trace --advise`)",
+            map.display()
+        );
+        configs.push(Config::ShimHints { map: map.clone() });
+    }
     if args.compare {
         configs.push(Config::Libc);
     }
@@ -480,6 +506,22 @@ pub fn render(r: &Report) -> String {
         if !shims.is_empty() {
             let _ = writeln!(out, "(ratio of medians; below 1: faster under the shim)");
         }
+    }
+    let plain = medians.iter().find(|m| m.0 == Config::Shim);
+    let hinted = medians
+        .iter()
+        .find(|m| matches!(m.0, Config::ShimHints { .. }));
+    if let (Some(p), Some(h)) = (plain, hinted) {
+        let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+        let _ = writeln!(
+            out,
+            "{:<15} {:>11.3} {:>11} {:>11}   {:>11.3}\n(below 1: the hint map made it faster)",
+            "hints / shim",
+            ratio(h.1, p.1),
+            "",
+            "",
+            ratio(h.2, p.2)
+        );
     }
     let _ = writeln!(
         out,
@@ -672,6 +714,7 @@ mod tests {
             show_output: false,
             preload: Some(shim.clone()),
             profiles: vec![],
+            hints: None,
             command: vec!["sort".into(), input.clone().into()],
         };
         let report = measure(&args, &shim).unwrap();

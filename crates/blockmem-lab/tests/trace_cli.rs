@@ -406,3 +406,159 @@ fn usage_errors_say_what_to_do() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("no trace files"));
 }
+
+fn callsites() -> &'static PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = common::scratch("trace");
+        let exe = dir.join("callsites");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/callsites.c");
+        let (s, e) = (src.to_str().unwrap(), exe.to_str().unwrap());
+        common::cc(&["-g", "-O1", "-fno-builtin", s, "-o", e]);
+        exe
+    })
+}
+
+/// The line of `tests/c/callsites.c` marked `/* site: TAG */`.
+fn marked_line(tag: &str) -> u64 {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/callsites.c");
+    let text = std::fs::read_to_string(src).unwrap();
+    let marker = format!("/* site: {tag} */");
+    text.lines().position(|l| l.contains(&marker)).unwrap() as u64 + 1
+}
+
+#[test]
+fn call_sites_are_named_by_function_and_line_and_advised() {
+    let exe = callsites();
+    let (_, j, out) = trace(
+        "sites",
+        &[
+            "--sample",
+            "1",
+            "--window",
+            "all",
+            "--no-estimate",
+            "--advise",
+        ],
+        &[exe.to_str().unwrap()],
+    );
+    let sites = &j["analysis"]["sites"];
+    assert_eq!(sites["recorded"], true);
+    let list = sites["list"].as_array().unwrap();
+    let site = |tag: &str| -> &Value {
+        let line = marked_line(tag);
+        list.iter()
+            .find(|s| s["file"] == "callsites.c" && u(&s["line"]) == line)
+            .unwrap_or_else(|| panic!("no site at callsites.c:{line} ({tag}) in {list:#?}"))
+    };
+    let (reused, small, discard) = (site("reused"), site("small"), site("discard"));
+    assert_eq!(reused["function"], "copy_then_read");
+    assert_eq!(small["function"], "copy_then_read");
+    assert_eq!(discard["function"], "copy_and_discard");
+    assert_eq!(op(&reused["by_op"], 0), (4, 4 * (256 << 10)));
+    assert_eq!(op(&small["by_op"], 0), (16384, 16384 * 64));
+    assert_eq!(op(&discard["by_op"], 0), (4, 4 * (4 << 20)));
+    assert_eq!(u(&small["kernels"]["inline"]), 16384);
+    // Fates: `work` is read by the small copies; the discarded buffer never is.
+    assert_eq!(u(&reused["fates"]["used_as_source"]), 4 * (256 << 10));
+    assert_eq!(u(&discard["fates"]["used_as_source"]), 0);
+    assert_eq!(u(&small["fates"]["used_as_source"]), 0);
+    // Every call was probed (--sample 1).
+    assert_eq!(u(&discard["dst_state"]["sampled"]), 4);
+    for s in [reused, small, discard] {
+        assert_eq!(s["object"].as_str().unwrap(), exe.to_str().unwrap());
+    }
+
+    // The advice: reuse for the reread buffer, noreuse for the discarded one, nothing
+    // for the small copies.
+    let advice = j["advice"].as_array().unwrap();
+    let advised = |tag: &str| -> &Value {
+        let label = format!("(callsites.c:{})", marked_line(tag));
+        advice
+            .iter()
+            .find(|a| a["site"].as_str().unwrap().ends_with(&label))
+            .unwrap_or_else(|| panic!("no advice for {label}: {advice:#?}"))
+    };
+    assert_eq!(advised("reused")["hint"], "reuse");
+    assert_eq!(advised("discard")["hint"], "noreuse");
+    assert!(advised("small")["hint"].is_null());
+    // The hint map names exactly the advised sites whose hint changes a kernel.
+    let map = std::fs::read_to_string(out.join("hints")).unwrap();
+    assert!(map.starts_with("blockmem-hints 1\n"), "{map}");
+    let entries: Vec<(String, u64, String)> = map
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("blockmem-hints"))
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            let hint = w.next().unwrap().to_string();
+            let off = u64::from_str_radix(w.next().unwrap().trim_start_matches("0x"), 16).unwrap();
+            (hint, off, w.collect::<Vec<_>>().join(" "))
+        })
+        .collect();
+    for tag in ["reused", "small", "discard"] {
+        let a = advised(tag);
+        let listed = entries.iter().any(|(h, off, obj)| {
+            a["hint"] == h.as_str() && *off == u(&a["offset"]) && obj == exe.to_str().unwrap()
+        });
+        assert_eq!(listed, a["in_map"] == true, "{tag}: {a} / {map}");
+        assert_eq!(a["in_map"], a["changes_kernel"], "{tag}: {a}");
+    }
+    let text = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    let line = format!("copy_and_discard (callsites.c:{})", marked_line("discard"));
+    assert!(text.contains(&line), "{text}");
+    assert!(text.contains("Advice: hints per call site"), "{text}");
+}
+
+#[test]
+fn hint_maps_are_checked_and_applied_without_changing_results() {
+    let exe = callsites();
+    let dir = common::scratch("trace").join("hintmaps");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |map: &Path| {
+        let o = common::under_shim(exe)
+            .env("BLOCKMEM_HINTS", map)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    // A directory is rejected before it is opened for reading.
+    let err = run(&dir);
+    assert!(err.contains("not a regular file"), "{err}");
+    // A bad line is named.
+    let bad = dir.join("bad");
+    std::fs::write(
+        &bad,
+        "blockmem-hints 1\n# comment\nsometimes 0x10 /bin/true\n",
+    )
+    .unwrap();
+    let err = run(&bad);
+    assert!(err.contains("line 3: expected a hint"), "{err}");
+    let wrong = dir.join("wrong");
+    std::fs::write(&wrong, "hints 2\n").unwrap();
+    assert!(run(&wrong).contains("line 1: expected the first line"));
+    // A good map (every site of the program, both hints) runs silently and correctly
+    // (the program checks its own sums).
+    let (_, j, _) = trace(
+        "sites-map",
+        &["--no-estimate", "--advise"],
+        &[exe.to_str().unwrap()],
+    );
+    let mut text = String::from("blockmem-hints 1\n");
+    for (k, s) in j["analysis"]["sites"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let hint = if k % 2 == 0 { "noreuse" } else { "reuse" };
+        text.push_str(&format!(
+            "{hint} {:#x} {}\n",
+            u(&s["offset"]),
+            s["object"].as_str().unwrap()
+        ));
+    }
+    let good = dir.join("good");
+    std::fs::write(&good, text).unwrap();
+    assert_eq!(run(&good), "");
+}

@@ -8,6 +8,7 @@
 //! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
 //! | `BLOCKMEM_TRACE=<path>` | record every call in a trace file ([`crate::trace`]; children write `<path>.<pid>`) |
 //! | `BLOCKMEM_TRACE_SAMPLE=N` | with tracing, probe the cache state every N-th call (default 64; 0: never) |
+//! | `BLOCKMEM_HINTS=<file>` | per-call-site hints, a hint map from `blockmem trace --advise` ([`crate::hints`]) |
 //! | `BLOCKMEM_PROFILE_WARNED=<profile>` | set by the shim: an ancestor reported that rejected profile ([`crate::warned`]) |
 //!
 //! A flag is on when its value is non-empty and not `0`. Everything is ignored when
@@ -36,7 +37,7 @@ use blockmem::profile::{ErrorKind, ProfileError};
 
 use crate::out::Line;
 use crate::stats::warn;
-use crate::{next, MODE, MODE_DISABLE, MODE_STATS, MODE_TRACE};
+use crate::{next, MODE, MODE_DISABLE, MODE_HINTS, MODE_STATS, MODE_TRACE};
 
 /// `BLOCKMEM_PROFILE` as given (for messages; the core reads the variable itself).
 static PROFILE_PATH: [AtomicU8; PROFILE_PATH_CAP] = [const { AtomicU8::new(0) }; PROFILE_PATH_CAP];
@@ -257,6 +258,7 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     }
     let (mut stats, mut disable) = (false, false);
     let (mut trace_path, mut sample): (&[u8], u32) = (b"", crate::trace::DEFAULT_SAMPLE);
+    let mut hints_path: &[u8] = b"";
     let mut warned = None;
     let mut i = 0;
     loop {
@@ -284,6 +286,8 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
             trace_path = v;
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_TRACE_SAMPLE") {
             sample = parse_sample(v);
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_HINTS") {
+            hints_path = v;
         } else if let Some(v) = value_of(entry, crate::warned::NAME) {
             warned = Some(v);
         }
@@ -303,6 +307,11 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
         }
     }
     load_profile(warned);
+    // SAFETY: this is the constructor. After the profile: the hint table's size bound
+    // comes from the compiled plan.
+    if !hints_path.is_empty() && unsafe { crate::hints::load(hints_path) } {
+        mode |= MODE_HINTS;
+    }
     // SAFETY: this is the constructor.
     if !trace_path.is_empty() && unsafe { start_trace(trace_path, sample, argv) } {
         mode |= MODE_TRACE;
@@ -311,11 +320,12 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     publish_fast(mode);
 }
 
-/// Lets the exported functions jump straight into the core's AVX-512 entries when no
-/// mode is set and the CPU has them (`crate::FAST`).
+/// Lets the exported functions run the core's AVX-512 paths when no mode but hints is
+/// set and the CPU has them (`crate::FAST`; with hints, calls above 2 KiB still go
+/// through the call-site lookup).
 fn publish_fast(mode: u8) {
     #[cfg(target_arch = "x86_64")]
-    if mode == 0 && blockmem::dispatch::wide::available() {
+    if mode & !MODE_HINTS == 0 && blockmem::dispatch::wide::available() {
         crate::FAST.store(1, Ordering::Release);
     }
 }
@@ -337,6 +347,7 @@ pub(crate) fn describe(line: &mut Line) {
         line.bytes(b"; forced ");
         line.bytes(k.name().as_bytes());
     }
+    crate::hints::describe(line);
     let (source, error) = blockmem::dispatch::status();
     line.bytes(b"; profile ");
     profile_source(line, source);

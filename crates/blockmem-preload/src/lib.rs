@@ -10,7 +10,9 @@
 //! semantics and return values; the dynamic linker binds every call the program (and
 //! every other library) makes to these names here instead of in libc. Small calls run
 //! the core's inline rungs right here; the others go to the core's entry points
-//! (`blockmem::copy_raw` and friends: the policy, then the kernel) with [`Hint::Auto`].
+//! (`blockmem::copy_raw` and friends: the policy, then the kernel) with
+//! [`blockmem::Hint::Auto`], or the hint a hint map names for the call's site (module
+//! `hints`).
 //!
 //! Figures quoted in this crate's comments were measured on a 2-vCPU Intel Xeon KVM
 //! guest (AVX-512, glibc as the system library) unless they name another host.
@@ -87,6 +89,8 @@
 extern crate std;
 
 mod config;
+mod hints;
+mod maps;
 mod next;
 mod out;
 mod stats;
@@ -110,14 +114,18 @@ pub const MODE_STATS: u8 = 1 << 0;
 /// `MODE` bit: pass calls through to the next definition, normally libc's
 /// (`BLOCKMEM_DISABLE=1`). Set only after every pointer it needs has been resolved.
 pub const MODE_DISABLE: u8 = 1 << 1;
-/// 1 when the exported functions may jump straight into the core's AVX-512 entries
-/// (`blockmem::dispatch::wide`): no mode is set and the CPU has AVX-512BW and BMI2. Set
-/// by the constructor, after `MODE`; until then (and on other CPUs) the functions take
-/// the core's general entries, which read the core's feature word.
+/// 1 when the exported functions may run the core's AVX-512 paths (the assembly entries
+/// of `blockmem::arch::x86_64::entry`, and `blockmem::dispatch::wide`): the CPU has
+/// AVX-512BW and BMI2 and no mode but hints is set. Set by the constructor, after
+/// `MODE`; until then (and on other CPUs) the functions take the general path.
 pub static FAST: AtomicU8 = AtomicU8::new(0);
 /// `MODE` bit: record every call in the trace file (`BLOCKMEM_TRACE=<path>`; module
 /// `trace`). Set only after the file and the buffers exist.
 pub const MODE_TRACE: u8 = 1 << 2;
+/// `MODE` bit: apply per-call-site hints (`BLOCKMEM_HINTS=<file>`; module `hints`).
+/// Set only after the site table is filled. Calls up to [`INLINE_MAX`] ignore it: they
+/// stay inline in the exported function.
+pub const MODE_HINTS: u8 = 1 << 3;
 
 #[cfg(panic = "abort")]
 #[panic_handler]
@@ -206,61 +214,103 @@ pub(crate) unsafe fn set_small(dst: *mut u8, byte: u8, n: usize) {
 /// Returns `p` without letting the optimiser see that it is the argument it was given.
 /// The out-of-line bodies end with this so that the compiler cannot infer "returns its
 /// argument" and keep `dst` alive across the call in a saved register: the exported
-/// functions then end in a plain tail call.
+/// functions then end in a plain tail call, and their inline path needs no stack frame.
 #[inline(always)]
 fn opaque(p: *mut c_void) -> *mut c_void {
     core::hint::black_box(p)
 }
 
-/// The body of `memcpy`: a copy that forgives overlap (see the crate docs), through the
-/// core's shared entry ([`blockmem::dispatch::copy_forgiving`]: the inline paths of the
-/// CPU, then the plan). Returns `dst`; with no mode set the exported function is one
-/// byte test and a tail jump into the core.
+/// `copy_body` with `FAST` set and no mode: the core's AVX-512 path, out of line so
+/// that `mempcpy` and the fortified entries keep no stack frame (they may still jump
+/// to a site entry, which reads the caller's return address from the top of the stack).
+///
+/// # Safety
+/// As [`copy_body`]; `FAST` is set.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+unsafe extern "C" fn copy_fast(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: forwarded contract; `FAST` is set only where the entries may run.
+    unsafe { blockmem::dispatch::wide::copy_forgiving(dst, src, n, Hint::Auto) };
+    opaque(ret)
+}
+
+/// `set_body` with `FAST` set and no mode (see [`copy_fast`]).
+///
+/// # Safety
+/// As [`set_body`]; `FAST` is set.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+unsafe extern "C" fn set_fast(dst: *mut u8, byte: u8, n: usize, ret: *mut c_void) -> *mut c_void {
+    // SAFETY: as in `copy_fast`.
+    unsafe { blockmem::dispatch::wide::set(dst, byte, n, Hint::Auto) };
+    opaque(ret)
+}
+
+/// The body of `memcpy` and `mempcpy`: a copy that forgives overlap (see the crate
+/// docs). Returns `ret`, the caller's C return value, so that the exported function
+/// ends in a tail call and the inline path needs no stack frame at all.
 ///
 /// # Safety
 /// `src` valid for `n` reads and `dst` for `n` writes (any pointers when `n == 0`).
 #[inline(always)]
-unsafe fn copy_body(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+unsafe fn copy_body(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
     #[cfg(target_arch = "x86_64")]
-    if FAST.load(Ordering::Relaxed) != 0 {
-        // SAFETY: forwarded contract; `FAST` is set only where the entries may run.
-        return unsafe { blockmem::dispatch::wide::copy_forgiving(dst, src, n, Hint::Auto) }.cast();
-    }
-    // SAFETY: forwarded contract.
-    unsafe { copy_checked(dst, src, n) }
-}
-
-/// `copy_body` without `FAST`: out of line, so that the exported function keeps its
-/// arguments where they came and ends in a jump either way (`extern "C"`: the target
-/// of the assembly entry's jump, and a function that cannot unwind).
-///
-/// # Safety
-/// As [`copy_body`].
-#[inline(never)]
-unsafe extern "C" fn copy_checked(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
-    if MODE.load(Ordering::Relaxed) != 0 {
+    if FAST.load(Ordering::Relaxed) != 0 && MODE.load(Ordering::Relaxed) == 0 {
         // SAFETY: forwarded contract.
-        return unsafe { copy_general(dst, src, n, dst.cast()) };
+        return unsafe { copy_fast(dst, src, n, ret) };
+    }
+    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) & !MODE_HINTS == 0 {
+        // SAFETY: forwarded contract; the inline rungs allow overlap.
+        unsafe { copy_small(dst, src, n) };
+        return ret;
     }
     // SAFETY: forwarded contract.
-    unsafe { blockmem::dispatch::copy_forgiving(dst, src, n, Hint::Auto) }.cast()
+    unsafe {
+        if MODE.load(Ordering::Relaxed) == 0 {
+            copy_general(dst, src, n, ret, 0)
+        } else {
+            copy_general_sited(dst, src, n, ret)
+        }
+    }
 }
 
-/// `copy_body` with a mode set (statistics, tracing or pass-through).
+/// `copy_body` above the inline sizes, or with a mode set. `site` is the caller's
+/// return address (0 where it was not taken: no mode set).
 ///
 /// # Safety
 /// As [`copy_body`].
-#[cold]
 #[inline(never)]
-unsafe fn copy_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
+unsafe extern "C" fn copy_general(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+    site: usize,
+) -> *mut c_void {
     let mode = MODE.load(Ordering::Relaxed);
-    // SAFETY (whole body): forwarded contract.
+    // SAFETY (whole body): forwarded contract. Overlapping ranges go to the move.
     unsafe {
-        // Plain pass-through first: it is what a `BLOCKMEM_DISABLE=1` run measures.
-        if let (MODE_DISABLE, Some(f)) = (mode, Next::Memcpy.copy_fn(mode)) {
-            f(dst.cast(), src.cast(), n);
+        if mode & !MODE_HINTS != 0 {
+            // Plain pass-through first: it is what a `BLOCKMEM_DISABLE=1` run measures.
+            if let (MODE_DISABLE, Some(f)) = (mode, Next::Memcpy.copy_fn(mode)) {
+                f(dst.cast(), src.cast(), n);
+            } else {
+                copy_with_mode(mode, Next::Memcpy, dst, src, n, site);
+            }
+        } else if n <= INLINE_MAX {
+            copy_small(dst, src, n);
         } else {
-            copy_with_mode(mode, Next::Memcpy, dst, src, n);
+            let hint = hints::for_call(mode, site, n);
+            if disjoint(dst, src, n) {
+                blockmem::copy_raw(dst, src, n, hint);
+            } else {
+                blockmem::move_raw(dst, src, n, hint);
+            }
         }
     }
     opaque(ret)
@@ -273,15 +323,29 @@ unsafe fn copy_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void)
 /// As [`copy_body`].
 #[cold]
 #[inline(never)]
-unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: usize) {
+unsafe fn copy_with_mode(
+    mode: u8,
+    next: Next,
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    site: usize,
+) {
     let overlap = !disjoint(dst, src, n);
     if mode & MODE_STATS != 0 {
         let op = if overlap { Op::Move } else { Op::Copy };
         stats::record(stats::OpSlot::Copy, op, n, overlap, mode);
     }
+    let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
+        let call = trace::Call {
+            kind: stats::OpSlot::Copy,
+            mode,
+            hint,
+            site,
+        };
         // SAFETY: forwarded contract; `next` is `Memcpy` for every caller.
-        unsafe { trace::call(stats::OpSlot::Copy, mode, dst, src, 0, n) };
+        unsafe { trace::call(call, dst, src, 0, n) };
         return;
     }
     // SAFETY: forwarded contract. `next.copy_fn()` only returns libc's function when
@@ -291,56 +355,64 @@ unsafe fn copy_with_mode(mode: u8, next: Next, dst: *mut u8, src: *const u8, n: 
             Some(f) => {
                 f(dst.cast(), src.cast(), n);
             }
+            None if n <= INLINE_MAX => copy_small(dst, src, n),
+            None if overlap => {
+                blockmem::move_raw(dst, src, n, hint);
+            }
             None => {
-                blockmem::dispatch::copy_forgiving(dst, src, n, Hint::Auto);
+                blockmem::copy_raw(dst, src, n, hint);
             }
         }
     }
 }
 
-/// The body of `memmove` (see [`copy_body`]).
+/// The body of `memmove`; returns `ret` (see [`copy_body`]).
 ///
 /// # Safety
 /// `src` valid for `n` reads and `dst` for `n` writes; overlap allowed.
 #[inline(always)]
-unsafe fn move_body(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
-    #[cfg(target_arch = "x86_64")]
-    if FAST.load(Ordering::Relaxed) != 0 {
-        // SAFETY: as in `copy_body`.
-        return unsafe { blockmem::dispatch::wide::move_(dst, src, n, Hint::Auto) }.cast();
+unsafe fn move_body(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
+    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) & !MODE_HINTS == 0 {
+        // SAFETY: forwarded contract; the inline rungs allow overlap.
+        unsafe { copy_small(dst, src, n) };
+        return ret;
     }
     // SAFETY: forwarded contract.
-    unsafe { move_checked(dst, src, n) }
+    unsafe {
+        if MODE.load(Ordering::Relaxed) == 0 {
+            move_general(dst, src, n, ret, 0)
+        } else {
+            move_general_sited(dst, src, n, ret)
+        }
+    }
 }
 
-/// `move_body` without `FAST` (see [`copy_checked`]).
+/// `move_body` above the inline sizes, or with a mode set (`site`: as
+/// [`copy_general`]).
 ///
 /// # Safety
 /// As [`move_body`].
 #[inline(never)]
-unsafe extern "C" fn move_checked(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
-    if MODE.load(Ordering::Relaxed) != 0 {
-        // SAFETY: forwarded contract.
-        return unsafe { move_general(dst, src, n, dst.cast()) };
-    }
-    // SAFETY: forwarded contract.
-    unsafe { blockmem::move_raw(dst, src, n, Hint::Auto) }.cast()
-}
-
-/// `move_body` with a mode set.
-///
-/// # Safety
-/// As [`move_body`].
-#[cold]
-#[inline(never)]
-unsafe fn move_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
+unsafe extern "C" fn move_general(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+    site: usize,
+) -> *mut c_void {
     let mode = MODE.load(Ordering::Relaxed);
     // SAFETY (whole body): forwarded contract.
     unsafe {
-        if let (MODE_DISABLE, Some(f)) = (mode, Next::Memmove.copy_fn(mode)) {
-            f(dst.cast(), src.cast(), n);
+        if mode & !MODE_HINTS != 0 {
+            if let (MODE_DISABLE, Some(f)) = (mode, Next::Memmove.copy_fn(mode)) {
+                f(dst.cast(), src.cast(), n);
+            } else {
+                move_with_mode(mode, dst, src, n, site);
+            }
+        } else if n <= INLINE_MAX {
+            copy_small(dst, src, n);
         } else {
-            move_with_mode(mode, dst, src, n);
+            blockmem::move_raw(dst, src, n, hints::for_call(mode, site, n));
         }
     }
     opaque(ret)
@@ -350,14 +422,21 @@ unsafe fn move_general(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void)
 /// As [`move_body`].
 #[cold]
 #[inline(never)]
-unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
+unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize, site: usize) {
     if mode & MODE_STATS != 0 {
         let overlap = !disjoint(dst, src, n);
         stats::record(stats::OpSlot::Move, Op::Move, n, overlap, mode);
     }
+    let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
+        let call = trace::Call {
+            kind: stats::OpSlot::Move,
+            mode,
+            hint,
+            site,
+        };
         // SAFETY: forwarded contract.
-        unsafe { trace::call(stats::OpSlot::Move, mode, dst, src, 0, n) };
+        unsafe { trace::call(call, dst, src, 0, n) };
         return;
     }
     // SAFETY: forwarded contract.
@@ -366,63 +445,74 @@ unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize) {
             Some(f) => {
                 f(dst.cast(), src.cast(), n);
             }
+            None if n <= INLINE_MAX => copy_small(dst, src, n),
             None => {
-                blockmem::move_raw(dst, src, n, Hint::Auto);
+                blockmem::move_raw(dst, src, n, hint);
             }
         }
     }
 }
 
-/// The body of `memset` and `bzero` (see [`copy_body`]).
+/// The body of `memset` and `bzero`; returns `ret` (see [`copy_body`]).
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
 #[inline(always)]
-unsafe fn set_body(slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) -> *mut c_void {
-    #[cfg(target_arch = "x86_64")]
-    if FAST.load(Ordering::Relaxed) != 0 {
-        // SAFETY: as in `copy_body`.
-        return unsafe { blockmem::dispatch::wide::set(dst, byte, n, Hint::Auto) }.cast();
-    }
-    // SAFETY: forwarded contract.
-    unsafe { set_checked(slot, dst, byte, n) }
-}
-
-/// `set_body` without `FAST` (see [`copy_checked`]).
-///
-/// # Safety
-/// As [`set_body`].
-#[inline(never)]
-unsafe fn set_checked(slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) -> *mut c_void {
-    if MODE.load(Ordering::Relaxed) != 0 {
-        // SAFETY: forwarded contract.
-        return unsafe { set_general(slot, dst, byte, n, dst.cast()) };
-    }
-    // SAFETY: forwarded contract.
-    unsafe { blockmem::set_raw(dst, byte, n, Hint::Auto) }.cast()
-}
-
-/// `set_body` with a mode set.
-///
-/// # Safety
-/// As [`set_body`].
-#[cold]
-#[inline(never)]
-unsafe fn set_general(
+unsafe fn set_body(
     slot: stats::OpSlot,
     dst: *mut u8,
     byte: u8,
     n: usize,
     ret: *mut c_void,
 ) -> *mut c_void {
+    #[cfg(target_arch = "x86_64")]
+    if FAST.load(Ordering::Relaxed) != 0 && MODE.load(Ordering::Relaxed) == 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { set_fast(dst, byte, n, ret) };
+    }
+    if n <= INLINE_MAX && MODE.load(Ordering::Relaxed) & !MODE_HINTS == 0 {
+        // SAFETY: forwarded contract.
+        unsafe { set_small(dst, byte, n) };
+        return ret;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        if MODE.load(Ordering::Relaxed) == 0 {
+            set_general(slot, dst, byte, n, ret, 0)
+        } else {
+            set_general_sited(slot, dst, byte, n, ret)
+        }
+    }
+}
+
+/// `set_body` above the inline sizes, or with a mode set (`site`: as
+/// [`copy_general`]).
+///
+/// # Safety
+/// As [`set_body`].
+#[inline(never)]
+unsafe extern "C" fn set_general(
+    slot: stats::OpSlot,
+    dst: *mut u8,
+    byte: u8,
+    n: usize,
+    ret: *mut c_void,
+    site: usize,
+) -> *mut c_void {
     let mode = MODE.load(Ordering::Relaxed);
     // SAFETY (whole body): forwarded contract.
     unsafe {
-        match (mode, slot, Next::Memset.set_fn(mode)) {
-            (MODE_DISABLE, stats::OpSlot::Set, Some(f)) => {
-                f(dst.cast(), c_int::from(byte), n);
+        if mode & !MODE_HINTS != 0 {
+            match (mode, slot, Next::Memset.set_fn(mode)) {
+                (MODE_DISABLE, stats::OpSlot::Set, Some(f)) => {
+                    f(dst.cast(), c_int::from(byte), n);
+                }
+                _ => set_with_mode(mode, slot, dst, byte, n, site),
             }
-            _ => set_with_mode(mode, slot, dst, byte, n),
+        } else if n <= INLINE_MAX {
+            set_small(dst, byte, n);
+        } else {
+            blockmem::set_raw(dst, byte, n, hints::for_call(mode, site, n));
         }
     }
     opaque(ret)
@@ -432,15 +522,29 @@ unsafe fn set_general(
 /// As [`set_body`].
 #[cold]
 #[inline(never)]
-unsafe fn set_with_mode(mode: u8, slot: stats::OpSlot, dst: *mut u8, byte: u8, n: usize) {
+unsafe fn set_with_mode(
+    mode: u8,
+    slot: stats::OpSlot,
+    dst: *mut u8,
+    byte: u8,
+    n: usize,
+    site: usize,
+) {
     if mode & MODE_STATS != 0 {
         // The core itself treats a zero fill as `Op::Zero` when it picks the kernel.
         let op = if byte == 0 { Op::Zero } else { Op::Set };
         stats::record(slot, op, n, false, mode);
     }
+    let hint = hints::for_call(mode, site, n);
     if mode & MODE_TRACE != 0 {
+        let call = trace::Call {
+            kind: slot,
+            mode,
+            hint,
+            site,
+        };
         // SAFETY: forwarded contract (no source).
-        unsafe { trace::call(slot, mode, dst, core::ptr::null(), byte, n) };
+        unsafe { trace::call(call, dst, core::ptr::null(), byte, n) };
         return;
     }
     // SAFETY: forwarded contract. libc's `bzero` only ever receives byte 0.
@@ -450,11 +554,119 @@ unsafe fn set_with_mode(mode: u8, slot: stats::OpSlot, dst: *mut u8, byte: u8, n
             (_, Some(s), _) => {
                 s(dst.cast(), c_int::from(byte), n);
             }
+            _ if n <= INLINE_MAX => set_small(dst, byte, n),
             _ => {
-                blockmem::set_raw(dst, byte, n, Hint::Auto);
+                blockmem::set_raw(dst, byte, n, hint);
             }
         }
     }
+}
+
+// ---- call sites ------------------------------------------------------------------------
+
+// The caller's return address (its *call site*) is what tracing records and what the
+// hint map is keyed by. Rust has no stable `__builtin_return_address`, so the three
+// `*_general_sited` entries below are two instructions of assembly each: load the
+// word at the top of the stack into the next free argument register and jump to the
+// Rust body, which takes it as its last argument.
+//
+// That word is the caller's return address because the exported functions reach
+// these entries by a tail jump with the stack exactly as the caller left it: they
+// have no stack frame (no push, no `sub rsp`), which `tests/disasm.rs` checks on the
+// built object. Were that ever to break, the word would be some other address and
+// the call would be attributed to a wrong site (a trace or a hint-map miss), never
+// run incorrectly: every hint is correct for every call. Only calls with a mode set
+// pay the two instructions; a plain run never enters these entries.
+//
+// A caller that itself tail-jumps to `memcpy` has no return address of its own on
+// the stack: its call is attributed to the site that called it.
+
+/// [`copy_general`] with `site` = the return address on the stack at entry.
+///
+/// # Safety
+/// As [`copy_body`]; only reached by a tail jump from an exported function (see above).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn copy_general_sited(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    core::arch::naked_asm!("mov r8, qword ptr [rsp]", "jmp {f}", f = sym copy_general)
+}
+
+/// [`move_general`] with `site` = the return address on the stack at entry.
+///
+/// # Safety
+/// As [`move_body`]; only reached by a tail jump from an exported function.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn move_general_sited(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    core::arch::naked_asm!("mov r8, qword ptr [rsp]", "jmp {f}", f = sym move_general)
+}
+
+/// [`set_general`] with `site` = the return address on the stack at entry.
+///
+/// # Safety
+/// As [`set_body`]; only reached by a tail jump from an exported function.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn set_general_sited(
+    slot: stats::OpSlot,
+    dst: *mut u8,
+    byte: u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    core::arch::naked_asm!("mov r9, qword ptr [rsp]", "jmp {f}", f = sym set_general)
+}
+
+/// Elsewhere no site is taken (0: traces carry none, hint maps never match).
+///
+/// # Safety
+/// As [`copy_body`].
+#[cfg(not(target_arch = "x86_64"))]
+unsafe extern "C" fn copy_general_sited(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { copy_general(dst, src, n, ret, 0) }
+}
+
+/// # Safety
+/// As [`move_body`].
+#[cfg(not(target_arch = "x86_64"))]
+unsafe extern "C" fn move_general_sited(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { move_general(dst, src, n, ret, 0) }
+}
+
+/// # Safety
+/// As [`set_body`].
+#[cfg(not(target_arch = "x86_64"))]
+unsafe extern "C" fn set_general_sited(
+    slot: stats::OpSlot,
+    dst: *mut u8,
+    byte: u8,
+    n: usize,
+    ret: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { set_general(slot, dst, byte, n, ret, 0) }
 }
 
 /// glibc's `__chk_fail`: the fortified caller's destination is smaller than `n`.
@@ -467,18 +679,135 @@ fn chk_fail() -> ! {
     unsafe { libc::abort() }
 }
 
+// ---- the assembly entries ---------------------------------------------------------------
+
+// On x86-64, `memcpy`, `memmove` and `memset` are the core's assembly entries
+// (`blockmem::copy_entry!`, `blockmem::set_entry!`): with `FAST` set they handle up to
+// 2 KiB themselves; otherwise, and above 2 KiB, they jump on, with the stack as their
+// caller left it, to the stubs below, which take the caller's return address (the call
+// site traces record and hint maps are keyed by) and jump into the Rust bodies. Above
+// 2 KiB with no mode set, the stub goes straight to the core.
+
+/// `memcpy` without `FAST`: `copy_general` with `ret = dst` and the call site.
+///
+/// # Safety
+/// As [`memcpy`]; only reached by a tail jump from it.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn memcpy_sited(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+    core::arch::naked_asm!(
+        "mov rcx, rdi",
+        "mov r8, qword ptr [rsp]",
+        "jmp {f}",
+        f = sym copy_general
+    )
+}
+
+/// `memcpy` above 2 KiB with `FAST` set: the core, or with hints the sited body.
+///
+/// # Safety
+/// As [`memcpy_sited`].
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn memcpy_above_sited(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmp byte ptr [rip + {mode}], 0",
+        "jne {general}",
+        "xor ecx, ecx",
+        "jmp {core}",
+        mode = sym MODE,
+        general = sym memcpy_sited,
+        core = sym blockmem::dispatch::wide::copy_forgiving_above,
+    )
+}
+
+/// `memmove` without `FAST` (see [`memcpy_sited`]).
+///
+/// # Safety
+/// As [`memmove`]; only reached by a tail jump from it.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn memmove_sited(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+    core::arch::naked_asm!(
+        "mov rcx, rdi",
+        "mov r8, qword ptr [rsp]",
+        "jmp {f}",
+        f = sym move_general
+    )
+}
+
+/// `memmove` above 2 KiB with `FAST` set (see [`memcpy_above_sited`]).
+///
+/// # Safety
+/// As [`memmove_sited`].
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn memmove_above_sited(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmp byte ptr [rip + {mode}], 0",
+        "jne {general}",
+        "xor ecx, ecx",
+        "jmp {core}",
+        mode = sym MODE,
+        general = sym memmove_sited,
+        core = sym blockmem::dispatch::wide::move_above,
+    )
+}
+
+/// `memset` with its call site (the fourth argument), as `set_general` takes it.
+///
+/// # Safety
+/// As [`memset`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" fn memset_site_body(
+    dst: *mut u8,
+    c: c_int,
+    n: usize,
+    site: usize,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { set_general(stats::OpSlot::Set, dst, c as u8, n, dst.cast(), site) }
+}
+
+/// `memset` without `FAST` (see [`memcpy_sited`]).
+///
+/// # Safety
+/// As [`memset`]; only reached by a tail jump from it.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn memset_sited(dst: *mut u8, c: c_int, n: usize) -> *mut c_void {
+    core::arch::naked_asm!("mov rcx, qword ptr [rsp]", "jmp {f}", f = sym memset_site_body)
+}
+
+/// `memset` above 2 KiB with `FAST` set (see [`memcpy_above_sited`]).
+///
+/// # Safety
+/// As [`memset_sited`].
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+unsafe extern "C" fn memset_above_sited(dst: *mut u8, c: c_int, n: usize) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmp byte ptr [rip + {mode}], 0",
+        "jne {general}",
+        "xor ecx, ecx",
+        "jmp {core}",
+        mode = sym MODE,
+        general = sym memset_sited,
+        core = sym blockmem::dispatch::wide::set_above,
+    )
+}
+
 #[cfg(target_arch = "x86_64")]
 blockmem::copy_entry! {
     /// C `memcpy`: copies `n` bytes from `src` to `dst`, returns `dst`. Overlapping
     /// ranges are copied as `memmove` would (see the crate docs). With [`FAST`] set, up
-    /// to 512 bytes in the assembly of `blockmem::arch::x86_64::entry`.
+    /// to 2 KiB in the assembly of `blockmem::arch::x86_64::entry`.
     ///
     /// # Safety
     /// `src` valid for `n` reads, `dst` valid for `n` writes.
     #[no_mangle]
     pub fn memcpy(dst: *mut c_void, src: *const c_void, n: usize);
-    flag = FAST, general = copy_checked,
-    above = blockmem::dispatch::wide::copy_forgiving_above, hint = "xor ecx, ecx",
+    flag = FAST, general = memcpy_sited, above = memcpy_above_sited, hint = "",
     overlap = possible
 }
 
@@ -490,7 +819,7 @@ blockmem::copy_entry! {
 #[no_mangle]
 pub unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: the C contract is the caller's.
-    unsafe { copy_body(dst.cast(), src.cast(), n) }
+    unsafe { copy_body(dst.cast(), src.cast(), n, dst) }
 }
 
 /// GNU `mempcpy`: `memcpy` that returns `dst + n`.
@@ -501,21 +830,19 @@ pub unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) 
 pub unsafe extern "C" fn mempcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     let end = dst.cast::<u8>().wrapping_add(n).cast();
     // SAFETY: the C contract is the caller's.
-    unsafe { copy_body(dst.cast(), src.cast(), n) };
-    end
+    unsafe { copy_body(dst.cast(), src.cast(), n, end) }
 }
 
 #[cfg(target_arch = "x86_64")]
 blockmem::copy_entry! {
     /// C `memmove`: copies `n` bytes, the ranges may overlap; returns `dst`. With
-    /// [`FAST`] set, up to 512 bytes in the assembly of `blockmem::arch::x86_64::entry`.
+    /// [`FAST`] set, up to 2 KiB in the assembly of `blockmem::arch::x86_64::entry`.
     ///
     /// # Safety
     /// `src` valid for `n` reads, `dst` valid for `n` writes.
     #[no_mangle]
     pub fn memmove(dst: *mut c_void, src: *const c_void, n: usize);
-    flag = FAST, general = move_checked,
-    above = blockmem::dispatch::wide::move_above, hint = "xor ecx, ecx",
+    flag = FAST, general = memmove_sited, above = memmove_above_sited, hint = "",
     overlap = possible
 }
 
@@ -527,21 +854,20 @@ blockmem::copy_entry! {
 #[no_mangle]
 pub unsafe extern "C" fn memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: the C contract is the caller's.
-    unsafe { move_body(dst.cast(), src.cast(), n) }
+    unsafe { move_body(dst.cast(), src.cast(), n, dst) }
 }
 
 #[cfg(target_arch = "x86_64")]
 blockmem::set_entry! {
     /// C `memset`: sets `n` bytes to `c` converted to `unsigned char`; returns `dst`.
-    /// With [`FAST`] set, up to 512 bytes in the assembly of
+    /// With [`FAST`] set, up to 2 KiB in the assembly of
     /// `blockmem::arch::x86_64::entry`.
     ///
     /// # Safety
     /// `dst` valid for `n` writes.
     #[no_mangle]
     pub fn memset(dst: *mut c_void, c: c_int, n: usize);
-    flag = FAST, general = memset_checked,
-    above = blockmem::dispatch::wide::set_above, hint = "xor ecx, ecx"
+    flag = FAST, general = memset_sited, above = memset_above_sited, hint = ""
 }
 
 /// C `memset` (see the x86-64 definition).
@@ -552,17 +878,7 @@ blockmem::set_entry! {
 #[no_mangle]
 pub unsafe extern "C" fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
     // SAFETY: the C contract is the caller's.
-    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n) }
-}
-
-/// `memset` without `FAST` (see [`copy_checked`]).
-///
-/// # Safety
-/// `dst` valid for `n` writes.
-#[cfg(target_arch = "x86_64")]
-unsafe extern "C" fn memset_checked(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
-    // SAFETY: forwarded contract.
-    unsafe { set_checked(stats::OpSlot::Set, dst.cast(), c as u8, n) }
+    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n, dst) }
 }
 
 /// BSD `bzero`: zeroes `n` bytes.
@@ -572,7 +888,7 @@ unsafe extern "C" fn memset_checked(dst: *mut c_void, c: c_int, n: usize) -> *mu
 #[no_mangle]
 pub unsafe extern "C" fn bzero(dst: *mut c_void, n: usize) {
     // SAFETY: the C contract is the caller's.
-    unsafe { set_body(stats::OpSlot::Zero, dst.cast(), 0, n) };
+    unsafe { set_body(stats::OpSlot::Zero, dst.cast(), 0, n, dst) };
 }
 
 /// Fortified `memcpy` (`-D_FORTIFY_SOURCE`): aborts like glibc if `dstlen < n`.
@@ -590,7 +906,7 @@ pub unsafe extern "C" fn __memcpy_chk(
         chk_fail();
     }
     // SAFETY: the C contract is the caller's.
-    unsafe { copy_body(dst.cast(), src.cast(), n) }
+    unsafe { copy_body(dst.cast(), src.cast(), n, dst) }
 }
 
 /// Fortified `mempcpy`: aborts like glibc if `dstlen < n`, else returns `dst + n`.
@@ -609,8 +925,7 @@ pub unsafe extern "C" fn __mempcpy_chk(
     }
     let end = dst.cast::<u8>().wrapping_add(n).cast();
     // SAFETY: the C contract is the caller's.
-    unsafe { copy_body(dst.cast(), src.cast(), n) };
-    end
+    unsafe { copy_body(dst.cast(), src.cast(), n, end) }
 }
 
 /// Fortified `memmove`: aborts like glibc if `dstlen < n`.
@@ -628,7 +943,7 @@ pub unsafe extern "C" fn __memmove_chk(
         chk_fail();
     }
     // SAFETY: the C contract is the caller's.
-    unsafe { move_body(dst.cast(), src.cast(), n) }
+    unsafe { move_body(dst.cast(), src.cast(), n, dst) }
 }
 
 /// Fortified `memset`: aborts like glibc if `dstlen < n`.
@@ -646,5 +961,5 @@ pub unsafe extern "C" fn __memset_chk(
         chk_fail();
     }
     // SAFETY: the C contract is the caller's.
-    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n) }
+    unsafe { set_body(stats::OpSlot::Set, dst.cast(), c as u8, n, dst) }
 }

@@ -45,6 +45,7 @@ use crate::{config, MODE, MODE_DISABLE, MODE_STATS, MODE_TRACE};
 /// The operation as the caller named it: `memcpy`, `mempcpy` and their `_chk` variants
 /// are `Copy`; `memmove` is `Move`; `memset` is `Set`; `bzero` is `Zero`.
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub(crate) enum OpSlot {
     Copy = 0,
     Move = 1,

@@ -101,10 +101,12 @@ struct SlotState {
     count: u32,
     /// Calls until the next sampled one (0: this one).
     countdown: u32,
-    /// Previous record's start TSC, destination and source (for the deltas).
+    /// Previous record's start TSC, destination, source and call site (for the
+    /// deltas).
     prev_tsc: u64,
     prev_dst: u64,
     prev_src: u64,
+    prev_site: u64,
     /// Records appended since the process started its file.
     total: u64,
 }
@@ -333,6 +335,7 @@ fn flush_parts(index: usize, st: &mut SlotState, buf: *mut u8) {
     st.prev_tsc = 0;
     st.prev_dst = 0;
     st.prev_src = 0;
+    st.prev_site = 0;
 }
 
 // ---- probing --------------------------------------------------------------------------
@@ -426,7 +429,10 @@ unsafe fn probe_call(copies: bool, dst: *const u8, src: *const u8, n: usize) -> 
 /// # Safety
 /// The op's C contract: `dst` valid for `n` writes, `src` (copy, move) for `n` reads.
 #[inline(always)]
-unsafe fn execute(kind: OpSlot, mode: u8, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> u8 {
+unsafe fn execute(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> u8 {
+    let Call {
+        kind, mode, hint, ..
+    } = c;
     // SAFETY (whole body): forwarded contract; the pass-through pointers were resolved
     // for exactly these names; overlapping copies go to the move, as untraced.
     unsafe {
@@ -478,7 +484,7 @@ unsafe fn execute(kind: OpSlot, mode: u8, dst: *mut u8, src: *const u8, byte: u8
         } else {
             core::ptr::null()
         };
-        match blockmem::dispatch::decide_for_call(op, dst, from, n, Hint::Auto) {
+        match blockmem::dispatch::decide_for_call(op, dst, from, n, hint) {
             Some(k) => {
                 blockmem::dispatch::run_kernel(k, op, dst, src, byte, n);
                 kernel_slot(k)
@@ -487,9 +493,9 @@ unsafe fn execute(kind: OpSlot, mode: u8, dst: *mut u8, src: *const u8, byte: u8
             // itself (which `move_raw` skips): no kernel.
             None => {
                 let _ = match op {
-                    Op::Copy => blockmem::copy_raw(dst, src, n, Hint::Auto),
-                    Op::Move => blockmem::move_raw(dst, src, n, Hint::Auto),
-                    Op::Set | Op::Zero => blockmem::set_raw(dst, byte, n, Hint::Auto),
+                    Op::Copy => blockmem::copy_raw(dst, src, n, hint),
+                    Op::Move => blockmem::move_raw(dst, src, n, hint),
+                    Op::Set | Op::Zero => blockmem::set_raw(dst, byte, n, hint),
                 };
                 SLOT_INLINE
             }
@@ -497,36 +503,43 @@ unsafe fn execute(kind: OpSlot, mode: u8, dst: *mut u8, src: *const u8, byte: u8
     }
 }
 
+/// What a traced call is, besides its arguments.
+#[derive(Clone, Copy)]
+pub(crate) struct Call {
+    /// The op as the caller named it.
+    pub kind: OpSlot,
+    /// `MODE` when the call started.
+    pub mode: u8,
+    /// The hint it runs with (`Auto` unless a hint map names its site).
+    pub hint: Hint,
+    /// The caller's return address (0: unknown).
+    pub site: usize,
+}
+
 /// One intercepted call with tracing on: probe (when sampled), time, run, record.
 ///
 /// # Safety
 /// The op's C contract: `dst` valid for `n` writes, `src` (copy, move) for `n` reads.
 #[inline(never)]
-pub(crate) unsafe fn call(
-    kind: OpSlot,
-    mode: u8,
-    dst: *mut u8,
-    src: *const u8,
-    byte: u8,
-    n: usize,
-) {
+pub(crate) unsafe fn call(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
     let Some(pool) = pool() else {
         // SAFETY: forwarded contract.
-        unsafe { execute(kind, mode, dst, src, byte, n) };
+        unsafe { execute(c, dst, src, byte, n) };
         return;
     };
     if pool.ctl.ready.load(Ordering::Acquire) != READY && !start_forked(pool) {
         pool.ctl.while_starting.fetch_add(1, Ordering::Relaxed);
         // SAFETY: forwarded contract.
-        unsafe { execute(kind, mode, dst, src, byte, n) };
+        unsafe { execute(c, dst, src, byte, n) };
         return;
     }
     let Some(claim) = claim(pool) else {
         pool.ctl.no_slot.fetch_add(1, Ordering::Relaxed);
         // SAFETY: forwarded contract.
-        unsafe { execute(kind, mode, dst, src, byte, n) };
+        unsafe { execute(c, dst, src, byte, n) };
         return;
     };
+    let kind = c.kind;
     let copies = matches!(kind, OpSlot::Copy | OpSlot::Move);
     let (st, buf) = claim.parts();
     let sampled = st.countdown == 0 && n > 0 && SAMPLE_EVERY.load(Ordering::Relaxed) > 0;
@@ -541,7 +554,7 @@ pub(crate) unsafe fn call(
     };
     let t0 = stamp_start();
     // SAFETY: forwarded contract.
-    let kernel = unsafe { execute(kind, mode, dst, src, byte, n) };
+    let kernel = unsafe { execute(c, dst, src, byte, n) };
     let t1 = stamp_end();
 
     if st.len + MAX_RECORD > SLOT_BYTES {
@@ -575,6 +588,8 @@ pub(crate) unsafe fn call(
         w.delta(src as u64, st.prev_src);
         st.prev_src = src as u64;
     }
+    w.delta(c.site as u64, st.prev_site);
+    st.prev_site = c.site as u64;
     if sampled {
         if copies {
             w.varint(probes.src_first);
@@ -705,6 +720,52 @@ fn summary_sizes(plan: &Plan) -> [usize; 10] {
     ]
 }
 
+/// Bytes of the scratch mapping a maps block is built in; executable mappings past it
+/// are left out (a process with thousands of shared objects).
+const MAPS_BYTES: usize = 1 << 20;
+
+/// Writes a maps block (see `trace_file`): the process's executable file mappings now,
+/// as `/proc/self/maps` lines. Built in a scratch mapping (not on the copy path: the
+/// constructor, a forked child's start, the exit function).
+fn write_maps(fd: c_int, when: u8) {
+    // SAFETY: an anonymous private mapping; no existing memory is affected.
+    let mem = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            MAPS_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if mem == libc::MAP_FAILED {
+        return;
+    }
+    // SAFETY: `mem` is our mapping of MAPS_BYTES bytes.
+    let mut w = unsafe { Writer::new(mem.cast(), 0, MAPS_BYTES) };
+    for _ in 0..BLOCK_HEAD {
+        w.byte(0);
+    }
+    w.byte(when);
+    let read = crate::maps::for_each(|m| {
+        if m.exec && m.path.first() == Some(&b'/') && w.len() + m.line.len() < MAPS_BYTES {
+            w.bytes(m.line);
+            w.byte(b'\n');
+        }
+    });
+    if read {
+        let len = w.len();
+        w.put_at(0, &file::MAGIC);
+        w.put_at(4, &file::KIND_MAPS.to_le_bytes());
+        w.put_at(6, &0u16.to_le_bytes());
+        w.put_at(8, &((len - BLOCK_HEAD) as u32).to_le_bytes());
+        crate::out::write_all(fd, w.as_slice());
+    }
+    // SAFETY: our mapping, no longer used.
+    unsafe { libc::munmap(mem, MAPS_BYTES) };
+}
+
 fn write_trailer(fd: c_int, ctl: &Control, records: u64, busy_at_exit: u64) {
     let mut local = Local::new();
     let mut w = local.writer();
@@ -745,12 +806,14 @@ fn start_forked(pool: &Pool) -> bool {
                 // no longer used (the parent's stays open in the parent).
                 unsafe { libc::close(old) };
             }
-            write_header(
+            let ok = write_header(
                 fd,
                 file::FLAG_FORKED,
                 parent,
                 FORK_TSC.load(Ordering::Relaxed),
-            )
+            );
+            write_maps(fd, file::MAPS_START);
+            ok
         }
         Err(_) => false,
     };
@@ -879,6 +942,7 @@ pub(crate) unsafe fn start(path: &[u8], sample: u32, argv0: &[u8]) -> Result<(),
     OWNER_PID.store(pid, Ordering::Relaxed);
     let pool = mem.cast::<Pool>();
     write_header(fd, 0, 0, stamp_start());
+    write_maps(fd, file::MAPS_START);
     // SAFETY: the mapping is zeroed, a valid `Pool` (atomics and plain integers); no
     // other reference exists yet.
     unsafe { (*pool).ctl.ready.store(READY, Ordering::Release) };
@@ -916,6 +980,7 @@ pub(crate) fn finish() {
             None => busy += 1,
         }
     }
+    write_maps(FD.load(Ordering::Relaxed), file::MAPS_EXIT);
     write_trailer(FD.load(Ordering::Relaxed), &pool.ctl, records, busy);
     set_errno(saved);
 }

@@ -1,27 +1,28 @@
 //! The trace file: how `BLOCKMEM_TRACE` output is laid out, and the pieces of the
 //! shim that write it (file creation, header, trailer, the record encoder).
 //!
-//! # Layout (version 1)
+//! # Layout (version 2)
 //!
 //! A trace file is a sequence of *blocks*. Every block starts with the same 12 bytes
 //! and can be skipped without understanding it:
 //!
 //! ```text
 //! magic   4 bytes  "BMTR"
-//! kind    u16      1 = header, 2 = records, 3 = trailer
+//! kind    u16      1 = header, 2 = records, 3 = trailer, 4 = maps
 //! flags   u16      0
 //! length  u32      bytes of payload that follow
 //! ```
 //!
-//! All integers are little-endian. A file holds one header block first, then record
-//! blocks (one per flushed buffer, in the order they were written), then one trailer
-//! block when the process exited through `exit` (none after `_exit`, a fatal signal or
-//! an `exec`: the records flushed before stay readable).
+//! All integers are little-endian. A file holds one header block first, then a maps
+//! block, then record blocks (one per flushed buffer, in the order they were written),
+//! then, when the process exited through `exit`, a second maps block and one trailer
+//! block (none after `_exit`, a fatal signal or an `exec`: the records flushed before
+//! stay readable). Version 1 (no call sites, no maps blocks) differs only there.
 //!
 //! **Header** (kind 1): fixed fields, then three length-prefixed strings.
 //!
 //! ```text
-//! u32 version (1)            u32 flags (bit 0: forked child, bit 1: fork detected
+//! u32 version (2)            u32 flags (bit 0: forked child, bit 1: fork detected
 //!                                       by pthread_atfork instead of MADV_WIPEONFORK)
 //! u32 pid                    u32 ppid
 //! u32 parent pid (forked child: the process that forked; else 0)
@@ -65,6 +66,8 @@
 //! dst      zigzag varint  destination address minus the previous record's
 //! src      zigzag varint  source address minus the previous copy/move record's
 //!                         (copy and move only)
+//! site     zigzag varint  the caller's return address minus the previous record's
+//!                         (0: not known; version 2 and later)
 //! if sampled, for the source (copy and move), then the destination:
 //!   first  varint  cycles of a timed load of the region's first byte
 //!   spread u8      bits 0-3 lines probed across the block, bits 4-7 of those cached
@@ -75,6 +78,16 @@
 //! bytes at `(2k+1)·n/16`, k = 0..7, leaving out the first line and, above the inline
 //! size, the line of byte `n/2` (the one blockmem's own probe reads); a line counts as
 //! cached when its timed load took at most the header's hit threshold.
+//!
+//! The call site is the return address the exported function found on the stack: the
+//! instruction after the program's `call` (the report resolves `site - 1` to a
+//! function and line, and the hint map names sites by it).
+//!
+//! **Maps** (kind 4): `u8 when` (1 at the start of the file, 2 at exit), then the
+//! process's executable file mappings as `/proc/self/maps` lines (`start-end perms
+//! offset dev inode path`, each ending in a newline). With the records' sites they
+//! turn an address into an object and an offset within it after the run; a library
+//! loaded with `dlopen` appears in the exit block.
 //!
 //! **Trailer** (kind 3):
 //!
@@ -97,10 +110,14 @@ pub(crate) const MAGIC: [u8; 4] = *b"BMTR";
 pub(crate) const KIND_HEADER: u16 = 1;
 pub(crate) const KIND_RECORDS: u16 = 2;
 pub(crate) const KIND_TRAILER: u16 = 3;
+pub(crate) const KIND_MAPS: u16 = 4;
+/// Maps block `when` values.
+pub(crate) const MAPS_START: u8 = 1;
+pub(crate) const MAPS_EXIT: u8 = 2;
 /// Bytes of a block's framing.
 pub(crate) const BLOCK_HEAD: usize = 12;
 /// Format version.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 /// Header flag bits.
 pub(crate) const FLAG_FORKED: u32 = 1 << 0;
 pub(crate) const FLAG_ATFORK: u32 = 1 << 1;
@@ -108,8 +125,8 @@ pub(crate) const FLAG_ATFORK: u32 = 1 << 1;
 pub(crate) const TAG_SAMPLED: u8 = 1 << 2;
 pub(crate) const TAG_FLAG: u8 = 1 << 3;
 pub(crate) const TAG_KERNEL_ESCAPE: u8 = 15;
-/// Largest encoded record: tag, escape, five 10-byte varints, two probe pairs.
-pub(crate) const MAX_RECORD: usize = 2 + 5 * 10 + 2 * 11;
+/// Largest encoded record: tag, escape, six 10-byte varints, two probe pairs.
+pub(crate) const MAX_RECORD: usize = 2 + 6 * 10 + 2 * 11;
 
 /// Appends bytes to caller-provided memory. The caller guarantees room (records:
 /// `MAX_RECORD` bytes reserved; header and trailer: a local buffer checked here).

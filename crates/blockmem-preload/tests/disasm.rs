@@ -180,3 +180,53 @@ fn nothing_calls_into_panic_machinery() {
         bad.join("\n")
     );
 }
+
+#[test]
+fn exported_functions_reach_the_site_entries_with_the_callers_stack() {
+    // The `*_general_sited` entries read the caller's return address at the top of the
+    // stack (src/lib.rs, "call sites"): every exported function must jump to one with
+    // the stack as its caller left it, so nothing before that jump may push, adjust
+    // rsp or call.
+    let asm = tool("objdump", &["-d", "--no-show-raw-insn"]);
+    let mut function = String::new();
+    let mut moved_stack = false;
+    let mut reached: Vec<String> = Vec::new();
+    let mut bad = Vec::new();
+    for line in asm.lines() {
+        if let Some(name) = line
+            .strip_suffix(">:")
+            .and_then(|l| l.split_once(" <"))
+            .map(|(_, n)| n)
+        {
+            function = name.to_string();
+            moved_stack = false;
+            continue;
+        }
+        if !EXPORTED.contains(&function.as_str()) {
+            continue;
+        }
+        let text = line.split_once(':').map_or("", |(_, t)| t.trim());
+        let mnemonic = text.split_whitespace().next().unwrap_or("");
+        if mnemonic.starts_with("push")
+            || mnemonic.starts_with("call")
+            || (mnemonic.starts_with("sub") && text.ends_with("%rsp"))
+        {
+            moved_stack = true;
+        }
+        // `jmp`, or a conditional jump (`jne`): either leaves the stack as it was.
+        if mnemonic.starts_with('j') && text.contains("_sited") {
+            if moved_stack {
+                bad.push(format!("<{function}>: {text} after the stack moved"));
+            }
+            reached.push(function.clone());
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    for f in EXPORTED {
+        assert!(
+            reached.iter().any(|r| r == f),
+            "<{f}> never jumps to a *_general_sited entry: its calls with a mode set \
+             would carry no call site"
+        );
+    }
+}

@@ -200,6 +200,26 @@ mod sys {
     }
 }
 
+/// Reads a small regular file the way the profile is read (see the module docs):
+/// `path` NUL-terminated, opened `O_NONBLOCK | O_CLOEXEC` and checked with `fstat`
+/// before any read, into `buf[..cap]`; `Ok(None)` if it is larger than `cap`. The
+/// LD_PRELOAD shim reads its hint map (`BLOCKMEM_HINTS`) with it.
+///
+/// # Safety
+/// `buf` valid for `cap` writes.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub unsafe fn read_regular_file(
+    path: &[u8],
+    buf: *mut u8,
+    cap: usize,
+) -> Result<Option<usize>, sys::ReadError> {
+    // SAFETY: forwarded contract.
+    unsafe { sys::read_file(path, buf, cap) }
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub use sys::ReadError;
+
 /// The number of CPUs this process may run on (its affinity mask), at least 1; 1 where
 /// the system cannot say.
 pub fn cpus_available() -> usize {

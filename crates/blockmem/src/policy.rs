@@ -157,6 +157,12 @@ impl PlanRow {
     }
 }
 
+/// True if a call of `n` bytes does something else under row `a` than under row `b`
+/// (for either op of the family).
+fn steps_differ(a: &PlanRow, b: &PlanRow, n: usize) -> bool {
+    a.step(n, false) != b.step(n, false) || a.step(n, true) != b.step(n, true)
+}
+
 /// The kernel with table index `v` (the portable kernel for an out-of-range value).
 pub fn kernel_at(v: u8) -> KernelId {
     if (v as usize) < KernelId::ALL.len() {
@@ -240,6 +246,50 @@ impl Plan {
         } else {
             k
         })
+    }
+
+    /// The smallest size at which a `Reuse` or `NoReuse` hint can make a call of this
+    /// family run something else than `Auto` would (`usize::MAX`: never): the first
+    /// band start, in any state's row, where a hinted row's step differs from the
+    /// `Auto` row's. Below it a hint is moot, so a caller holding per-call hints (the
+    /// shim's hint map) need not look them up.
+    pub fn hint_matters_from(&self, family: Family) -> usize {
+        // Index loops only: iterator adapters over rows would be `memcpy` calls in an
+        // unoptimised build (this runs inside the shim's constructor).
+        let hints = [Hint::Reuse, Hint::NoReuse];
+        let mut first = usize::MAX;
+        let mut h = 0;
+        while h < hints.len() {
+            let mut s = 0;
+            while s < State::ALL.len() {
+                let auto = self.row(family, Hint::Auto, State::ALL[s]);
+                let hinted = self.row(family, hints[h], State::ALL[s]);
+                let mut i = 0;
+                while i <= MAX_BANDS {
+                    // Band starts: 0, then every bound below `usize::MAX`.
+                    let starts = if i == 0 {
+                        [0, 0]
+                    } else {
+                        [
+                            auto.below[i - 1].load(Ordering::Relaxed),
+                            hinted.below[i - 1].load(Ordering::Relaxed),
+                        ]
+                    };
+                    let mut k = 0;
+                    while k < 2 {
+                        let n = starts[k];
+                        if n < first && n != usize::MAX && steps_differ(auto, hinted, n) {
+                            first = n;
+                        }
+                        k += 1;
+                    }
+                    i += 1;
+                }
+                s += 1;
+            }
+            h += 1;
+        }
+        first
     }
 
     /// The smallest size at which a call of this family and hint probes (`usize::MAX`:

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::fate::{FateTracker, Fates};
+use super::fate::{FateTracker, Fates, NO_SITE};
 use super::format::{CallOp, Header, Record, RegionProbe, TraceFile, Trailer};
+use super::sites::{Resolver, Sites};
 
 /// Calls, bytes and cycles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -22,7 +23,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, n: u64, cycles: u64) {
+    pub(crate) fn add(&mut self, n: u64, cycles: u64) {
         self.calls += 1;
         self.bytes += n;
         self.cycles += cycles;
@@ -336,6 +337,8 @@ pub struct Analysis {
     slot_kernels: Vec<[Counts; 4]>,
     /// Kernel slot 'libc' used: the trace is of a pass-through run.
     pub passthrough_calls: u64,
+    /// The calls by call site (module `sites`).
+    pub sites: Sites,
     /// Problems.
     pub warnings: Vec<String>,
 }
@@ -364,7 +367,7 @@ fn process_ghz(h: &Header, t: Option<&Trailer>) -> f64 {
 }
 
 /// A tiny deterministic generator for the reservoir.
-fn mix(x: u64) -> u64 {
+pub(crate) fn mix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -442,6 +445,7 @@ impl Analysis {
         }
         a.processes = order.iter().filter_map(|&i| processes[i].take()).collect();
         a.run_cycles = a.processes.iter().map(|p| p.run_cycles).sum();
+        a.sites.finish();
         Ok(a)
     }
 
@@ -462,6 +466,9 @@ impl Analysis {
         let mut last_tsc = h.start_tsc;
         let overhead = u64::from(h.timer_overhead);
         self.slot_kernels = vec![[Counts::default(); 4]; 256];
+        let mut resolver = Resolver::new(&f.mappings);
+        let sited = f.has_sites();
+        self.sites.recorded |= sited;
         let mut it = f.records();
         for r in it.by_ref() {
             while next_cut < cuts.len() && r.tsc >= cuts[next_cut] {
@@ -473,14 +480,22 @@ impl Analysis {
             let cycles = r.cycles.saturating_sub(overhead);
             by_op[r.op as usize].add(r.n, cycles);
             self.record(h, &r, cycles);
+            let site = if sited {
+                let i = resolver.site(&mut self.sites, r.site);
+                self.sites.record(i, h, &r, cycles);
+                i
+            } else {
+                NO_SITE
+            };
             let src = r.op.has_src().then_some(r.src);
-            fate.call(r.op, r.dst, src, r.n);
+            fate.call(r.op, site, r.dst, src, r.n);
         }
         while next_cut < cuts.len() {
             on_cut(cuts[next_cut], &by_op);
             next_cut += 1;
         }
         fate.finish();
+        self.sites.add_fates(&fate.by_site);
         for (slot, per_op) in std::mem::take(&mut self.slot_kernels).iter().enumerate() {
             if per_op.iter().all(|c| c.calls == 0) {
                 continue;

@@ -22,7 +22,8 @@
 //!   Bytes still live when the process ends are *not seen again* too.
 //!
 //! Each byte gets exactly one fate, decided by the first of those events; results are
-//! counted in bytes (seed 003 counts cache lines) per op of the call that wrote them.
+//! counted in bytes (seed 003 counts cache lines) per op of the call that wrote them,
+//! and per call site of that call (an index the caller assigns; see `sites`).
 //! Overlap is exact address-range overlap, not line granularity.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -71,12 +72,16 @@ enum Fate {
     Unseen,
 }
 
+/// The site number of calls whose site is not known (not counted per site).
+pub const NO_SITE: u32 = u32::MAX;
+
 /// A live piece of a destination: `[start, end)` written by call `id` of op `op`.
 #[derive(Clone, Copy, Debug)]
 struct Piece {
     end: u64,
     id: u64,
     op: CallOp,
+    site: u32,
 }
 
 /// The tracker for one process (addresses are per process).
@@ -90,6 +95,8 @@ pub struct FateTracker {
     next_id: u64,
     /// Fates per op of the writing call, indexed like [`CallOp::ALL`].
     pub by_op: [Fates; 4],
+    /// Fates per call site of the writing call, by the index given to [`Self::call`].
+    pub by_site: Vec<Fates>,
     /// Keys being retired or split (kept to avoid an allocation per call).
     scratch: Vec<u64>,
 }
@@ -105,14 +112,18 @@ impl FateTracker {
             window: window.max(1),
             next_id: 0,
             by_op: [Fates::default(); 4],
+            by_site: Vec::new(),
             scratch: Vec::new(),
         }
     }
 
-    /// One call, in start-time order.
-    pub fn call(&mut self, op: CallOp, dst: u64, src: Option<u64>, n: u64) {
+    /// One call, in start-time order, from call site number `site`.
+    pub fn call(&mut self, op: CallOp, site: u32, dst: u64, src: Option<u64>, n: u64) {
         if n == 0 {
             return;
+        }
+        if site != NO_SITE && self.by_site.len() <= site as usize {
+            self.by_site.resize(site as usize + 1, Fates::default());
         }
         // Retire what the calls since its write moved more than the window past,
         // then read, then write; this call's own traffic counts for later calls.
@@ -127,14 +138,14 @@ impl FateTracker {
             .saturating_add(if src.is_some() { 2 * n } else { n });
         let id = self.next_id;
         self.next_id += 1;
-        self.live.insert(dst, Piece { end, id, op });
+        self.live.insert(dst, Piece { end, id, op, site });
         self.writes.push_back((id, dst, end, self.traffic));
     }
 
     /// Ends the process: whatever is live was not seen again.
     pub fn finish(&mut self) {
         for (start, p) in std::mem::take(&mut self.live) {
-            self.by_op[p.op as usize].add(Fate::Unseen, p.end - start);
+            self.settle(&p, Fate::Unseen, p.end - start);
         }
         self.writes.clear();
     }
@@ -155,7 +166,7 @@ impl FateTracker {
             if let Some(p) = self.live.get(&start) {
                 if p.id == id && p.end == end {
                     let p = self.live.remove(&start).expect("just found");
-                    self.by_op[p.op as usize].add(Fate::Unseen, p.end - start);
+                    self.settle(&p, Fate::Unseen, p.end - start);
                     continue;
                 }
             }
@@ -169,10 +180,18 @@ impl FateTracker {
             );
             for &s in &gone {
                 if let Some(p) = self.live.remove(&s) {
-                    self.by_op[p.op as usize].add(Fate::Unseen, p.end - s);
+                    self.settle(&p, Fate::Unseen, p.end - s);
                 }
             }
             self.scratch = gone;
+        }
+    }
+
+    /// Counts `bytes` of piece `p` as having met `fate`.
+    fn settle(&mut self, p: &Piece, fate: Fate, bytes: u64) {
+        self.by_op[p.op as usize].add(fate, bytes);
+        if let Some(f) = self.by_site.get_mut(p.site as usize) {
+            f.add(fate, bytes);
         }
     }
 
@@ -197,7 +216,7 @@ impl FateTracker {
                 continue;
             };
             let (lo, hi) = (s.max(a), p.end.min(b));
-            self.by_op[p.op as usize].add(fate, hi - lo);
+            self.settle(&p, fate, hi - lo);
             if s < a {
                 self.live.insert(s, Piece { end: a, ..p });
             }
@@ -220,10 +239,10 @@ mod tests {
     fn source_overwrite_and_unseen() {
         let mut t = FateTracker::new(u64::MAX);
         // A written, then copied on; B written, then half overwritten by a set.
-        t.call(CallOp::Copy, 0x1000, Some(0x9000), 4096);
-        t.call(CallOp::Copy, 0x5000, Some(0x1000), 4096);
-        t.call(CallOp::Copy, 0x3000, Some(0xa000), 1000);
-        t.call(CallOp::Set, 0x3000, None, 500);
+        t.call(CallOp::Copy, 0, 0x1000, Some(0x9000), 4096);
+        t.call(CallOp::Copy, 0, 0x5000, Some(0x1000), 4096);
+        t.call(CallOp::Copy, 0, 0x3000, Some(0xa000), 1000);
+        t.call(CallOp::Set, 0, 0x3000, None, 500);
         t.finish();
         let c = t.by_op[COPY];
         assert_eq!(c.used_as_source, 4096);
@@ -237,10 +256,10 @@ mod tests {
     #[test]
     fn partial_overlaps_split_pieces() {
         let mut t = FateTracker::new(u64::MAX);
-        t.call(CallOp::Copy, 100, Some(10_000), 100); // [100, 200)
-        t.call(CallOp::Copy, 20_000, Some(150), 20); // reads [150, 170)
-        t.call(CallOp::Copy, 120, Some(30_000), 10); // overwrites [120, 130)
-        t.call(CallOp::Copy, 40_000, Some(140), 20); // reads [140, 150) and [150, 160): already taken
+        t.call(CallOp::Copy, 0, 100, Some(10_000), 100); // [100, 200)
+        t.call(CallOp::Copy, 0, 20_000, Some(150), 20); // reads [150, 170)
+        t.call(CallOp::Copy, 0, 120, Some(30_000), 10); // overwrites [120, 130)
+        t.call(CallOp::Copy, 0, 40_000, Some(140), 20); // reads [140, 150) and [150, 160): already taken
         t.finish();
         let c = t.by_op[COPY];
         assert_eq!(c.used_as_source, 20 + 10);
@@ -253,9 +272,9 @@ mod tests {
     fn the_window_retires_old_destinations() {
         // Window 10 KiB: after 12 KiB of traffic the first destination is gone.
         let mut t = FateTracker::new(10 << 10);
-        t.call(CallOp::Set, 0, None, 1024);
-        t.call(CallOp::Set, 1 << 20, None, 12 << 10);
-        t.call(CallOp::Copy, 2 << 20, Some(0), 1024); // too late
+        t.call(CallOp::Set, 0, 0, None, 1024);
+        t.call(CallOp::Set, 0, 1 << 20, None, 12 << 10);
+        t.call(CallOp::Copy, 0, 2 << 20, Some(0), 1024); // too late
         t.finish();
         assert_eq!(t.by_op[SET].used_as_source, 0);
         assert_eq!(t.by_op[SET].not_seen_again, 1024 + (12 << 10));
@@ -264,8 +283,8 @@ mod tests {
     #[test]
     fn an_overlapping_move_reads_before_it_writes() {
         let mut t = FateTracker::new(u64::MAX);
-        t.call(CallOp::Copy, 1000, Some(50_000), 100); // [1000, 1100)
-        t.call(CallOp::Move, 1010, Some(1000), 100); // reads [1000, 1100), writes [1010, 1110)
+        t.call(CallOp::Copy, 0, 1000, Some(50_000), 100); // [1000, 1100)
+        t.call(CallOp::Move, 0, 1010, Some(1000), 100); // reads [1000, 1100), writes [1010, 1110)
         t.finish();
         assert_eq!(t.by_op[COPY].used_as_source, 100);
         assert_eq!(t.by_op[CallOp::Move as usize].not_seen_again, 100);

@@ -15,9 +15,13 @@ const MAGIC: &[u8; 4] = b"BMTR";
 const KIND_HEADER: u16 = 1;
 const KIND_RECORDS: u16 = 2;
 const KIND_TRAILER: u16 = 3;
+const KIND_MAPS: u16 = 4;
 const BLOCK_HEAD: usize = 12;
-/// The format version this reader understands.
-pub const VERSION: u32 = 1;
+/// The newest format version this reader understands (2: records carry call sites,
+/// files carry maps blocks).
+pub const VERSION: u32 = 2;
+/// The oldest format version this reader understands (1: no call sites).
+pub const OLDEST_VERSION: u32 = 1;
 
 /// Header flag: the process is a forked child.
 pub const FLAG_FORKED: u32 = 1 << 0;
@@ -102,6 +106,21 @@ pub struct Record {
     pub flag: bool,
     /// Probes, on sampled calls.
     pub probe: Option<Probe>,
+    /// The caller's return address (0: unknown, or a version 1 file).
+    pub site: u64,
+}
+
+/// An executable file mapping of the traced process (from a maps block).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Mapping {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// Offset in the file of `start`.
+    pub offset: u64,
+    /// The object's path.
+    pub path: String,
 }
 
 /// The profile the process ran with (from the header).
@@ -224,6 +243,8 @@ pub struct TraceFile {
     pub trailer: Option<Trailer>,
     /// Problems found while parsing (a cut-off last block, unknown block kinds).
     pub warnings: Vec<String>,
+    /// Executable mappings from the maps blocks (start and exit), without repeats.
+    pub mappings: Vec<Mapping>,
     data: Vec<u8>,
     blocks: Vec<Block>,
 }
@@ -401,6 +422,36 @@ fn parse_header(p: &[u8]) -> Option<Header> {
     })
 }
 
+/// A maps block's payload: `u8 when`, then `/proc/self/maps` lines. Lines that do not
+/// parse, and mappings already in `out`, are skipped.
+fn parse_maps(p: &[u8], out: &mut Vec<Mapping>) -> Option<()> {
+    let text = String::from_utf8_lossy(p.get(1..)?);
+    for line in text.lines() {
+        let mut f = line.split_ascii_whitespace();
+        let (Some(range), Some(_perms), Some(offset)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let path = f.skip(2).collect::<Vec<_>>().join(" ");
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+        let (Some(start), Some(end), Some(offset)) = (hex(a), hex(b), hex(offset)) else {
+            continue;
+        };
+        let m = Mapping {
+            start,
+            end,
+            offset,
+            path,
+        };
+        if start < end && !m.path.is_empty() && !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    Some(())
+}
+
 fn parse_trailer(p: &[u8]) -> Option<Trailer> {
     let mut c = Cursor::new(p);
     Some(Trailer {
@@ -432,6 +483,7 @@ impl TraceFile {
         let mut trailer = None;
         let mut blocks = Vec::new();
         let mut warnings = Vec::new();
+        let mut mappings = Vec::new();
         let mut at = 0usize;
         while at < data.len() {
             let mut c = Cursor::new(&data[at..]);
@@ -462,9 +514,9 @@ impl TraceFile {
                 KIND_HEADER if header.is_none() => {
                     let h = parse_header(payload)
                         .with_context(|| format!("{what}: header block is too short"))?;
-                    if h.version != VERSION {
+                    if !(OLDEST_VERSION..=VERSION).contains(&h.version) {
                         bail!(
-                            "{what}: trace format version {} (this blockmem reads version {VERSION})",
+                            "{what}: trace format version {} (this blockmem reads versions {OLDEST_VERSION} to {VERSION}); report it with the blockmem that wrote it",
                             h.version
                         );
                     }
@@ -482,6 +534,11 @@ impl TraceFile {
                     });
                 }
                 KIND_TRAILER => trailer = parse_trailer(payload),
+                KIND_MAPS => {
+                    if parse_maps(payload, &mut mappings).is_none() {
+                        warnings.push(format!("{what}: byte {at}: an empty maps block"));
+                    }
+                }
                 other => warnings.push(format!("{what}: skipped a block of unknown kind {other}")),
             }
             at = end;
@@ -492,9 +549,15 @@ impl TraceFile {
             header,
             trailer,
             warnings,
+            mappings,
             data,
             blocks,
         })
+    }
+
+    /// True if the records carry call sites (format version 2 and later).
+    pub fn has_sites(&self) -> bool {
+        self.header.version >= 2
     }
 
     /// Records in the file, as stored (sum of the blocks' counts).
@@ -524,7 +587,7 @@ impl TraceFile {
                     blocks,
                     next_block: 0,
                     cursor: None,
-                    prev: (0, 0, 0),
+                    prev: Prev::default(),
                 })
                 .collect(),
             heap: BinaryHeap::new(),
@@ -541,7 +604,18 @@ struct Stream<'a> {
     blocks: Vec<&'a Block>,
     next_block: usize,
     cursor: Option<(Cursor<'a>, u32)>,
-    prev: (u64, u64, u64),
+    prev: Prev,
+}
+
+/// The previous record's fields that the next one is encoded against (reset at every
+/// block), and whether records carry a site.
+#[derive(Clone, Copy, Default)]
+struct Prev {
+    tsc: u64,
+    dst: u64,
+    src: u64,
+    site: u64,
+    sites: bool,
 }
 
 /// The merge of a file's buffer streams (see [`TraceFile::records`]).
@@ -553,19 +627,25 @@ pub struct Merged<'a> {
     pub error: Option<String>,
 }
 
-fn decode(c: &mut Cursor<'_>, prev: &mut (u64, u64, u64)) -> Option<Record> {
+/// Decodes one record (the layout: the shim's `trace_file` module).
+fn decode(c: &mut Cursor<'_>, prev: &mut Prev) -> Option<Record> {
     let tag = c.u8()?;
     let op = CallOp::from_tag(tag);
     let mut kernel = tag >> 4;
     if kernel == 15 {
         kernel = c.u8()?;
     }
-    let tsc = prev.0.wrapping_add(c.zigzag()? as u64);
+    let tsc = prev.tsc.wrapping_add(c.zigzag()? as u64);
     let cycles = c.varint()?;
     let n = c.varint()?;
-    let dst = prev.1.wrapping_add(c.zigzag()? as u64);
+    let dst = prev.dst.wrapping_add(c.zigzag()? as u64);
     let src = if op.has_src() {
-        prev.2.wrapping_add(c.zigzag()? as u64)
+        prev.src.wrapping_add(c.zigzag()? as u64)
+    } else {
+        0
+    };
+    let site = if prev.sites {
+        prev.site.wrapping_add(c.zigzag()? as u64)
     } else {
         0
     };
@@ -587,11 +667,12 @@ fn decode(c: &mut Cursor<'_>, prev: &mut (u64, u64, u64)) -> Option<Record> {
     } else {
         None
     };
-    prev.0 = tsc;
-    prev.1 = dst;
+    prev.tsc = tsc;
+    prev.dst = dst;
     if op.has_src() {
-        prev.2 = src;
+        prev.src = src;
     }
+    prev.site = site;
     Some(Record {
         tsc,
         cycles,
@@ -602,6 +683,7 @@ fn decode(c: &mut Cursor<'_>, prev: &mut (u64, u64, u64)) -> Option<Record> {
         kernel,
         flag: tag & 8 != 0,
         probe,
+        site,
     })
 }
 
@@ -617,7 +699,10 @@ impl Merged<'_> {
                 };
                 s.next_block += 1;
                 s.cursor = Some((Cursor::new(&data[b.range.clone()]), b.count));
-                s.prev = (0, 0, 0);
+                s.prev = Prev {
+                    sites: self.file.has_sites(),
+                    ..Prev::default()
+                };
             }
             let (c, left) = s.cursor.as_mut().expect("set above");
             if *left == 0 {
@@ -686,10 +771,11 @@ mod tests {
         out.extend_from_slice(payload);
     }
 
-    /// A header payload as the shim writes it.
+    /// A header payload as the shim wrote it in format version 1 (records without
+    /// call sites): old traces must still decode.
     pub(crate) fn header_payload(pid: u32, argv0: &str) -> Vec<u8> {
         let mut h = Vec::new();
-        for v in [VERSION, 0, pid, 1, 0, 4] {
+        for v in [OLDEST_VERSION, 0, pid, 1, 0, 4] {
             h.extend_from_slice(&v.to_le_bytes());
         }
         for v in [2_000_000u64, 1000, 5, 6] {
@@ -790,6 +876,42 @@ mod tests {
             (CallOp::Zero, true, 0x6000)
         );
         assert_eq!(recs[2].src, 0);
+    }
+
+    #[test]
+    fn version_2_records_carry_sites_and_maps_blocks_resolve_them() {
+        let mut f = Vec::new();
+        let mut h = header_payload(7, "prog");
+        h[..4].copy_from_slice(&VERSION.to_le_bytes());
+        block(&mut f, KIND_HEADER, &h);
+        let mut m = vec![1u8];
+        m.extend_from_slice(b"5000-6000 r-xp 00001000 08:01 42 /usr/bin/prog\n");
+        block(&mut f, KIND_MAPS, &m);
+        let mut r = Vec::new();
+        r.extend_from_slice(&0u32.to_le_bytes());
+        r.extend_from_slice(&2u32.to_le_bytes());
+        for (t, site, prev) in [(10u64, 0x51a4u64, 0u64), (20, 0x51a4, 0x51a4)] {
+            r.push(2); // set, kernel slot 0
+            zigzag(&mut r, t, t - 10);
+            varint(&mut r, 5);
+            varint(&mut r, 64);
+            zigzag(&mut r, 0x9000, if prev == 0 { 0 } else { 0x9000 });
+            zigzag(&mut r, site, prev);
+        }
+        block(&mut f, KIND_RECORDS, &r);
+        let tf = TraceFile::parse(Path::new("v2"), f).unwrap();
+        assert!(tf.has_sites());
+        let sites: Vec<u64> = tf.records().map(|r| r.site).collect();
+        assert_eq!(sites, [0x51a4, 0x51a4]);
+        assert_eq!(
+            tf.mappings,
+            [Mapping {
+                start: 0x5000,
+                end: 0x6000,
+                offset: 0x1000,
+                path: "/usr/bin/prog".into()
+            }]
+        );
     }
 
     #[test]

@@ -50,12 +50,14 @@
 //! report are inflated by the tracer while its counts, sizes and addresses are exact.
 //! The report takes about 0.3 µs per record to analyse (7.7 s for sqlite3's trace).
 
+pub mod advise;
 pub mod analysis;
 pub mod distribution;
 pub mod estimate;
 pub mod fate;
 pub mod format;
 pub mod render;
+pub mod sites;
 pub mod stats_check;
 
 use std::ffi::OsString;
@@ -121,9 +123,18 @@ pub struct ReportOpts {
     /// of the process). Default: the effective LLC of the profile the program ran with.
     #[arg(long, value_name = "SIZE|all", value_parser = parse_window)]
     pub window: Option<u64>,
-    /// Skip the libc estimate (it replays samples of the calls for a few seconds).
+    /// Skip the estimates (libc's time, and the call sites' time under each hint: they
+    /// replay samples of the calls for a few seconds).
     #[arg(long)]
     pub no_estimate: bool,
+    /// Advise hints per call site (table, `advice` in the JSON) and write the hint map
+    /// for `BLOCKMEM_HINTS` (to --hints-out, else DIR/hints with --out, else
+    /// ./blockmem-hints).
+    #[arg(long)]
+    pub advise: bool,
+    /// Where --advise writes the hint map.
+    #[arg(long, value_name = "PATH", requires = "advise")]
+    pub hints_out: Option<PathBuf>,
 }
 
 /// Flags of the run form.
@@ -279,18 +290,25 @@ fn report(
     wall: Option<f64>,
     tables: Tables,
 ) -> Result<()> {
-    let a = Analysis::run(
+    let mut a = Analysis::run(
         files,
         Options {
             window: opts.window,
         },
     )?;
+    let min_hint = sites::min_hint_size();
     let estimate = if opts.no_estimate {
         None
     } else {
         eprintln!("blockmem trace: estimating libc's time (replaying samples of the calls)…");
-        Some(estimate::estimate(&a))
+        let e = estimate::estimate(&a);
+        if a.sites.recorded {
+            eprintln!("blockmem trace: estimating the call sites' time under each hint…");
+            sites::estimate(&mut a.sites, min_hint);
+        }
+        Some(e)
     };
+    let advice = opts.advise.then(|| advise::advise(&a, min_hint));
     let check = stats.map(|lines| StatsCheck::new(lines, &a));
     let r = render::Report {
         title: title.to_string(),
@@ -298,6 +316,7 @@ fn report(
         estimate: estimate.as_ref(),
         stats: check.as_ref(),
         wall_seconds: wall,
+        advice: advice.as_deref(),
     };
     let mut text = format!("blockmem {title}\n\n");
     for t in r.tables() {
@@ -316,6 +335,9 @@ fn report(
     }
     if let Some(p) = &opts.json {
         write_json(&r, p)?;
+    }
+    if let Some(adv) = &advice {
+        write_hint_map(&a, adv, opts, title)?;
     }
     if let Some(dir) = &opts.out {
         std::fs::create_dir_all(dir)
@@ -366,6 +388,44 @@ fn report(
             c.rows.len() - c.compared()
         );
     }
+    Ok(())
+}
+
+/// Writes the `--advise` hint map (see [`ReportOpts::advise`] for where).
+fn write_hint_map(
+    a: &Analysis,
+    adv: &[advise::Advice],
+    opts: &ReportOpts,
+    title: &str,
+) -> Result<()> {
+    if !a.sites.recorded {
+        eprintln!(
+            "blockmem trace: no hint map: the trace has no call sites (format version 1); trace the program again"
+        );
+        return Ok(());
+    }
+    let path = match (&opts.hints_out, &opts.out) {
+        (Some(p), _) => p.clone(),
+        (None, Some(dir)) => dir.join("hints"),
+        (None, None) => PathBuf::from("blockmem-hints"),
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "cannot create the directory of --hints-out {}",
+                path.display()
+            )
+        })?;
+    }
+    std::fs::write(&path, advise::hint_map(adv, title))
+        .with_context(|| format!("cannot write the hint map {}", path.display()))?;
+    let sites = adv.iter().filter(|x| x.in_map).count();
+    eprintln!(
+        "blockmem trace: hint map with {sites} site(s) written to {} (apply it: BLOCKMEM_HINTS={} with the shim preloaded, or blockmem run --compare --hints {} -- CMD)",
+        path.display(),
+        path.display(),
+        path.display()
+    );
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 use serde_json::{json, Value};
 
+use super::advise::Advice;
 use super::analysis::{class_max, Analysis, SizeKind, ALIAS_BINS, PROBE_ROWS};
 use super::estimate::Estimate;
 use super::format::CallOp;
@@ -27,6 +28,8 @@ pub struct Report<'a> {
     pub stats: Option<&'a StatsCheck>,
     /// Wall time of the traced run, seconds (when `blockmem trace` ran it).
     pub wall_seconds: Option<f64>,
+    /// The per-site advice (`--advise`).
+    pub advice: Option<&'a [Advice]>,
 }
 
 fn pct(part: f64, whole: f64) -> String {
@@ -80,6 +83,10 @@ impl Report<'_> {
         v.push(self.aliasing());
         v.push(self.probe());
         v.push(self.fate());
+        v.push(self.sites());
+        if let Some(adv) = self.advice {
+            v.push(super::advise::table(adv, self.analysis.ghz()));
+        }
         if let Some(s) = self.stats {
             v.push(s.table());
         }
@@ -439,9 +446,84 @@ impl Report<'_> {
         t
     }
 
+    /// The call sites with the most time (module `sites`).
+    fn sites(&self) -> Table {
+        let a = self.analysis;
+        let ghz = a.ghz();
+        let all = a.total().cycles as f64;
+        let note = if a.sites.recorded {
+            "calls grouped by the code that made them, most time first; state = % of \
+             sampled calls that found the region cached; fate = % of destination bytes \
+             read again / overwritten / not seen again; best = the hint with the \
+             shortest replay (estimate) and its time"
+                .to_string()
+        } else {
+            "call sites absent: the trace predates them (format version 1); trace the \
+             program again to see them"
+                .to_string()
+        };
+        let mut t = Table::new(
+            "Call sites",
+            note,
+            [
+                "site",
+                "op",
+                "calls",
+                "bytes",
+                "sizes",
+                "src cached %",
+                "dst cached %",
+                "fate %",
+                "share %",
+                "ms",
+                "kernels",
+                "best",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        let p = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.0}"));
+        for s in a.sites.list.iter().take(super::sites::TOP_SITES.min(20)) {
+            let c = s.total();
+            let f = s.fates;
+            let tot = f.total() as f64;
+            let mut kernels: Vec<(&String, &u64)> = s.kernels.iter().collect();
+            kernels.sort_by_key(|k| std::cmp::Reverse(*k.1));
+            let best = s.estimate.as_ref().map_or("-".into(), |e| {
+                format!("{} {} ms", e.best, ms(e.best_cycles, ghz))
+            });
+            t.rows.push(vec![
+                s.label(),
+                s.main_op().name().to_string(),
+                c.calls.to_string(),
+                bytes(c.bytes),
+                format!("{}–{}", bytes(s.min_size), bytes(s.max_size)),
+                p(s.src_state.cached_percent()),
+                p(s.dst_state.cached_percent()),
+                format!(
+                    "{} / {} / {}",
+                    pct(f.used_as_source as f64, tot),
+                    pct(f.overwritten as f64, tot),
+                    pct(f.not_seen_again as f64, tot)
+                ),
+                pct(c.cycles as f64, all),
+                ms(c.cycles as f64, ghz),
+                kernels
+                    .iter()
+                    .take(2)
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                best,
+            ]);
+        }
+        t
+    }
+
     /// The JSON document.
     pub fn json(&self) -> Value {
         json!({
+            "advice": self.advice,
             "title": self.title,
             "wall_seconds": self.wall_seconds,
             "tsc_ghz": self.analysis.ghz(),
