@@ -258,16 +258,20 @@ fn op_summary(op: &str, cells: Vec<Measured>, experiments: &[&str], host: &Value
 /// `fleet: Memcpy_Fleet, cold working set (mean 1.2 KiB per call)`.
 pub fn cell_name(r: &Record) -> String {
     let text = |k: &str| r.extras.get(k).and_then(Value::as_str).unwrap_or("");
+    // `doors`: the door is part of the cell (`doors shim: ...`).
+    let experiment = match r.extras.get("door").and_then(Value::as_str) {
+        Some(door) => format!("{} {door}", r.experiment),
+        None => r.experiment.clone(),
+    };
     if let Some(w) = r.extras.get("workload").and_then(Value::as_str) {
         let mean = r.extra_f64("mean_size").unwrap_or(0.0);
         return format!(
-            "{}: {w}, {} working set (mean {} per call)",
-            r.experiment,
+            "{experiment}: {w}, {} working set (mean {} per call)",
             text("working_set"),
             fmt_size(mean.round() as usize)
         );
     }
-    let mut s = format!("{}: {}", r.experiment, fmt_size(r.size));
+    let mut s = format!("{experiment}: {}", fmt_size(r.size));
     if r.src == "none" {
         let _ = write!(s, " dst {}", r.dst);
     } else {
@@ -282,6 +286,10 @@ pub fn cell_name(r: &Record) -> String {
             let _ = write!(s, ", dst offset {o}");
         }
         _ => {}
+    }
+    if r.extras.contains_key("loop") {
+        s.push_str(", one size in a tight loop");
+        return s;
     }
     if let Some(ws) = r.extra_f64("app_ws") {
         let _ = write!(s, ", then a {} working set re-read", fmt_size(ws as usize));
