@@ -12,8 +12,9 @@
 //! at 0.6–0.9× glibc's speed that way on a 2-vCPU Intel Xeon KVM guest. Here the flag
 //! test is one compare of a byte, and the size classes are found by a binary search
 //! (copies: two compares and no taken branch up to 32 bytes, one taken branch up to
-//! 128, two up to 512; a ladder from the smallest class took one more per class), each
-//! ending in its own straight-line block:
+//! 128, two up to 512, three to 2 KiB; sets: none below 64 bytes, one to 128, two to
+//! 512; a ladder from the smallest class took one more per class), each ending in its
+//! own straight-line block:
 //!
 //! ```text
 //!   flag clear (other CPU, or a mode set)   -> `general`, arguments untouched
@@ -224,14 +225,14 @@ macro_rules! set_entry {
                 "mov rdi, rax",
                 "jmp 6f",
                 "2:",
+                "cmp rdx, 256",
+                "ja 4f",
                 "cmp rdx, 128",
                 "ja 3f",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
                 "ret",
                 "3:",
-                "cmp rdx, 256",
-                "ja 4f",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + 64], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm16",
