@@ -193,15 +193,27 @@ impl Report<'_> {
     fn estimate_table(&self) -> Option<Table> {
         let e = self.estimate?;
         let ghz = self.analysis.ghz();
+        let mut about = match &e.skipped {
+            Some(why) => format!("no estimate: {why}"),
+            None => "per op and size class: traced blockmem time × (libc time / blockmem time) measured on this host replaying up to 64 of the class's calls on warm buffers; an estimate, not a measurement".into(),
+        };
+        for note in &e.notes {
+            about.push_str("; ");
+            about.push_str(note);
+        }
         let mut t = Table::new(
             "Estimated time against libc",
-            match &e.skipped {
-                Some(why) => format!("no estimate: {why}"),
-                None => "per op and size class: traced blockmem time × (libc time / blockmem time) measured on this host replaying up to 64 of the class's calls on warm buffers; an estimate, not a measurement".into(),
-            },
-            ["op", "size", "calls", "blockmem ms", "libc/blockmem", "est. libc ms"]
-                .map(String::from)
-                .to_vec(),
+            about,
+            [
+                "op",
+                "size",
+                "calls",
+                "blockmem ms",
+                "libc/blockmem",
+                "est. libc ms",
+            ]
+            .map(String::from)
+            .to_vec(),
         );
         for r in &e.rows {
             t.rows.push(vec![
