@@ -442,7 +442,10 @@ impl Analysis {
             processes[i] = Some(proc);
         }
         a.processes = order.iter().filter_map(|&i| processes[i].take()).collect();
-        a.run_cycles = a.processes.iter().map(|p| p.run_cycles).sum();
+        a.run_cycles = a
+            .processes
+            .iter()
+            .fold(0u64, |t, p| t.saturating_add(p.run_cycles));
         Ok(a)
     }
 

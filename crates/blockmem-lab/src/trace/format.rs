@@ -214,7 +214,10 @@ pub struct Trailer {
 impl Trailer {
     /// Calls the process made that are not in the file.
     pub fn missing(&self) -> u64 {
-        self.no_buffer + self.while_starting + self.lost
+        // Saturating: the counts come from the file.
+        self.no_buffer
+            .saturating_add(self.while_starting)
+            .saturating_add(self.lost)
     }
 }
 

@@ -100,7 +100,7 @@ impl Report<'_> {
             let missing =
                 p.trailer
                     .map_or("no trailer (exec, _exit or signal)".to_string(), |tr| {
-                        let m = tr.missing() + tr.busy_at_exit;
+                        let m = tr.missing().saturating_add(tr.busy_at_exit);
                         if m == 0 {
                             "0".into()
                         } else {
@@ -283,7 +283,10 @@ impl Report<'_> {
             if d.calls == 0 {
                 continue;
             }
-            let total_bytes: u64 = d.sizes.iter().map(|(n, c)| n * c).sum();
+            let total_bytes = d
+                .sizes
+                .iter()
+                .fold(0u64, |t, (n, c)| t.saturating_add(n.saturating_mul(*c)));
             for kind in SizeKind::ALL {
                 let mut sizes: Vec<(u64, u64)> = d
                     .sizes
@@ -292,7 +295,9 @@ impl Report<'_> {
                     .map(|(&n, &c)| (n, c))
                     .collect();
                 let calls: u64 = sizes.iter().map(|s| s.1).sum();
-                let b: u64 = sizes.iter().map(|s| s.0 * s.1).sum();
+                let b = sizes
+                    .iter()
+                    .fold(0u64, |t, s| t.saturating_add(s.0.saturating_mul(s.1)));
                 sizes.sort_by_key(|s| std::cmp::Reverse(s.1));
                 let examples = sizes
                     .iter()
