@@ -16,6 +16,12 @@
 //! data cached); calls of very different sizes within one class are represented by the
 //! sample. It is an estimate, labelled as such; a measured comparison is `blockmem run
 //! --compare` (whole program) or a second trace with `BLOCKMEM_DISABLE=1`.
+//!
+//! The calls come from a file, so the replay trusts none of it: [`plan`] places every
+//! call with checked arithmetic inside buffers sized from the calls themselves, each
+//! range is checked against its mapping again just before the call, and
+//! [`ReplayLimits`] bounds the largest call and the total mapped (a class beyond them
+//! is left out, and the table says so).
 
 use std::time::Duration;
 

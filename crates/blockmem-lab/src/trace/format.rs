@@ -4,6 +4,11 @@
 //! A file is parsed once into its header, the byte ranges of its record blocks and
 //! its trailer; records are decoded lazily, block by block, and merged across the
 //! shim's buffers into start-time order by [`TraceFile::records`].
+//!
+//! Nothing read is trusted: the header is checked for sane sizes and counts, each
+//! record block against the header and its own length, each record field against the
+//! header as it is decoded (`check_record` holds the rule for each field). What fails
+//! is skipped with a warning that names its byte offset.
 
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
