@@ -11,6 +11,7 @@ pub mod calibrate;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod info;
+pub mod input;
 pub mod lab;
 pub mod output;
 pub mod run_cmd;

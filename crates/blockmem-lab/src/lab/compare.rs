@@ -70,8 +70,7 @@ type Cells = BTreeMap<String, (String, f64, Vec<f64>)>;
 type Sentinels = Vec<(String, f64, f64, f64)>;
 
 fn load(path: &Path) -> Result<(Cells, Sentinels)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::input::read_to_string(path)?;
     parse(path, &text)
 }
 

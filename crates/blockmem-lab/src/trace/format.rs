@@ -597,8 +597,7 @@ impl Parser {
 impl TraceFile {
     /// Reads and checks a trace file.
     pub fn open(path: &Path) -> Result<TraceFile> {
-        let data =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let data = crate::input::read(path)?;
         Self::parse(path, data)
     }
 

@@ -243,8 +243,7 @@ fn report_files(args: &ReportArgs) -> Result<()> {
     let files = collect(&args.files)?;
     let stats = match &args.stats {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read --stats {}", p.display()))?;
+            let text = crate::input::read_to_string(p).context("--stats")?;
             Some(
                 text.lines()
                     .filter_map(stats_check::parse_line)
