@@ -149,6 +149,7 @@ fn ten_thousand_mutated_traces_report_or_fail_cleanly_in_process() {
     let limits = ReplayLimits {
         max_call: 1 << 20,
         map_budget: 64 << 20,
+        copy_budget: 256 << 20,
         reps: 1,
     };
     let (mut failed, mut errors, mut slowest) = (Vec::new(), 0, Duration::ZERO);

@@ -73,24 +73,30 @@ pub struct Estimate {
 const BYTES_PER_REP: u64 = 64 << 20;
 
 /// How much the replay may map and run. The calls come from a file, so every bound
-/// is checked: a class whose calls are larger than `max_call`, or whose buffers would
-/// take the mappings of the whole estimate past `map_budget`, is left out with a note.
+/// is checked: a class whose calls are larger than `max_call`, or that would take the
+/// estimate's buffers past `map_budget` or its replayed bytes past `copy_budget`, is
+/// left out with a note. The defaults keep any trace's estimate to about a second.
 #[derive(Clone, Copy, Debug)]
 pub struct ReplayLimits {
     /// Largest call replayed, bytes.
     pub max_call: u64,
     /// Bytes mapped for replay buffers over the whole estimate.
     pub map_budget: u64,
+    /// Bytes copied or set by all the replays together (both methods, warm-up runs
+    /// included).
+    pub copy_budget: u64,
     /// Timed repetitions per method (fewer for classes above 1 MiB).
     pub reps: usize,
 }
 
 impl Default for ReplayLimits {
-    /// 256 MiB calls at most, 4 GiB of buffers in all, 11 repetitions.
+    /// 128 MiB calls at most, 1 GiB of buffers and 2 GiB replayed in all, 11
+    /// repetitions.
     fn default() -> Self {
         ReplayLimits {
-            max_call: 256 << 20,
-            map_budget: 4 << 30,
+            max_call: 128 << 20,
+            map_budget: 1 << 30,
+            copy_budget: 2 << 30,
             reps: 11,
         }
     }
@@ -144,14 +150,20 @@ fn inside(off: u64, n: u64, len: usize) -> Option<usize> {
 
 /// Places `calls` in two buffers: disjoint calls at their page offsets (below 4096),
 /// overlapping moves past `max + 4096` in the destination buffer with the source
-/// `delta` away. None if a call is larger than `max_call` or a range would leave its
-/// buffer (a trace the reader's checks should have refused).
+/// `delta` away (the buffers are then `3·max + 3 pages` long, else `max + 1 page`).
+/// None if a call is larger than `max_call` or a range would leave its buffer (a trace
+/// the reader's checks should have refused).
 pub fn plan(calls: &[Sampled], max_call: u64) -> Option<ReplayPlan> {
     let max = calls.iter().map(|c| c.n).max()?;
     if max > max_call {
         return None;
     }
-    let len = usize::try_from(max.checked_mul(3)?.checked_add(3 * 4096)?).ok()?;
+    let len = if calls.iter().any(|c| c.overlap_delta.is_some()) {
+        max.checked_mul(3)?.checked_add(3 * 4096)?
+    } else {
+        max.checked_add(4096)?
+    };
+    let len = usize::try_from(len).ok()?;
     let placed = calls
         .iter()
         .map(|c| {
@@ -266,7 +278,7 @@ pub fn estimate_with(a: &Analysis, timer: &Timer, lim: ReplayLimits) -> Estimate
     };
     let auto = Method::auto();
     let mut out = Estimate::default();
-    let mut mapped = 0u64;
+    let (mut mapped, mut copied) = (0u64, 0u64);
     for (key, samples) in a.samples.iter().enumerate() {
         let (op, class) = (CallOp::ALL[key / CLASSES], (key % CLASSES) as u32);
         let Some(counts) = a.classes[op as usize].get(class as usize) else {
@@ -279,30 +291,34 @@ pub fn estimate_with(a: &Analysis, timer: &Timer, lim: ReplayLimits) -> Estimate
         debug_assert!(chosen.iter().all(|s| size_class(s.n) == class));
         let Some(plan) = plan(&chosen, lim.max_call) else {
             out.notes.push(format!(
-                "{} calls up to {} bytes left out: larger than the {}-byte replay limit",
+                "{} calls up to {} left out: larger than the {} replay limit",
                 op.name(),
-                class_max(class),
-                lim.max_call
+                size(class_max(class)),
+                size(lim.max_call)
             ));
             continue;
         };
-        let bytes = 2 * plan.len as u64;
-        if mapped + bytes > lim.map_budget {
-            out.notes.push(format!(
-                "{} calls up to {} bytes left out: the replay buffers would pass {} bytes in all",
-                op.name(),
-                class_max(class),
-                lim.map_budget
-            ));
-            continue;
-        }
-        mapped += bytes;
         // Classes of calls above 1 MiB: 5 repetitions.
-        let reps = if plan.len > (3 << 20) + 3 * 4096 {
+        let reps = if class_max(class) > 1 << 20 {
             lim.reps.min(5)
         } else {
             lim.reps
         };
+        let bytes = 2 * plan.len as u64;
+        let replayed = chosen.iter().fold(0u64, |t, c| t.saturating_add(c.n));
+        let copies = replayed.saturating_mul(2 + 2 * reps as u64);
+        if mapped + bytes > lim.map_budget || copied.saturating_add(copies) > lim.copy_budget {
+            out.notes.push(format!(
+                "{} calls up to {} left out: the replay would pass its budget ({} mapped, {} replayed in all)",
+                op.name(),
+                size(class_max(class)),
+                size(lim.map_budget),
+                size(lim.copy_budget)
+            ));
+            continue;
+        }
+        mapped += bytes;
+        copied = copied.saturating_add(copies);
         let Some(ratio) = measure(timer, (&libc, &auto), op, &plan, reps) else {
             continue;
         };
@@ -320,6 +336,10 @@ pub fn estimate_with(a: &Analysis, timer: &Timer, lim: ReplayLimits) -> Estimate
         });
     }
     out
+}
+
+fn size(n: u64) -> String {
+    crate::lab::experiments::fmt_size(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 /// The calls of a class to replay: fewer for large classes, at most BYTES_PER_REP

@@ -40,8 +40,9 @@
 //! header's. A block or record that fails is skipped with a warning naming its byte
 //! offset, so a damaged file still reports what could be read; a file without a sane
 //! header is an error naming the offset. The libc estimate replays only such records,
-//! checks every replayed range against its buffer again before the call, and maps at
-//! most 256 MiB per call and 4 GiB in all ([`estimate::ReplayLimits`]).
+//! checks every replayed range against its buffer again before the call, replays
+//! calls of up to 128 MiB, and maps at most 1 GiB and replays at most 2 GiB in all
+//! ([`estimate::ReplayLimits`]).
 //!
 //! # Overhead
 //!
