@@ -8,7 +8,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod calibrate;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod info;
+pub mod input;
 pub mod lab;
 pub mod output;
 pub mod run_cmd;
@@ -42,6 +45,16 @@ enum Command {
     /// `blockmem trace [--sample N] [--out DIR] -- CMD ARGS...`, or
     /// `blockmem trace report FILE...`.
     Trace(trace::TraceArgs),
+}
+
+impl Cli {
+    /// Checks the flags as the subcommand would before running (`lab`: its
+    /// validation into options), without running anything.
+    pub fn validate_only(&self) {
+        if let Command::Lab(args) = &self.command {
+            let _ = args.validate();
+        }
+    }
 }
 
 /// Parses the command line and runs the subcommand.

@@ -10,6 +10,7 @@
 //! | `BLOCKMEM_TRACE_SAMPLE=N` | with tracing, probe the cache state every N-th call (default 64; 0: never) |
 //! | `BLOCKMEM_HINTS=<file>` | per-call-site hints, a hint map from `blockmem trace --advise` ([`crate::hints`]) |
 //! | `BLOCKMEM_PROFILE_WARNED=<profile>` | set by the shim: an ancestor reported that rejected profile ([`crate::warned`]) |
+//! | `BLOCKMEM_TRACE_WARNED=<path>` | set by the shim: an ancestor reported that refused trace path ([`crate::warned`]) |
 //!
 //! A flag is on when its value is non-empty and not `0`. Everything is ignored when
 //! the process runs with `AT_SECURE` (set-user-ID, set-group-ID, file capabilities):
@@ -37,6 +38,7 @@ use blockmem::profile::{ErrorKind, ProfileError};
 
 use crate::out::Line;
 use crate::stats::warn;
+use crate::warned::Marker;
 use crate::{next, MODE, MODE_DISABLE, MODE_HINTS, MODE_STATS, MODE_TRACE};
 
 /// `BLOCKMEM_PROFILE` as given (for messages; the core reads the variable itself).
@@ -174,7 +176,7 @@ fn load_profile(warned: Option<&[u8]>) {
         profile_error(&mut line, error);
         line.bytes(b"; using the built-in table\n");
         line.write_to(2);
-        crate::warned::publish(named.as_bytes());
+        crate::warned::mark(crate::warned::Marker::Profile, named.as_bytes());
     }
 }
 
@@ -204,11 +206,19 @@ fn parse_sample(value: &[u8]) -> u32 {
     crate::trace::DEFAULT_SAMPLE
 }
 
-/// Starts tracing to `path`; warns (and leaves tracing off) if it cannot.
+/// Starts tracing to `path`; if it cannot, says why on stderr (naming the path) and
+/// leaves tracing off, the program running as it would untraced. Silent when `warned`
+/// (the inherited `BLOCKMEM_TRACE_WARNED`) says an ancestor reported the same path;
+/// after reporting, marks the environment so that children stay silent.
 ///
 /// # Safety
 /// Only from the constructor.
-unsafe fn start_trace(path: &[u8], sample: u32, argv: *const *const c_char) -> bool {
+unsafe fn start_trace(
+    path: &[u8],
+    sample: u32,
+    argv: *const *const c_char,
+    warned: Option<&[u8]>,
+) -> bool {
     let mut argv0: &[u8] = b"";
     if !argv.is_null() {
         // SAFETY: argv is the process's NULL-terminated argument vector; its first
@@ -220,29 +230,43 @@ unsafe fn start_trace(path: &[u8], sample: u32, argv: *const *const c_char) -> b
         }
     }
     // SAFETY: constructor (contract).
-    match unsafe { crate::trace::start(path, sample, argv0) } {
-        Ok(()) => true,
-        Err(crate::trace::StartError::BadPath) => {
-            warn(&[
-                b"BLOCKMEM_TRACE=",
-                path,
-                b": path empty or longer than 1000 bytes; not tracing",
-            ]);
-            false
+    let error = match unsafe { crate::trace::start(path, sample, argv0) } {
+        Ok(()) => return true,
+        Err(e) => e,
+    };
+    if warned == Some(path) {
+        return false;
+    }
+    let mut line = Line::new();
+    line.bytes(b"blockmem: BLOCKMEM_TRACE=");
+    line.bytes(path);
+    line.bytes(b": ");
+    match error {
+        crate::trace::StartError::BadPath => {
+            line.bytes(b"path empty or longer than 1000 bytes");
         }
-        Err(crate::trace::StartError::Os(what, errno)) => {
-            let mut line = Line::new();
-            line.bytes(b"blockmem: BLOCKMEM_TRACE=");
-            line.bytes(path);
-            line.bytes(b": ");
+        crate::trace::StartError::NotRegular(what) => {
             line.bytes(what);
-            line.bytes(b" failed (errno ");
+            line.bytes(b" (give a file name in a writable directory)");
+        }
+        crate::trace::StartError::Os(what, errno) => {
+            line.bytes(b"cannot ");
+            line.bytes(if what == b"open" {
+                b"create the file"
+            } else {
+                what
+            });
+            line.bytes(b": ");
+            line.bytes(crate::out::errno_text(errno));
+            line.bytes(b" (errno ");
             line.num(errno as u64);
-            line.bytes(b"); not tracing\n");
-            line.write_to(2);
-            false
+            line.byte(b')');
         }
     }
+    line.bytes(b"; not tracing\n");
+    line.write_to(2);
+    crate::warned::mark(crate::warned::Marker::Trace, path);
+    false
 }
 
 /// The constructor.
@@ -259,7 +283,7 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     let (mut stats, mut disable) = (false, false);
     let (mut trace_path, mut sample): (&[u8], u32) = (b"", crate::trace::DEFAULT_SAMPLE);
     let mut hints_path: &[u8] = b"";
-    let mut warned = None;
+    let (mut warned, mut trace_warned) = (None, None);
     let mut i = 0;
     loop {
         // SAFETY: envp is a null-terminated array of pointers to NUL-terminated strings
@@ -288,8 +312,10 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
             sample = parse_sample(v);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_HINTS") {
             hints_path = v;
-        } else if let Some(v) = value_of(entry, crate::warned::NAME) {
+        } else if let Some(v) = value_of(entry, Marker::Profile.name()) {
             warned = Some(v);
+        } else if let Some(v) = value_of(entry, Marker::Trace.name()) {
+            trace_warned = Some(v);
         }
     }
     let mut mode = 0;
@@ -313,9 +339,10 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
         mode |= MODE_HINTS;
     }
     // SAFETY: this is the constructor.
-    if !trace_path.is_empty() && unsafe { start_trace(trace_path, sample, argv) } {
+    if !trace_path.is_empty() && unsafe { start_trace(trace_path, sample, argv, trace_warned) } {
         mode |= MODE_TRACE;
     }
+    crate::warned::publish();
     MODE.store(mode, Ordering::Release);
     publish_fast(mode);
 }

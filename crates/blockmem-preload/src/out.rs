@@ -24,6 +24,26 @@ pub(crate) fn write_all(fd: i32, bytes: &[u8]) -> bool {
     true
 }
 
+/// A few words for the errnos a trace file's creation or writing meets.
+pub(crate) fn errno_text(e: i32) -> &'static [u8] {
+    match e {
+        libc::ENOENT => b"no such file or directory",
+        libc::EACCES | libc::EPERM => b"permission denied",
+        libc::ENOTDIR => b"a component of the path is not a directory",
+        libc::EROFS => b"read-only file system",
+        libc::ENOSPC => b"no space left on device",
+        libc::EDQUOT => b"disk quota exceeded",
+        libc::EFBIG => b"file too large",
+        libc::EIO => b"input/output error",
+        libc::ELOOP => b"too many levels of symbolic links",
+        libc::ENAMETOOLONG => b"file name too long",
+        libc::EMFILE | libc::ENFILE => b"too many open files",
+        libc::EEXIST => b"every name tried exists already",
+        libc::ENOMEM => b"out of memory",
+        _ => b"system error",
+    }
+}
+
 fn errno() -> i32 {
     // SAFETY: `__errno_location` returns this thread's errno slot, always valid.
     unsafe { *libc::__errno_location() }

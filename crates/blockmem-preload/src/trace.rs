@@ -57,7 +57,9 @@
 
 use core::cell::UnsafeCell;
 use core::ffi::c_int;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 use blockmem::policy::Plan;
 use blockmem::profile::{Family, State};
@@ -322,6 +324,7 @@ fn flush_parts(index: usize, st: &mut SlotState, buf: *mut u8) {
         // SAFETY: the first `len` bytes of `buf` are initialised (header + records).
         let bytes = unsafe { core::slice::from_raw_parts(buf, st.len) };
         if !crate::out::write_all(FD.load(Ordering::Relaxed), bytes) {
+            report_write_failure(errno());
             if let Some(p) = pool() {
                 p.ctl
                     .lost_records
@@ -336,6 +339,30 @@ fn flush_parts(index: usize, st: &mut SlotState, buf: *mut u8) {
     st.prev_dst = 0;
     st.prev_src = 0;
     st.prev_site = 0;
+}
+
+/// Set by the first failed write of this process's trace file.
+static WRITE_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Says once per process that writing its trace failed (a full disk, a file size
+/// limit, …): the records of that block and of later failed writes are lost, and
+/// the trailer counts them. Async-signal-safe (a stack line, one `write`).
+#[cold]
+fn report_write_failure(e: c_int) {
+    if WRITE_FAILED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let mut line = crate::out::Line::new();
+    line.bytes(b"blockmem: BLOCKMEM_TRACE=");
+    line.bytes(TRACE_PATH.get());
+    line.bytes(b": writing the trace of pid ");
+    line.num(getpid() as u64);
+    line.bytes(b" failed (");
+    line.bytes(crate::out::errno_text(e));
+    line.bytes(b", errno ");
+    line.num(e as u64);
+    line.bytes(b"); its records are lost from here on (the trailer counts them)\n");
+    line.write_to(2);
 }
 
 // ---- probing --------------------------------------------------------------------------
@@ -867,6 +894,8 @@ extern "C" fn after_fork_in_child() {
 pub(crate) enum StartError {
     /// The path is empty or longer than `trace_file::PATH_MAX`.
     BadPath,
+    /// The path exists and is not a regular file (what it is, in words).
+    NotRegular(&'static [u8]),
     /// A system call failed with this errno (`mmap` or `open`).
     Os(&'static [u8], c_int),
 }
@@ -935,7 +964,10 @@ pub(crate) unsafe fn start(path: &[u8], sample: u32, argv0: &[u8]) -> Result<(),
         Err(e) => {
             // SAFETY: our mapping, unused.
             unsafe { libc::munmap(mem, bytes) };
-            return Err(StartError::Os(b"open", e));
+            return Err(match e {
+                file::CreateError::NotRegular(what) => StartError::NotRegular(what),
+                file::CreateError::Os(errno) => StartError::Os(b"open", errno),
+            });
         }
     };
     FD.store(fd, Ordering::Relaxed);

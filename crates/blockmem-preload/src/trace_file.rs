@@ -286,17 +286,58 @@ pub(crate) static TRACE_PATH: Bytes<PATH_MAX> = Bytes::new();
 /// The program's `argv[0]` (for the header).
 pub(crate) static ARGV0: Bytes<255> = Bytes::new();
 
+/// Why a trace file could not be created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CreateError {
+    /// `<path>` exists and is not a regular file (what it is, in words). Nothing is
+    /// created beside it: a directory, FIFO or device given as the trace path is a
+    /// mistake to report, not a name prefix to write `<path>.<pid>` files under.
+    NotRegular(&'static [u8]),
+    /// `open` failed with this errno (the directory is missing or not writable, …).
+    Os(c_int),
+}
+
+/// What `path` (NUL-terminated) is, if it exists and is not a regular file.
+fn not_regular(path: &[u8]) -> Option<&'static [u8]> {
+    let mut st = MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `path` is NUL-terminated; `stat` fills `st` when it returns 0. It never
+    // opens the file, so a FIFO cannot block it.
+    if unsafe { libc::stat(path.as_ptr().cast::<c_char>(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: filled by the successful `stat`. Only the field is read: copying the
+    // whole struct out could become a `memcpy` call.
+    let mode = unsafe { (*st.as_ptr()).st_mode } & libc::S_IFMT;
+    match mode {
+        libc::S_IFREG => None,
+        libc::S_IFDIR => Some(b"is a directory"),
+        libc::S_IFIFO => Some(b"is a FIFO"),
+        libc::S_IFCHR | libc::S_IFBLK => Some(b"is a device"),
+        libc::S_IFSOCK => Some(b"is a socket"),
+        _ => Some(b"is not a regular file"),
+    }
+}
+
 /// Creates the trace file for process `pid`: `<path>` itself when `plain` (the
-/// process the variable was set for), else, or when `<path>` exists already,
-/// `<path>.<pid>`, then `<path>.<pid>.1` … (an exec'd program keeps its pid). Never
-/// truncates an existing file (`O_EXCL`). The descriptor is moved to 200 or above (else
-/// to the lowest free one from 3) and is close-on-exec. It is never 0, 1 or 2, even in
-/// a program started with those closed: a program that later opens its output there,
-/// or `dup2`s onto it, must not find trace records in it. Returns the descriptor, or
-/// the errno of the failure.
-pub(crate) fn create(pid: u32, plain: bool) -> Result<c_int, c_int> {
+/// process the variable was set for), else, or when `<path>` exists already as a
+/// regular file, `<path>.<pid>`, then `<path>.<pid>.1` … (an exec'd program keeps its
+/// pid). A `<path>` that exists as anything but a regular file is refused. Never
+/// truncates or opens an existing file (`O_CREAT | O_EXCL`: only a new regular file
+/// is ever opened, so nothing can block). The descriptor is moved to 200 or above
+/// (else to the lowest free one from 3) and is close-on-exec. It is never 0, 1 or 2,
+/// even in a program started with those closed: a program that later opens its output
+/// there, or `dup2`s onto it, must not find trace records in it.
+pub(crate) fn create(pid: u32, plain: bool) -> Result<c_int, CreateError> {
     let path = TRACE_PATH.get();
     let mut name = Local::new();
+    {
+        let mut w = name.writer();
+        w.bytes(path);
+        w.byte(0);
+        if let Some(what) = not_regular(w.as_slice()) {
+            return Err(CreateError::NotRegular(what));
+        }
+    }
     for attempt in 0..102u32 {
         if attempt == 0 && !plain {
             continue;
@@ -321,7 +362,7 @@ pub(crate) fn create(pid: u32, plain: bool) -> Result<c_int, c_int> {
             if e == libc::EEXIST {
                 continue;
             }
-            return Err(e);
+            return Err(CreateError::Os(e));
         }
         for lowest in [200, 3] {
             // SAFETY: fcntl/close on a descriptor we own.
@@ -339,9 +380,9 @@ pub(crate) fn create(pid: u32, plain: bool) -> Result<c_int, c_int> {
         let e = errno();
         // SAFETY: close on a descriptor we own.
         unsafe { libc::close(fd) };
-        return Err(e);
+        return Err(CreateError::Os(e));
     }
-    Err(libc::EEXIST)
+    Err(CreateError::Os(libc::EEXIST))
 }
 
 /// Appends `v` in decimal.

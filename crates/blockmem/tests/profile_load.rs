@@ -207,6 +207,15 @@ fn load_from_env_default_path_and_errors() {
         Some(ErrorKind::NotRegularFile),
         "a character device"
     );
+    // Devices that would never end a read (`/dev/zero`) or that always read as empty.
+    for device in ["/dev/zero", "/dev/full", "/dev/urandom"] {
+        std::env::set_var("BLOCKMEM_PROFILE", device);
+        assert_eq!(
+            dispatch::reload().1.map(|e| e.kind),
+            Some(ErrorKind::NotRegularFile),
+            "{device}"
+        );
+    }
 
     // 6. The default path under XDG_CACHE_HOME (an empty BLOCKMEM_PROFILE counts as
     //    unset), then under HOME, then nothing at all.

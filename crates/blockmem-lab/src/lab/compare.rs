@@ -70,10 +70,13 @@ type Cells = BTreeMap<String, (String, f64, Vec<f64>)>;
 type Sentinels = Vec<(String, f64, f64, f64)>;
 
 fn load(path: &Path) -> Result<(Cells, Sentinels)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::input::read_to_string(path)?;
+    parse(path, &text)
+}
+
+fn parse(path: &Path, text: &str) -> Result<(Cells, Sentinels)> {
     let v: Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+        serde_json::from_str(text).with_context(|| format!("{} is not JSON", path.display()))?;
     let Some(results) = v["results"].as_array() else {
         bail!(
             "{} has no \"results\" array: not a blockmem lab JSON file",
@@ -122,7 +125,20 @@ fn load(path: &Path) -> Result<(Cells, Sentinels)> {
 
 /// Compares two result files.
 pub fn compare(a: &Path, b: &Path) -> Result<Comparison> {
-    let ((ma, sa), (mb, sb)) = (load(a)?, load(b)?);
+    matched(a, load(a)?, b, load(b)?)
+}
+
+/// Compares two result files' texts (`a` and `b` name them in messages).
+pub fn compare_texts(a: (&Path, &str), b: (&Path, &str)) -> Result<Comparison> {
+    matched(a.0, parse(a.0, a.1)?, b.0, parse(b.0, b.1)?)
+}
+
+fn matched(
+    a: &Path,
+    (ma, sa): (Cells, Sentinels),
+    b: &Path,
+    (mb, sb): (Cells, Sentinels),
+) -> Result<Comparison> {
     let mut c = Comparison {
         sentinels: [sa, sb],
         ..Comparison::default()

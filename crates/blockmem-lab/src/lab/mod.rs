@@ -708,8 +708,7 @@ pub struct ReportArgs {
 /// summary on stderr.
 pub fn report_from_json(args: &ReportArgs) -> Result<()> {
     let p = &args.json;
-    let text =
-        std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+    let text = crate::input::read_to_string(p)?;
     let v: Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))?;
     let data = RunData::from_json(&v).with_context(|| format!("{}", p.display()))?;

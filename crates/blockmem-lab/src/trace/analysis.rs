@@ -23,17 +23,18 @@ pub struct Counts {
 }
 
 impl Counts {
+    // Saturating: the counts come from a file, which may claim any size or time.
     pub(crate) fn add(&mut self, n: u64, cycles: u64) {
-        self.calls += 1;
-        self.bytes += n;
-        self.cycles += cycles;
+        self.calls = self.calls.saturating_add(1);
+        self.bytes = self.bytes.saturating_add(n);
+        self.cycles = self.cycles.saturating_add(cycles);
     }
 
     /// Adds another set of counts.
     pub fn merge(&mut self, o: &Counts) {
-        self.calls += o.calls;
-        self.bytes += o.bytes;
-        self.cycles += o.cycles;
+        self.calls = self.calls.saturating_add(o.calls);
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.cycles = self.cycles.saturating_add(o.cycles);
     }
 }
 
@@ -425,9 +426,9 @@ impl Analysis {
                     .map(|pp: &Process| {
                         let mut x = pp.stats_equivalent;
                         for (k, c) in x.iter_mut().enumerate() {
-                            c.calls -= pp.by_op[k].calls;
-                            c.bytes -= pp.by_op[k].bytes;
-                            c.cycles -= pp.by_op[k].cycles;
+                            c.calls = c.calls.saturating_sub(pp.by_op[k].calls);
+                            c.bytes = c.bytes.saturating_sub(pp.by_op[k].bytes);
+                            c.cycles = c.cycles.saturating_sub(pp.by_op[k].cycles);
                         }
                         x
                     })
@@ -444,7 +445,10 @@ impl Analysis {
             processes[i] = Some(proc);
         }
         a.processes = order.iter().filter_map(|&i| processes[i].take()).collect();
-        a.run_cycles = a.processes.iter().map(|p| p.run_cycles).sum();
+        a.run_cycles = a
+            .processes
+            .iter()
+            .fold(0u64, |t, p| t.saturating_add(p.run_cycles));
         a.sites.finish();
         Ok(a)
     }
@@ -476,7 +480,7 @@ impl Analysis {
                 next_cut += 1;
             }
             records += 1;
-            last_tsc = last_tsc.max(r.tsc + r.cycles);
+            last_tsc = last_tsc.max(r.tsc.saturating_add(r.cycles));
             let cycles = r.cycles.saturating_sub(overhead);
             by_op[r.op as usize].add(r.n, cycles);
             self.record(h, &r, cycles);

@@ -72,7 +72,10 @@ pub fn render(d: &Distribution, max_size: u64) -> Option<(String, u64, u64, u64)
         return None;
     }
     let dropped_calls = d.calls - kept;
-    let dropped_bytes = d.sizes.range(max_size + 1..).map(|(n, c)| n * c).sum();
+    let dropped_bytes = d
+        .sizes
+        .range(max_size.saturating_add(1)..)
+        .fold(0u64, |t, (n, c)| t.saturating_add(n.saturating_mul(*c)));
     let sizes = line(d.sizes.range(..=max_size).map(|(&n, &c)| (n, c)), kept);
     // Overlap and alignment over all calls (they do not depend on the size cut much,
     // and the format has no joint distribution).

@@ -46,22 +46,24 @@ pub struct Fates {
 impl Fates {
     /// All destination bytes counted.
     pub fn total(&self) -> u64 {
-        self.used_as_source + self.overwritten + self.not_seen_again
+        self.used_as_source
+            .saturating_add(self.overwritten)
+            .saturating_add(self.not_seen_again)
     }
 
     fn add(&mut self, fate: Fate, bytes: u64) {
         match fate {
-            Fate::Source => self.used_as_source += bytes,
-            Fate::Overwritten => self.overwritten += bytes,
-            Fate::Unseen => self.not_seen_again += bytes,
+            Fate::Source => self.used_as_source = self.used_as_source.saturating_add(bytes),
+            Fate::Overwritten => self.overwritten = self.overwritten.saturating_add(bytes),
+            Fate::Unseen => self.not_seen_again = self.not_seen_again.saturating_add(bytes),
         }
     }
 
     /// Adds another set of counts.
     pub fn merge(&mut self, o: &Fates) {
-        self.used_as_source += o.used_as_source;
-        self.overwritten += o.overwritten;
-        self.not_seen_again += o.not_seen_again;
+        self.used_as_source = self.used_as_source.saturating_add(o.used_as_source);
+        self.overwritten = self.overwritten.saturating_add(o.overwritten);
+        self.not_seen_again = self.not_seen_again.saturating_add(o.not_seen_again);
     }
 }
 

@@ -4,6 +4,11 @@
 //! A file is parsed once into its header, the byte ranges of its record blocks and
 //! its trailer; records are decoded lazily, block by block, and merged across the
 //! shim's buffers into start-time order by [`TraceFile::records`].
+//!
+//! Nothing read is trusted: the header is checked for sane sizes and counts, each
+//! record block against the header and its own length, each record field against the
+//! header as it is decoded (`check_record` holds the rule for each field). What fails
+//! is skipped with a warning that names its byte offset.
 
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
@@ -25,6 +30,18 @@ pub const OLDEST_VERSION: u32 = 1;
 
 /// Header flag: the process is a forked child.
 pub const FLAG_FORKED: u32 = 1 << 0;
+
+/// Largest call a record may name (1 TiB): no real call comes near it, so a larger
+/// size is a corrupt record, and nothing downstream (the estimate's replay) ever sees it.
+pub const MAX_CALL_BYTES: u64 = 1 << 40;
+/// Most buffers a header may declare (the shim has 64).
+const MAX_BUFFERS: u32 = 1 << 16;
+/// Most bytes per buffer a header may declare (the shim's are 64 KiB).
+const MAX_BUFFER_BYTES: u32 = 1 << 30;
+/// Most spread lines a probe can report (a 4-bit field).
+const MAX_SPREAD_LINES: u32 = 15;
+/// Smallest encoded record: tag, start, cycles, size and destination, a byte each.
+const MIN_RECORD: usize = 5;
 
 /// The operation as the program named it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -221,7 +238,10 @@ pub struct Trailer {
 impl Trailer {
     /// Calls the process made that are not in the file.
     pub fn missing(&self) -> u64 {
-        self.no_buffer + self.while_starting + self.lost
+        // Saturating: the counts come from the file.
+        self.no_buffer
+            .saturating_add(self.while_starting)
+            .saturating_add(self.lost)
     }
 }
 
@@ -230,6 +250,8 @@ impl Trailer {
 struct Block {
     buffer: u32,
     count: u32,
+    /// Where the block starts in the file (its magic), for messages.
+    at: usize,
     range: std::ops::Range<usize>,
 }
 
@@ -465,94 +487,228 @@ fn parse_trailer(p: &[u8]) -> Option<Trailer> {
     })
 }
 
+/// The state of [`TraceFile::parse`]: what the blocks read so far gave.
+struct Parser {
+    what: String,
+    header: Option<Header>,
+    trailer: Option<Trailer>,
+    blocks: Vec<Block>,
+    warnings: Vec<String>,
+    mappings: Vec<Mapping>,
+}
+
+/// A block's framing at `at`: magic (for the caller to check), kind and payload
+/// length, or None if fewer than [`BLOCK_HEAD`] bytes are left.
+fn frame(data: &[u8], at: usize) -> Option<(&[u8], u16, usize)> {
+    let mut c = Cursor::new(data.get(at..)?);
+    let (magic, kind, _flags, len) = (c.take(4)?, c.u16()?, c.u16()?, c.u32()?);
+    Some((magic, kind, len as usize))
+}
+
+/// Why a header cannot be trusted, if it cannot.
+fn check_header(h: &Header) -> Option<String> {
+    if !(OLDEST_VERSION..=VERSION).contains(&h.version) {
+        return Some(format!(
+            "trace format version {} (this blockmem reads versions {OLDEST_VERSION} to {VERSION}); report it with the blockmem that wrote it",
+            h.version
+        ));
+    }
+    if h.buffers == 0 || h.buffers > MAX_BUFFERS {
+        return Some(format!(
+            "{} buffers (a trace has 1 to {MAX_BUFFERS})",
+            h.buffers
+        ));
+    }
+    if (h.buffer_bytes as usize) < 8 + MIN_RECORD || h.buffer_bytes > MAX_BUFFER_BYTES {
+        return Some(format!(
+            "{} bytes per buffer (a trace has {} to {MAX_BUFFER_BYTES})",
+            h.buffer_bytes,
+            8 + MIN_RECORD
+        ));
+    }
+    if h.spread_lines > MAX_SPREAD_LINES {
+        return Some(format!(
+            "{} spread lines (at most {MAX_SPREAD_LINES})",
+            h.spread_lines
+        ));
+    }
+    if h.kernels.is_empty() {
+        return Some("no kernel names".into());
+    }
+    None
+}
+
+impl Parser {
+    /// Reads the block at `at`; returns where the next one starts, or None at the end
+    /// of what can be read (a warning says why when bytes are left over).
+    fn block(&mut self, data: &[u8], at: usize) -> Result<Option<usize>> {
+        let what = &self.what;
+        if at >= data.len() {
+            return Ok(None);
+        }
+        let Some((magic, kind, len)) = frame(data, at) else {
+            self.warnings.push(format!(
+                "{what}: byte {at}: {} stray bytes at the end (cut-off block)",
+                data.len() - at
+            ));
+            return Ok(None);
+        };
+        if magic != MAGIC {
+            if self.header.is_none() {
+                bail!("{what}: byte {at}: expected a block (BMTR), found garbage");
+            }
+            self.warnings.push(format!(
+                "{what}: byte {at}: expected a block (BMTR), found garbage; the rest of the file ({} bytes) is ignored",
+                data.len() - at
+            ));
+            return Ok(None);
+        }
+        let start = at + BLOCK_HEAD;
+        let Some(payload) = start.checked_add(len).and_then(|end| data.get(start..end)) else {
+            self.warnings.push(format!(
+                "{what}: byte {at}: the last block is cut off ({} of {len} bytes)",
+                data.len() - start
+            ));
+            return Ok(None);
+        };
+        match kind {
+            KIND_HEADER if self.header.is_none() => self.header(payload, at)?,
+            _ if self.header.is_none() => {
+                bail!("{what}: byte {at}: the first block is not a header (kind {kind})")
+            }
+            KIND_RECORDS => self.records(payload, at, start),
+            KIND_MAPS => {
+                if parse_maps(payload, &mut self.mappings).is_none() {
+                    self.warnings
+                        .push(format!("{what}: byte {at}: an empty or cut-off maps block"));
+                }
+            }
+            KIND_TRAILER if self.trailer.is_none() => {
+                self.trailer = parse_trailer(payload);
+                if self.trailer.is_none() {
+                    self.warnings
+                        .push(format!("{what}: byte {at}: trailer block too short; ignored"));
+                }
+            }
+            other => self.warnings.push(format!(
+                "{what}: byte {at}: skipped a block of kind {other} (unknown, or a second header or trailer)"
+            )),
+        }
+        Ok(Some(start + len))
+    }
+
+    fn header(&mut self, payload: &[u8], at: usize) -> Result<()> {
+        let what = &self.what;
+        let h = parse_header(payload)
+            .with_context(|| format!("{what}: byte {at}: header block is too short"))?;
+        if let Some(why) = check_header(&h) {
+            bail!("{what}: byte {at}: header: {why}");
+        }
+        self.header = Some(h);
+        Ok(())
+    }
+
+    /// Keeps a record block whose buffer and count fit the header and its length.
+    fn records(&mut self, payload: &[u8], at: usize, start: usize) {
+        let h = self.header.as_ref().expect("checked by the caller");
+        let mut c = Cursor::new(payload);
+        let why = match (c.u32(), c.u32()) {
+            (Some(buffer), Some(count)) => {
+                let room = (payload.len() - 8) / MIN_RECORD;
+                if buffer >= h.buffers {
+                    Some(format!(
+                        "buffer index {buffer}, but the header declares {} buffers",
+                        h.buffers
+                    ))
+                } else if payload.len() > h.buffer_bytes as usize {
+                    Some(format!(
+                        "{} bytes, more than a buffer holds ({})",
+                        payload.len(),
+                        h.buffer_bytes
+                    ))
+                } else if count as usize > room {
+                    Some(format!(
+                        "{count} records declared, but its {} bytes hold at most {room}",
+                        payload.len() - 8
+                    ))
+                } else {
+                    self.blocks.push(Block {
+                        buffer,
+                        count,
+                        at,
+                        range: start + 8..start + payload.len(),
+                    });
+                    None
+                }
+            }
+            _ => Some("no buffer index and record count".into()),
+        };
+        if let Some(why) = why {
+            self.warnings.push(format!(
+                "{}: byte {at}: record block skipped: {why}",
+                self.what
+            ));
+        }
+    }
+}
+
 impl TraceFile {
     /// Reads and checks a trace file.
     pub fn open(path: &Path) -> Result<TraceFile> {
-        let data =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let data = crate::input::read(path)?;
         Self::parse(path, data)
     }
 
-    /// Parses a trace file's bytes.
+    /// Parses a trace file's bytes. The header must come first and be sane; every
+    /// later block is checked against it and against the file before it is kept, and
+    /// one that does not fit is skipped with a warning naming its byte offset (so a
+    /// damaged file reports what could be read). Records are checked field by field
+    /// when decoded ([`TraceFile::records`]).
     pub fn parse(path: &Path, data: Vec<u8>) -> Result<TraceFile> {
-        let what = path.display();
+        let what = path.display().to_string();
         if data.get(..4) != Some(MAGIC) {
             bail!("{what}: not a blockmem trace (no BMTR magic at the start)");
         }
-        let mut header = None;
-        let mut trailer = None;
-        let mut blocks = Vec::new();
-        let mut warnings = Vec::new();
-        let mut mappings = Vec::new();
+        let mut p = Parser {
+            what,
+            header: None,
+            trailer: None,
+            blocks: Vec::new(),
+            warnings: Vec::new(),
+            mappings: Vec::new(),
+        };
         let mut at = 0usize;
-        while at < data.len() {
-            let mut c = Cursor::new(&data[at..]);
-            let (magic, kind, _flags, len) = match (c.take(4), c.u16(), c.u16(), c.u32()) {
-                (Some(m), Some(k), Some(f), Some(l)) => (m, k, f, l as usize),
-                _ => {
-                    warnings.push(format!(
-                        "{what}: {} stray bytes at the end (cut-off block)",
-                        data.len() - at
-                    ));
-                    break;
-                }
-            };
-            if magic != MAGIC {
-                bail!("{what}: byte {at}: expected a block (BMTR), found garbage");
-            }
-            let start = at + BLOCK_HEAD;
-            let end = start + len;
-            if end > data.len() {
-                warnings.push(format!(
-                    "{what}: the last block is cut off ({} of {len} bytes)",
-                    data.len() - start
-                ));
-                break;
-            }
-            let payload = &data[start..end];
-            match kind {
-                KIND_HEADER if header.is_none() => {
-                    let h = parse_header(payload)
-                        .with_context(|| format!("{what}: header block is too short"))?;
-                    if !(OLDEST_VERSION..=VERSION).contains(&h.version) {
-                        bail!(
-                            "{what}: trace format version {} (this blockmem reads versions {OLDEST_VERSION} to {VERSION}); report it with the blockmem that wrote it",
-                            h.version
-                        );
-                    }
-                    header = Some(h);
-                }
-                KIND_RECORDS => {
-                    let mut c = Cursor::new(payload);
-                    let (Some(buffer), Some(count)) = (c.u32(), c.u32()) else {
-                        bail!("{what}: byte {at}: record block without its buffer header");
-                    };
-                    blocks.push(Block {
-                        buffer,
-                        count,
-                        range: start + 8..end,
-                    });
-                }
-                KIND_TRAILER => trailer = parse_trailer(payload),
-                KIND_MAPS => {
-                    if parse_maps(payload, &mut mappings).is_none() {
-                        warnings.push(format!("{what}: byte {at}: an empty maps block"));
-                    }
-                }
-                other => warnings.push(format!("{what}: skipped a block of unknown kind {other}")),
-            }
+        while let Some(end) = p.block(&data, at)? {
             at = end;
         }
-        let header = header.with_context(|| format!("{what}: no header block"))?;
-        Ok(TraceFile {
+        let header = p
+            .header
+            .with_context(|| format!("{}: no header block", p.what))?;
+        let mut f = TraceFile {
             path: path.to_path_buf(),
             header,
-            trailer,
-            warnings,
-            mappings,
+            trailer: p.trailer,
+            warnings: p.warnings,
+            mappings: p.mappings,
             data,
-            blocks,
-        })
+            blocks: p.blocks,
+        };
+        f.check_counts();
+        Ok(f)
+    }
+
+    /// Warns when the record blocks hold more records than the trailer says the
+    /// process wrote.
+    fn check_counts(&mut self) {
+        let Some(t) = self.trailer else { return };
+        let stored = self.record_count();
+        if stored > t.records {
+            self.warnings.push(format!(
+                "{}: the record blocks hold {stored} records but the trailer says {} were written (the file was changed after it was written)",
+                self.path.display(),
+                t.records
+            ));
+        }
     }
 
     /// True if the records carry call sites (format version 2 and later).
@@ -623,57 +779,76 @@ pub struct Merged<'a> {
     file: &'a TraceFile,
     streams: Vec<Stream<'a>>,
     heap: BinaryHeap<std::cmp::Reverse<(u64, usize, Record)>>,
-    /// The first decoding error, if any (the iteration stops there).
+    /// The first problem found while decoding, naming its byte offset (the rest of
+    /// that block is skipped; the other blocks are still read).
     pub error: Option<String>,
 }
 
-/// Decodes one record (the layout: the shim's `trace_file` module).
-fn decode(c: &mut Cursor<'_>, prev: &mut Prev) -> Option<Record> {
-    let tag = c.u8()?;
+/// What every record is checked against: the header's kernel table and probe width.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    kernels: usize,
+    spread_lines: u8,
+}
+
+impl Limits {
+    fn of(h: &Header) -> Limits {
+        Limits {
+            kernels: h.kernels.len(),
+            spread_lines: h.spread_lines.min(MAX_SPREAD_LINES) as u8,
+        }
+    }
+}
+
+const CUT: &str = "the block ends in the middle of a record";
+
+fn region(c: &mut Cursor<'_>) -> Option<RegionProbe> {
+    let first_cycles = c.varint()?;
+    let spread = c.u8()?;
+    Some(RegionProbe {
+        first_cycles,
+        lines: spread & 15,
+        cached: spread >> 4,
+    })
+}
+
+/// Decodes one record and checks every field against `lim`; `prev` (the deltas'
+/// bases) advances only for a record that passed. The error says which field is wrong.
+fn decode(c: &mut Cursor<'_>, prev: &mut Prev, lim: &Limits) -> Result<Record, String> {
+    let tag = c.u8().ok_or(CUT)?;
     let op = CallOp::from_tag(tag);
     let mut kernel = tag >> 4;
     if kernel == 15 {
-        kernel = c.u8()?;
+        kernel = c.u8().ok_or(CUT)?;
     }
-    let tsc = prev.tsc.wrapping_add(c.zigzag()? as u64);
-    let cycles = c.varint()?;
-    let n = c.varint()?;
-    let dst = prev.dst.wrapping_add(c.zigzag()? as u64);
+    let tsc = prev.tsc.wrapping_add(c.zigzag().ok_or(CUT)? as u64);
+    let cycles = c.varint().ok_or(CUT)?;
+    let n = c.varint().ok_or(CUT)?;
+    let dst = prev.dst.wrapping_add(c.zigzag().ok_or(CUT)? as u64);
     let src = if op.has_src() {
-        prev.src.wrapping_add(c.zigzag()? as u64)
+        prev.src.wrapping_add(c.zigzag().ok_or(CUT)? as u64)
     } else {
         0
     };
     let site = if prev.sites {
-        prev.site.wrapping_add(c.zigzag()? as u64)
+        prev.site.wrapping_add(c.zigzag().ok_or(CUT)? as u64)
     } else {
         0
     };
-    let region = |c: &mut Cursor<'_>| -> Option<RegionProbe> {
-        let first_cycles = c.varint()?;
-        let spread = c.u8()?;
-        Some(RegionProbe {
-            first_cycles,
-            lines: spread & 15,
-            cached: spread >> 4,
-        })
-    };
     let probe = if tag & 4 != 0 {
-        let src = if op.has_src() { Some(region(c)?) } else { None };
+        let src = if op.has_src() {
+            Some(region(c).ok_or(CUT)?)
+        } else {
+            None
+        };
         Some(Probe {
             src,
-            dst: region(c)?,
+            dst: region(c).ok_or(CUT)?,
         })
     } else {
         None
     };
-    prev.tsc = tsc;
-    prev.dst = dst;
-    if op.has_src() {
-        prev.src = src;
-    }
-    prev.site = site;
-    Some(Record {
+    let r = Record {
         tsc,
         cycles,
         n,
@@ -684,13 +859,60 @@ fn decode(c: &mut Cursor<'_>, prev: &mut Prev) -> Option<Record> {
         flag: tag & 8 != 0,
         probe,
         site,
-    })
+    };
+    check_record(&r, lim)?;
+    prev.tsc = tsc;
+    prev.dst = dst;
+    if op.has_src() {
+        prev.src = src;
+    }
+    prev.site = site;
+    Ok(r)
+}
+
+/// Why a decoded record cannot be a call the shim recorded, if it cannot.
+fn check_record(r: &Record, lim: &Limits) -> Result<(), String> {
+    if r.kernel as usize >= lim.kernels {
+        return Err(format!(
+            "kernel slot {} (the header names {})",
+            r.kernel, lim.kernels
+        ));
+    }
+    if r.n > MAX_CALL_BYTES {
+        return Err(format!("size {} bytes (over the 1 TiB limit)", r.n));
+    }
+    if r.dst.checked_add(r.n).is_none() || r.src.checked_add(r.n).is_none() {
+        return Err(format!(
+            "a {}-byte range at 0x{:x} / 0x{:x} wraps around the address space",
+            r.n, r.dst, r.src
+        ));
+    }
+    // The shim sets the flag of a copy or move exactly when the ranges overlap.
+    if r.op.has_src() && r.flag && r.dst.abs_diff(r.src) >= r.n {
+        return Err(format!(
+            "marked overlapping, but its {}-byte ranges are 0x{:x} apart",
+            r.n,
+            r.dst.abs_diff(r.src)
+        ));
+    }
+    for p in r.probe.iter().flat_map(|p| p.src.iter().chain([&p.dst])) {
+        if p.lines > lim.spread_lines || p.cached > p.lines {
+            return Err(format!(
+                "probe of {} lines with {} cached (at most {} lines)",
+                p.lines, p.cached, lim.spread_lines
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Merged<'_> {
-    /// Pushes stream `i`'s next record onto the heap.
+    /// Pushes stream `i`'s next record onto the heap. A record that fails its checks
+    /// ends its block (the deltas of the rest depend on it) with a warning naming its
+    /// byte offset.
     fn refill(&mut self, i: usize) {
         let data = &self.file.data;
+        let lim = Limits::of(&self.file.header);
         let s = &mut self.streams[i];
         loop {
             if s.cursor.is_none() {
@@ -704,34 +926,32 @@ impl Merged<'_> {
                     ..Prev::default()
                 };
             }
+            let b = s.blocks[s.next_block - 1];
             let (c, left) = s.cursor.as_mut().expect("set above");
-            if *left == 0 {
-                if !c.done() && self.error.is_none() {
-                    self.error = Some(format!(
-                        "{}: a record block has {} bytes after its last record",
-                        self.file.path.display(),
-                        c.b.len() - c.at
-                    ));
-                }
-                s.cursor = None;
-                continue;
-            }
-            match decode(c, &mut s.prev) {
-                Some(r) => {
-                    *left -= 1;
-                    self.heap.push(std::cmp::Reverse((r.tsc, i, r)));
-                    return;
-                }
-                None => {
-                    if self.error.is_none() {
-                        self.error = Some(format!(
-                            "{}: a record block ends in the middle of a record",
-                            self.file.path.display()
-                        ));
+            let at = b.range.start + c.at;
+            let problem = if *left == 0 {
+                (!c.done())
+                    .then(|| format!("{} bytes after the block's last record", c.b.len() - c.at))
+            } else {
+                match decode(c, &mut s.prev, &lim) {
+                    Ok(r) => {
+                        *left -= 1;
+                        self.heap.push(std::cmp::Reverse((r.tsc, i, r)));
+                        return;
                     }
-                    s.cursor = None;
+                    Err(why) => Some(format!(
+                        "record {} of the block at byte {}: {why}; the rest of the block is skipped",
+                        b.count - *left,
+                        b.at
+                    )),
+                }
+            };
+            if let Some(why) = problem {
+                if self.error.is_none() {
+                    self.error = Some(format!("{}: byte {at}: {why}", self.file.path.display()));
                 }
             }
+            s.cursor = None;
         }
     }
 }

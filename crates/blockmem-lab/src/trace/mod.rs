@@ -30,6 +30,20 @@
 //! also the timed-load latency of the first byte of the source and destination and how
 //! many of up to 8 lines spread across each were cached, probed before the call.
 //!
+//! # Damaged files
+//!
+//! A trace file is checked before anything in it is used ([`format`]): the header
+//! must come first and be sane, every record block must fit the header's buffers and
+//! hold no more records than its length allows, and every record must name a kernel
+//! slot the header has, a size up to 1 TiB, ranges that do not wrap around the address
+//! space, an overlap flag its addresses agree with and probes no wider than the
+//! header's. A block or record that fails is skipped with a warning naming its byte
+//! offset, so a damaged file still reports what could be read; a file without a sane
+//! header is an error naming the offset. The libc estimate replays only such records,
+//! checks every replayed range against its buffer again before the call, replays
+//! calls of up to 128 MiB, and maps at most 1 GiB and replays at most 2 GiB in all
+//! ([`estimate::ReplayLimits`]).
+//!
 //! # Overhead
 //!
 //! Every intercepted call pays a buffer claim (one compare-and-swap), `lfence; rdtsc`
@@ -241,8 +255,7 @@ fn report_files(args: &ReportArgs) -> Result<()> {
     let files = collect(&args.files)?;
     let stats = match &args.stats {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read --stats {}", p.display()))?;
+            let text = crate::input::read_to_string(p).context("--stats")?;
             Some(
                 text.lines()
                     .filter_map(stats_check::parse_line)

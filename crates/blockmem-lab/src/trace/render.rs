@@ -107,7 +107,7 @@ impl Report<'_> {
             let missing =
                 p.trailer
                     .map_or("no trailer (exec, _exit or signal)".to_string(), |tr| {
-                        let m = tr.missing() + tr.busy_at_exit;
+                        let m = tr.missing().saturating_add(tr.busy_at_exit);
                         if m == 0 {
                             "0".into()
                         } else {
@@ -200,15 +200,27 @@ impl Report<'_> {
     fn estimate_table(&self) -> Option<Table> {
         let e = self.estimate?;
         let ghz = self.analysis.ghz();
+        let mut about = match &e.skipped {
+            Some(why) => format!("no estimate: {why}"),
+            None => "per op and size class: traced blockmem time × (libc time / blockmem time) measured on this host replaying up to 64 of the class's calls on warm buffers; an estimate, not a measurement".into(),
+        };
+        for note in &e.notes {
+            about.push_str("; ");
+            about.push_str(note);
+        }
         let mut t = Table::new(
             "Estimated time against libc",
-            match &e.skipped {
-                Some(why) => format!("no estimate: {why}"),
-                None => "per op and size class: traced blockmem time × (libc time / blockmem time) measured on this host replaying up to 64 of the class's calls on warm buffers; an estimate, not a measurement".into(),
-            },
-            ["op", "size", "calls", "blockmem ms", "libc/blockmem", "est. libc ms"]
-                .map(String::from)
-                .to_vec(),
+            about,
+            [
+                "op",
+                "size",
+                "calls",
+                "blockmem ms",
+                "libc/blockmem",
+                "est. libc ms",
+            ]
+            .map(String::from)
+            .to_vec(),
         );
         for r in &e.rows {
             t.rows.push(vec![
@@ -278,7 +290,10 @@ impl Report<'_> {
             if d.calls == 0 {
                 continue;
             }
-            let total_bytes: u64 = d.sizes.iter().map(|(n, c)| n * c).sum();
+            let total_bytes = d
+                .sizes
+                .iter()
+                .fold(0u64, |t, (n, c)| t.saturating_add(n.saturating_mul(*c)));
             for kind in SizeKind::ALL {
                 let mut sizes: Vec<(u64, u64)> = d
                     .sizes
@@ -287,7 +302,9 @@ impl Report<'_> {
                     .map(|(&n, &c)| (n, c))
                     .collect();
                 let calls: u64 = sizes.iter().map(|s| s.1).sum();
-                let b: u64 = sizes.iter().map(|s| s.0 * s.1).sum();
+                let b = sizes
+                    .iter()
+                    .fold(0u64, |t, s| t.saturating_add(s.0.saturating_mul(s.1)));
                 sizes.sort_by_key(|s| std::cmp::Reverse(s.1));
                 let examples = sizes
                     .iter()

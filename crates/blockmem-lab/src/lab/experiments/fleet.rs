@@ -112,8 +112,7 @@ pub const SHIPPED: &[(&str, &str)] = shipped![
 impl Distribution {
     /// Parses a fleetbench CSV file (sizes, overlap, alignments on three lines).
     pub fn parse(path: &Path) -> anyhow::Result<Distribution> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = crate::input::read_to_string(path)?;
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
         Distribution::parse_text(stem, &text, &path.display().to_string())
     }

@@ -1,0 +1,6 @@
+//! `blockmem_lab::fuzzing::run("cli_args", …)` on every input (see that module).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    blockmem_lab::fuzzing::run("cli_args", data);
+});
