@@ -188,19 +188,16 @@ unsafe fn str_arg<'a>(p: *const c_char) -> Option<&'a str> {
     unsafe { CStr::from_ptr(p) }.to_str().ok()
 }
 
-/// 1 once the constructor found that the core's AVX-512 entries may run
-/// (`blockmem::dispatch::wide`): the copy, move and set functions then test this byte
-/// and jump there, without reading the core's feature word through the GOT. 0 before
-/// (a call from another library's constructor) and on other CPUs: the core's general
-/// entries, which check the features themselves.
+/// Which bodies of the assembly entries the copy, move and set functions run
+/// (`blockmem::dispatch::wide::level`: AVX-512 or AVX2), set by the constructor; 0
+/// before it (a call from another library's constructor) and on other CPUs: the
+/// general entries, which check the features themselves.
 static FAST: AtomicU8 = AtomicU8::new(0);
 
 /// The constructor: sets [`FAST`].
 extern "C" fn init_fast() {
     #[cfg(target_arch = "x86_64")]
-    if dispatch::wide::available() {
-        FAST.store(1, Ordering::Release);
-    }
+    FAST.store(dispatch::wide::level(), Ordering::Release);
 }
 
 #[used]
@@ -210,7 +207,7 @@ static INIT_FAST: extern "C" fn() = init_fast;
 /// True if [`FAST`] is set.
 #[inline(always)]
 fn fast() -> bool {
-    cfg!(target_arch = "x86_64") && FAST.load(Ordering::Relaxed) != 0
+    cfg!(target_arch = "x86_64") && FAST.load(Ordering::Relaxed) == dispatch::wide::LEVEL_AVX512
 }
 
 #[cfg(target_arch = "x86_64")]

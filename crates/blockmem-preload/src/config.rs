@@ -8,6 +8,7 @@
 //! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
 //! | `BLOCKMEM_TRACE=<path>` | record every call in a trace file ([`crate::trace`]; children write `<path>.<pid>`) |
 //! | `BLOCKMEM_TRACE_SAMPLE=N` | with tracing, probe the cache state every N-th call (default 64; 0: never) |
+//! | `BLOCKMEM_MASK_FEATURES=<list>` | CPU features to mask off, comma-separated (`avx512f`, `avx2`, ...): run as a smaller host would |
 //! | `BLOCKMEM_HINTS=<file>` | per-call-site hints, a hint map from `blockmem trace --advise` ([`crate::hints`]) |
 //! | `BLOCKMEM_PROFILE_WARNED=<profile>` | set by the shim: an ancestor reported that rejected profile ([`crate::warned`]) |
 //! | `BLOCKMEM_TRACE_WARNED=<path>` | set by the shim: an ancestor reported that refused trace path ([`crate::warned`]) |
@@ -85,6 +86,28 @@ fn is_on(value: &[u8]) -> bool {
 
 /// Applies `BLOCKMEM_FORCE`. An unknown name is reported with every kernel of the
 /// kernel table, so the message lists exactly the names this build accepts.
+/// `BLOCKMEM_MASK_FEATURES=avx512f,...`: masks CPU features off for the process, as
+/// `blockmem lab --mask-features` does, to run as a smaller host would (kernels,
+/// table and assembly entry bodies). An unknown name is reported and skipped.
+fn apply_mask(value: &[u8]) {
+    use blockmem::cpu::Features;
+    let mut mask = Features::NONE;
+    for name in value.split(|&b| b == b',').filter(|n| !n.is_empty()) {
+        match core::str::from_utf8(name)
+            .ok()
+            .and_then(Features::from_name)
+        {
+            Some(f) => mask = mask.union(f),
+            None => warn(&[
+                b"BLOCKMEM_MASK_FEATURES: unknown feature ",
+                name,
+                b"; ignored",
+            ]),
+        }
+    }
+    blockmem::dispatch::mask_features(mask);
+}
+
 fn apply_force(value: &[u8]) {
     if value.is_empty() || value == b"auto" {
         return;
@@ -304,6 +327,8 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
             disable = is_on(v);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_FORCE") {
             apply_force(v);
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_MASK_FEATURES") {
+            apply_mask(v);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_PROFILE") {
             record_profile_path(v);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_TRACE") {
@@ -347,13 +372,13 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     publish_fast(mode);
 }
 
-/// Lets the exported functions run the core's AVX-512 paths when no mode but hints is
-/// set and the CPU has them (`crate::FAST`; with hints, calls above 2 KiB still go
-/// through the call-site lookup).
+/// Lets the exported functions run the assembly entries' bodies for this CPU when no
+/// mode but hints is set (`crate::FAST`; with hints, calls above 2 KiB still go through
+/// the call-site lookup).
 fn publish_fast(mode: u8) {
     #[cfg(target_arch = "x86_64")]
-    if mode & !MODE_HINTS == 0 && blockmem::dispatch::wide::available() {
-        crate::FAST.store(1, Ordering::Release);
+    if mode & !MODE_HINTS == 0 {
+        crate::FAST.store(blockmem::dispatch::wide::level(), Ordering::Release);
     }
 }
 

@@ -114,10 +114,11 @@ pub const MODE_STATS: u8 = 1 << 0;
 /// `MODE` bit: pass calls through to the next definition, normally libc's
 /// (`BLOCKMEM_DISABLE=1`). Set only after every pointer it needs has been resolved.
 pub const MODE_DISABLE: u8 = 1 << 1;
-/// 1 when the exported functions may run the core's AVX-512 paths (the assembly entries
-/// of `blockmem::arch::x86_64::entry`, and `blockmem::dispatch::wide`): the CPU has
-/// AVX-512BW and BMI2 and no mode but hints is set. Set by the constructor, after
-/// `MODE`; until then (and on other CPUs) the functions take the general path.
+/// Which bodies of the assembly entries (`blockmem::arch::x86_64::entry`) the exported
+/// functions run: `blockmem::dispatch::wide::LEVEL_AVX512` (also the Rust-level
+/// `blockmem::dispatch::wide` paths) or `LEVEL_AVX2`, as the CPU allows, when no mode
+/// but hints is set. Set by the constructor, after `MODE`; 0 until then, and on other
+/// CPUs: the general path.
 pub static FAST: AtomicU8 = AtomicU8::new(0);
 /// `MODE` bit: record every call in the trace file (`BLOCKMEM_TRACE=<path>`; module
 /// `trace`). Set only after the file and the buffers exist.
@@ -260,7 +261,9 @@ unsafe extern "C" fn set_fast(dst: *mut u8, byte: u8, n: usize, ret: *mut c_void
 #[inline(always)]
 unsafe fn copy_body(dst: *mut u8, src: *const u8, n: usize, ret: *mut c_void) -> *mut c_void {
     #[cfg(target_arch = "x86_64")]
-    if FAST.load(Ordering::Relaxed) != 0 && MODE.load(Ordering::Relaxed) == 0 {
+    if FAST.load(Ordering::Relaxed) == blockmem::dispatch::wide::LEVEL_AVX512
+        && MODE.load(Ordering::Relaxed) == 0
+    {
         // SAFETY: forwarded contract.
         return unsafe { copy_fast(dst, src, n, ret) };
     }
@@ -466,7 +469,9 @@ unsafe fn set_body(
     ret: *mut c_void,
 ) -> *mut c_void {
     #[cfg(target_arch = "x86_64")]
-    if FAST.load(Ordering::Relaxed) != 0 && MODE.load(Ordering::Relaxed) == 0 {
+    if FAST.load(Ordering::Relaxed) == blockmem::dispatch::wide::LEVEL_AVX512
+        && MODE.load(Ordering::Relaxed) == 0
+    {
         // SAFETY: forwarded contract.
         return unsafe { set_fast(dst, byte, n, ret) };
     }

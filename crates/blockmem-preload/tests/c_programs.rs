@@ -85,6 +85,20 @@ fn every_symbol_matches_the_reference_on_the_plain_path() {
     ]));
 }
 
+/// The grid as a smaller host runs it (`BLOCKMEM_MASK_FEATURES`): with AVX-512 masked
+/// the assembly entries take their AVX2 bodies (on a CPU with AVX2), with AVX masked
+/// the general path and the SSE2 ladder.
+#[test]
+fn every_symbol_matches_the_reference_on_smaller_hosts() {
+    for mask in ["avx512f", "avx"] {
+        run_ok(
+            under_shim(memops())
+                .env("BLOCKMEM_MASK_FEATURES", mask)
+                .args(["--expect-shim", "--overlap-copy", "grid", "preinit"]),
+        );
+    }
+}
+
 #[test]
 fn the_test_program_agrees_with_glibc() {
     // The same program without the shim: proves the test itself is right.

@@ -957,8 +957,28 @@ pub mod wide {
     /// AVX-512VL and BMI2 with ZMM state enabled by the OS, and no feature mask removed
     /// them. Publishes a plan first (reading the profile), as the first call would.
     pub fn available() -> bool {
+        level() == LEVEL_AVX512
+    }
+
+    /// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX-512 bodies.
+    pub const LEVEL_AVX512: u8 = 1;
+    /// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX2 bodies.
+    pub const LEVEL_AVX2: u8 = 2;
+
+    /// Which assembly entry bodies this process may run: [`LEVEL_AVX512`],
+    /// [`LEVEL_AVX2`] (AVX2 with YMM state, no AVX-512BW), or 0 (neither: the general
+    /// path). Respects a feature mask; publishes a plan first, as the first call would.
+    pub fn level() -> u8 {
+        use crate::cpu::Features;
         super::plan();
-        super::wide_small(super::FEATURES.load(core::sync::atomic::Ordering::Relaxed))
+        let f = super::FEATURES.load(core::sync::atomic::Ordering::Relaxed);
+        if super::wide_small(f) {
+            LEVEL_AVX512
+        } else if f & Features::AVX2.bits() != 0 {
+            LEVEL_AVX2
+        } else {
+            0
+        }
     }
 
     /// A copy of more than 512 bytes, for the C entries of
