@@ -562,3 +562,135 @@ fn hint_maps_are_checked_and_applied_without_changing_results() {
     std::fs::write(&good, text).unwrap();
     assert_eq!(run(&good), "");
 }
+
+/// A decision table on which a hint changes the kernel of a 64 KiB copy in every
+/// destination state, with kernels every x86-64 CPU has: `Auto` runs `sse2`, `Reuse`
+/// `portable`, `NoReuse` `rep_movsb`. No band probes.
+fn table_where_hints_differ(dir: &Path) -> PathBuf {
+    let mut text = String::from("version = 2\n");
+    for (hint, kernel) in [
+        ("auto", "sse2"),
+        ("reuse", "portable"),
+        ("noreuse", "rep_movsb"),
+    ] {
+        for state in ["unknown", "cached", "cold", "fresh"] {
+            text.push_str(&format!("copy.{hint}.{state} = from 0: {kernel}\n"));
+        }
+    }
+    let path = dir.join("profile");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The kernels each site of `tests/c/hinted.c` ran, by function name, from a trace of
+/// it (with `env` set for the traced program).
+fn kernels_by_site(name: &str, exe: &Path, env: &[(&str, &Path)]) -> Vec<(String, u64, Value)> {
+    let out = common::scratch("trace").join(name);
+    let _ = std::fs::remove_dir_all(&out);
+    let mut c = blockmem();
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    common::run_ok(
+        c.args(["trace", "--no-estimate", "--out"])
+            .arg(&out)
+            .arg("--")
+            .arg(exe),
+    );
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    j["analysis"]["sites"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let f = s["function"].as_str().unwrap_or_default().to_string();
+            assert_eq!(s["object"].as_str().unwrap(), exe.to_str().unwrap());
+            (f, u(&s["offset"]), s["kernels"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn a_hint_map_changes_the_kernel_of_the_sites_it_names_only() {
+    let dir = common::scratch("trace").join("hinted");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("hinted");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/hinted.c");
+    let (s, e) = (src.to_str().unwrap(), exe.to_str().unwrap());
+    common::cc(&["-g", "-O1", "-fno-builtin", s, "-o", e]);
+    let profile = table_where_hints_differ(&dir);
+    const ROUNDS: u64 = 8;
+    const SIZE: u64 = 64 << 10;
+
+    // The sites' offsets in the executable, from a trace without a map: all Auto.
+    let sites = kernels_by_site("hinted-auto", &exe, &[("BLOCKMEM_PROFILE", &profile)]);
+    let offset = |f: &str| {
+        sites
+            .iter()
+            .find(|s| s.0 == f)
+            .unwrap_or_else(|| panic!("{f}: {sites:?}"))
+            .1
+    };
+    for (f, _, kernels) in &sites {
+        assert_eq!(kernels["sse2"], ROUNDS, "{f}: {kernels}");
+    }
+    let map = dir.join("map");
+    let text = format!(
+        "blockmem-hints 1\nnoreuse {:#x} {e}\nreuse {:#x} {e}\n",
+        offset("copy_noreuse"),
+        offset("copy_reuse"),
+    );
+    std::fs::write(&map, text).unwrap();
+
+    // Statistics count the kernel each call ran: with the map, one site each.
+    let stats = |hints: Option<&Path>| {
+        let mut c = common::under_shim(&exe);
+        c.env("BLOCKMEM_PROFILE", &profile)
+            .env("BLOCKMEM_STATS", "1");
+        if let Some(m) = hints {
+            c.env("BLOCKMEM_HINTS", m);
+        }
+        common::stats_lines(&common::run_ok(&mut c).stderr).remove(0)
+    };
+    let without = stats(None);
+    assert_eq!(
+        without.kernel("sse2"),
+        (3 * ROUNDS, 3 * ROUNDS * SIZE),
+        "{}",
+        without.line
+    );
+    assert_eq!(
+        without.kernel("rep_movsb").0 + without.kernel("portable").0,
+        0
+    );
+    let with = stats(Some(&map));
+    for k in ["sse2", "portable", "rep_movsb"] {
+        assert_eq!(
+            with.kernel(k),
+            (ROUNDS, ROUNDS * SIZE),
+            "{k}: {}",
+            with.line
+        );
+    }
+    assert!(
+        with.line.contains("; hints 2 sites from 0 B"),
+        "{}",
+        with.line
+    );
+
+    // A trace of the run with the map names the kernel per site.
+    let env = [
+        ("BLOCKMEM_PROFILE", profile.as_path()),
+        ("BLOCKMEM_HINTS", &map),
+    ];
+    let hinted = kernels_by_site("hinted-map", &exe, &env);
+    for (f, kernel) in [
+        ("copy_noreuse", "rep_movsb"),
+        ("copy_reuse", "portable"),
+        ("copy_plain", "sse2"),
+    ] {
+        let (_, _, kernels) = hinted.iter().find(|s| s.0 == f).unwrap();
+        assert_eq!(kernels, &serde_json::json!({ kernel: ROUNDS }), "{f}");
+    }
+}

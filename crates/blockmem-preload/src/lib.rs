@@ -102,7 +102,7 @@ use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicU8, Ordering};
 
 use blockmem::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
-use blockmem::{Hint, Op};
+use blockmem::Hint;
 
 use crate::next::Next;
 
@@ -303,7 +303,7 @@ unsafe extern "C" fn copy_general(
             if let (MODE_DISABLE, Some(f)) = (mode, Next::Memcpy.copy_fn(mode)) {
                 f(dst.cast(), src.cast(), n);
             } else {
-                copy_with_mode(mode, Next::Memcpy, dst, src, n, site);
+                copy_with_mode(mode, dst, src, n, site);
             }
         } else if n <= INLINE_MAX {
             copy_small(dst, src, n);
@@ -319,53 +319,40 @@ unsafe extern "C" fn copy_general(
     opaque(ret)
 }
 
-/// `copy_body` when statistics or pass-through are on; kept out of line so that the
-/// common path stays small.
+/// `copy_body` when statistics, tracing or pass-through are on; kept out of line so
+/// that the common path stays small.
 ///
 /// # Safety
 /// As [`copy_body`].
 #[cold]
 #[inline(never)]
-unsafe fn copy_with_mode(
-    mode: u8,
-    next: Next,
-    dst: *mut u8,
-    src: *const u8,
-    n: usize,
-    site: usize,
-) {
-    let overlap = !disjoint(dst, src, n);
-    if mode & MODE_STATS != 0 {
-        let op = if overlap { Op::Move } else { Op::Copy };
-        stats::record(stats::OpSlot::Copy, op, n, overlap, mode);
-    }
-    let hint = hints::for_call(mode, site, n);
-    if mode & MODE_TRACE != 0 {
-        let call = trace::Call {
-            kind: stats::OpSlot::Copy,
-            mode,
-            hint,
-            site,
-        };
-        // SAFETY: forwarded contract; `next` is `Memcpy` for every caller.
-        unsafe { trace::call(call, dst, src, 0, n) };
-        return;
-    }
-    // SAFETY: forwarded contract. `next.copy_fn()` only returns libc's function when
-    // pass-through is on and it was resolved.
-    unsafe {
-        match next.copy_fn(mode) {
-            Some(f) => {
-                f(dst.cast(), src.cast(), n);
-            }
-            None if n <= INLINE_MAX => copy_small(dst, src, n),
-            None if overlap => {
-                blockmem::move_raw(dst, src, n, hint);
-            }
-            None => {
-                blockmem::copy_raw(dst, src, n, hint);
-            }
-        }
+unsafe fn copy_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize, site: usize) {
+    let call = trace::Call {
+        kind: stats::OpSlot::Copy,
+        mode,
+        hint: hints::for_call(mode, site, n),
+        site,
+    };
+    // SAFETY: forwarded contract.
+    unsafe { run_with_mode(call, dst, src, 0, n) };
+}
+
+/// Runs a call with a mode set: traced, or as the shim runs it untraced (both pick the
+/// kernel with `call.hint`), then counts it under the kernel that ran when statistics
+/// are on.
+///
+/// # Safety
+/// The op's C contract: `dst` valid for `n` writes, `src` (copy, move) for `n` reads.
+#[inline(always)]
+unsafe fn run_with_mode(call: trace::Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
+    // SAFETY (both): forwarded contract.
+    let kernel = if call.mode & MODE_TRACE != 0 {
+        unsafe { trace::call(call, dst, src, byte, n) }
+    } else {
+        unsafe { trace::execute(call, dst, src, byte, n) }
+    };
+    if call.mode & MODE_STATS != 0 {
+        stats::record(call.kind, n, kernel);
     }
 }
 
@@ -426,34 +413,14 @@ unsafe extern "C" fn move_general(
 #[cold]
 #[inline(never)]
 unsafe fn move_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize, site: usize) {
-    if mode & MODE_STATS != 0 {
-        let overlap = !disjoint(dst, src, n);
-        stats::record(stats::OpSlot::Move, Op::Move, n, overlap, mode);
-    }
-    let hint = hints::for_call(mode, site, n);
-    if mode & MODE_TRACE != 0 {
-        let call = trace::Call {
-            kind: stats::OpSlot::Move,
-            mode,
-            hint,
-            site,
-        };
-        // SAFETY: forwarded contract.
-        unsafe { trace::call(call, dst, src, 0, n) };
-        return;
-    }
+    let call = trace::Call {
+        kind: stats::OpSlot::Move,
+        mode,
+        hint: hints::for_call(mode, site, n),
+        site,
+    };
     // SAFETY: forwarded contract.
-    unsafe {
-        match Next::Memmove.copy_fn(mode) {
-            Some(f) => {
-                f(dst.cast(), src.cast(), n);
-            }
-            None if n <= INLINE_MAX => copy_small(dst, src, n),
-            None => {
-                blockmem::move_raw(dst, src, n, hint);
-            }
-        }
-    }
+    unsafe { run_with_mode(call, dst, src, 0, n) };
 }
 
 /// The body of `memset` and `bzero`; returns `ret` (see [`copy_body`]).
@@ -535,36 +502,14 @@ unsafe fn set_with_mode(
     n: usize,
     site: usize,
 ) {
-    if mode & MODE_STATS != 0 {
-        // The core itself treats a zero fill as `Op::Zero` when it picks the kernel.
-        let op = if byte == 0 { Op::Zero } else { Op::Set };
-        stats::record(slot, op, n, false, mode);
-    }
-    let hint = hints::for_call(mode, site, n);
-    if mode & MODE_TRACE != 0 {
-        let call = trace::Call {
-            kind: slot,
-            mode,
-            hint,
-            site,
-        };
-        // SAFETY: forwarded contract (no source).
-        unsafe { trace::call(call, dst, core::ptr::null(), byte, n) };
-        return;
-    }
-    // SAFETY: forwarded contract. libc's `bzero` only ever receives byte 0.
-    unsafe {
-        match (slot, Next::Memset.set_fn(mode), Next::Bzero.zero_fn(mode)) {
-            (stats::OpSlot::Zero, _, Some(z)) => z(dst.cast(), n),
-            (_, Some(s), _) => {
-                s(dst.cast(), c_int::from(byte), n);
-            }
-            _ if n <= INLINE_MAX => set_small(dst, byte, n),
-            _ => {
-                blockmem::set_raw(dst, byte, n, hint);
-            }
-        }
-    }
+    let call = trace::Call {
+        kind: slot,
+        mode,
+        hint: hints::for_call(mode, site, n),
+        site,
+    };
+    // SAFETY: forwarded contract (no source).
+    unsafe { run_with_mode(call, dst, core::ptr::null(), byte, n) };
 }
 
 // ---- call sites ------------------------------------------------------------------------

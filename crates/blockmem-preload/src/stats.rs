@@ -2,11 +2,12 @@
 //! line on stderr when the process exits.
 //!
 //! Counters are relaxed atomics, touched only when statistics are on (the copy path
-//! checks one byte otherwise). Calls up to [`crate::INLINE_MAX`] are `inline` (the shim
-//! runs them itself); above it, attribution repeats the core's decision rather than
-//! observing it: `blockmem::dispatch::choose` answers with the same inputs the call
-//! uses (op, size, `Hint::Auto`, overlap), which is what the core does next.
-//! Pass-through calls (`BLOCKMEM_DISABLE=1`) count as `libc`.
+//! checks one byte otherwise). Each call is counted under the kernel that ran it: with
+//! statistics on, calls take the path traced calls take (`trace::execute`: the core's
+//! decision with the call's own hint, from a hint map or `Auto`, its probe included,
+//! then that kernel), so the count is observed, not predicted. Calls the shim or the
+//! core's inline ladder run are `inline`; pass-through calls (`BLOCKMEM_DISABLE=1`)
+//! count as `libc`.
 //!
 //! The line (`calls/bytes` pairs; kernels with no calls are left out):
 //!
@@ -14,12 +15,8 @@
 //! blockmem: pid 4242 calls/bytes: copy 1200/35000000 move 3/100 set 40/5000 zero 0/0; kernels: inline 1190/20000 avx2 53/35085100; profile cpuid-defaults
 //! ```
 //!
-//! followed, when they apply, by `; disabled (libc)`, `; forced <kernel>` and the
-//! profile's rejection reason. When a calibrated profile enables cache probing, `Auto`
-//! calls from the size where the library probes are attributed as if nothing were
-//! probed (probing
-//! twice would change what the real call's probe sees); the kernel counts are then an
-//! estimate for those calls.
+//! followed, when they apply, by `; disabled (libc)`, `; forced <kernel>`,
+//! `; hints N sites from SIZE B` and the profile's rejection reason.
 //!
 //! It is written with `write(2)` from a `.fini_array` entry, so it appears on `exit`
 //! (and `dlclose`), not on `_exit` or a fatal signal. A forked child that exits prints
@@ -36,11 +33,10 @@
 
 use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
-use blockmem::profile::State;
-use blockmem::{Hint, KernelId, Op};
+use blockmem::KernelId;
 
 use crate::out::Line;
-use crate::{config, MODE, MODE_DISABLE, MODE_STATS, MODE_TRACE};
+use crate::{config, MODE, MODE_STATS, MODE_TRACE};
 
 /// The operation as the caller named it: `memcpy`, `mempcpy` and their `_chk` variants
 /// are `Copy`; `memmove` is `Move`; `memset` is `Set`; `bzero` is `Zero`.
@@ -55,10 +51,12 @@ pub(crate) enum OpSlot {
 
 const OP_NAMES: [&[u8]; 4] = [b"copy", b"move", b"set", b"zero"];
 
-/// Kernel slots: `inline`, then one per [`KernelId`] in table order, then `libc`.
+/// Kernel slots, numbered as in trace files: `inline`, then one per [`KernelId`] in
+/// table order, then `libc`.
 const KERNEL_SLOTS: usize = KernelId::ALL.len() + 2;
-const SLOT_INLINE: usize = 0;
-const SLOT_LIBC: usize = KERNEL_SLOTS - 1;
+const SLOT_INLINE: usize = crate::trace_file::SLOT_INLINE as usize;
+const SLOT_LIBC: usize = crate::trace_file::SLOT_LIBC as usize;
+const _: () = assert!(SLOT_LIBC == KERNEL_SLOTS - 1);
 
 /// Where the line goes: the duplicate of stderr, or stderr itself; -1: nowhere (stderr
 /// was closed at start). Never stdout.
@@ -97,24 +95,11 @@ fn add(calls: &[AtomicU64], bytes: &[AtomicU64], slot: usize, n: usize) {
     }
 }
 
-/// Counts one call of `n` bytes. `op` and `overlap` are what the core will decide on.
-pub(crate) fn record(slot: OpSlot, op: Op, n: usize, overlap: bool, mode: u8) {
+/// Counts one call of `n` bytes that ran on kernel slot `kernel` (as
+/// `trace::execute` returns it: `inline`, one per [`KernelId`], `libc`).
+pub(crate) fn record(slot: OpSlot, n: usize, kernel: u8) {
     add(&OP_CALLS, &OP_BYTES, slot as usize, n);
-    let kernel = if mode & MODE_DISABLE != 0 {
-        SLOT_LIBC
-    } else if n <= crate::INLINE_MAX || n <= blockmem::dispatch::inline_max(op) {
-        SLOT_INLINE
-    } else {
-        // A call whose band probes is counted under the kernel of a cached
-        // destination (the probe's outcome is not known here).
-        let k = blockmem::dispatch::choose(op, n, Hint::Auto, overlap)
-            .or_else(|| {
-                blockmem::dispatch::choose_probed(op, n, Hint::Auto, overlap, State::Cached)
-            })
-            .unwrap_or(blockmem::KernelId::Portable);
-        1 + k as usize
-    };
-    add(&KERNEL_CALLS, &KERNEL_BYTES, kernel, n);
+    add(&KERNEL_CALLS, &KERNEL_BYTES, usize::from(kernel), n);
 }
 
 fn kernel_name(slot: usize) -> &'static [u8] {

@@ -450,13 +450,14 @@ unsafe fn probe_call(copies: bool, dst: *const u8, src: *const u8, n: usize) -> 
 
 // ---- the call -------------------------------------------------------------------------
 
-/// Runs the call exactly as the shim does without tracing (pass-through, inline rungs,
-/// or the core's decision and kernel) and returns the kernel slot that ran it.
+/// Runs the call as the shim does with a mode set (pass-through, inline rungs, or the
+/// core's decision with `c.hint`, probe included, and its kernel) and returns the
+/// kernel slot that ran it: what traces record and statistics count.
 ///
 /// # Safety
 /// The op's C contract: `dst` valid for `n` writes, `src` (copy, move) for `n` reads.
 #[inline(always)]
-unsafe fn execute(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> u8 {
+pub(crate) unsafe fn execute(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> u8 {
     let Call {
         kind, mode, hint, ..
     } = c;
@@ -544,27 +545,25 @@ pub(crate) struct Call {
 }
 
 /// One intercepted call with tracing on: probe (when sampled), time, run, record.
+/// Returns the kernel slot that ran it (as [`execute`]).
 ///
 /// # Safety
 /// The op's C contract: `dst` valid for `n` writes, `src` (copy, move) for `n` reads.
 #[inline(never)]
-pub(crate) unsafe fn call(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
+pub(crate) unsafe fn call(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> u8 {
     let Some(pool) = pool() else {
         // SAFETY: forwarded contract.
-        unsafe { execute(c, dst, src, byte, n) };
-        return;
+        return unsafe { execute(c, dst, src, byte, n) };
     };
     if pool.ctl.ready.load(Ordering::Acquire) != READY && !start_forked(pool) {
         pool.ctl.while_starting.fetch_add(1, Ordering::Relaxed);
         // SAFETY: forwarded contract.
-        unsafe { execute(c, dst, src, byte, n) };
-        return;
+        return unsafe { execute(c, dst, src, byte, n) };
     }
     let Some(claim) = claim(pool) else {
         pool.ctl.no_slot.fetch_add(1, Ordering::Relaxed);
         // SAFETY: forwarded contract.
-        unsafe { execute(c, dst, src, byte, n) };
-        return;
+        return unsafe { execute(c, dst, src, byte, n) };
     };
     let kind = c.kind;
     let copies = matches!(kind, OpSlot::Copy | OpSlot::Move);
@@ -631,6 +630,7 @@ pub(crate) unsafe fn call(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: us
     st.count += 1;
     st.total += 1;
     drop(claim);
+    kernel
 }
 
 // ---- files ----------------------------------------------------------------------------

@@ -26,7 +26,7 @@ use blockmem::Hint;
 use serde::Serialize;
 
 use super::analysis::Analysis;
-use super::sites::{planned, Site, TOP_SITES};
+use super::sites::{planned, runs_inline, Site, TOP_SITES};
 use crate::lab::experiments::fmt_size;
 use crate::lab::report::Table;
 
@@ -89,13 +89,16 @@ fn verdict(s: &Site, min_hint_size: u64) -> Result<(&'static str, Hint), String>
 }
 
 /// True if `hint` can make the plan pick another kernel for one of the site's kept
-/// calls, in some destination state a probe can find (cached, cold, fresh).
+/// calls, in some destination state a probe can find (cached, cold, fresh). A state's
+/// row counts only where the call probes: where the `unknown` row names a kernel, the
+/// call runs it whatever the state. Calls the inline ladder runs take no hint.
 fn changes_kernel(s: &Site, hint: Hint) -> bool {
     let op = s.main_op();
-    s.samples.iter().any(|c| {
+    let runs = |n, h, st| planned(op, n, h, State::Unknown).or_else(|| planned(op, n, h, st));
+    s.samples.iter().filter(|c| !runs_inline(op, c.n)).any(|c| {
         [State::Cached, State::Cold, State::Fresh]
             .into_iter()
-            .any(|st| planned(op, c.n, hint, st) != planned(op, c.n, Hint::Auto, st))
+            .any(|st| runs(c.n, hint, st) != runs(c.n, Hint::Auto, st))
     })
 }
 

@@ -541,11 +541,20 @@ pub fn min_hint_size() -> u64 {
 /// The kernel the plan in force picks for a call of `n` bytes of `op` with `hint`
 /// when the destination is in `state`.
 pub fn planned(op: CallOp, n: u64, hint: Hint, state: State) -> Option<blockmem::KernelId> {
-    let op = match op {
+    blockmem::dispatch::plan().decide(core_op(op), n as usize, hint, false, state)
+}
+
+/// True if a call of `n` bytes of `op` runs on the inline ladder, never reaching the
+/// plan (nor a hint).
+pub fn runs_inline(op: CallOp, n: u64) -> bool {
+    n as usize <= blockmem::dispatch::inline_max(core_op(op))
+}
+
+fn core_op(op: CallOp) -> Op {
+    match op {
         CallOp::Copy => Op::Copy,
         CallOp::Move => Op::Move,
         CallOp::Set => Op::Set,
         CallOp::Zero => Op::Zero,
-    };
-    blockmem::dispatch::plan().decide(op, n as usize, hint, false, state)
+    }
 }
