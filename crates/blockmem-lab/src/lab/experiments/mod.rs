@@ -362,12 +362,13 @@ pub fn distinct<T: PartialEq + Clone>(recs: &[Record], f: impl Fn(&Record) -> T)
     v
 }
 /// The effective LLC up to which `--quick` keeps its repetitions.
-pub const QUICK_LLC: usize = 32 << 20;
+pub const QUICK_LLC: usize = 16 << 20;
 
 /// `--quick`'s repetitions on a host whose effective LLC is `llc`: every cold cell's
 /// preparation sweeps 1.5 times the LLC, so past [`QUICK_LLC`] the count shrinks in
-/// proportion (never below 3) and the quick set keeps its time (on a 2-vCPU Xeon guest
-/// the main job took 2 min 43 s with a 29.5 MiB LLC and 4 min 49 s with 62 MiB).
+/// proportion (never below 3) and the quick set keeps its time. On a 2-vCPU Xeon guest
+/// the quick set took 48-57 s with a 17-20 MiB LLC; with the LLC given as 62 MiB it
+/// took 129 s when the count shrank only past 32 MiB.
 pub fn quick_scaled(base: usize, llc: usize) -> usize {
     if llc <= QUICK_LLC {
         return base;
@@ -381,10 +382,10 @@ mod tests {
 
     #[test]
     fn quick_repetitions_shrink_with_the_llc_past_its_bound() {
-        assert_eq!(quick_scaled(31, 16 << 20), 31);
+        assert_eq!(quick_scaled(31, 8 << 20), 31);
         assert_eq!(quick_scaled(31, QUICK_LLC), 31);
-        assert_eq!(quick_scaled(31, 64 << 20), 16);
-        assert_eq!(quick_scaled(31, 62 << 20), 16);
+        assert_eq!(quick_scaled(31, 32 << 20), 16);
+        assert_eq!(quick_scaled(31, 64 << 20), 8);
         assert_eq!(quick_scaled(5, 1 << 30), 3);
     }
 }
