@@ -638,37 +638,47 @@ fn chk_fail() -> ! {
 // site traces record and hint maps are keyed by) and jump into the Rust bodies. Above
 // 2 KiB with no mode set, the stub goes straight to the core.
 
-/// `memcpy` without `FAST`: `copy_general` with `ret = dst` and the call site.
+/// Defines `$name`, the stub an assembly entry jumps to above 2 KiB with `FAST` set:
+/// with no mode set, straight to the core's `$core` (hint Auto in ecx); with one (a
+/// hint map), to `$general`, the sited Rust body. The stack is untouched, so
+/// `$general` still finds the caller's return address on top of it.
+macro_rules! above_stub {
+    ($(#[$meta:meta])* $name:ident($($arg:ident: $ty:ty),*), general = $general:path, core = $core:path) => {
+        $(#[$meta])*
+        #[cfg(target_arch = "x86_64")]
+        #[unsafe(naked)]
+        unsafe extern "C" fn $name($($arg: $ty),*) -> *mut c_void {
+            core::arch::naked_asm!(
+                "cmp byte ptr [rip + {mode}], 0",
+                "jne {general}",
+                "xor ecx, ecx",
+                "jmp {core}",
+                mode = sym MODE,
+                general = sym $general,
+                core = sym $core,
+            )
+        }
+    };
+}
+
+/// `memcpy` without `FAST`: `ret = dst` (rcx), then [`copy_general_sited`], which
+/// takes the call site from the top of the stack.
 ///
 /// # Safety
 /// As [`memcpy`]; only reached by a tail jump from it.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 unsafe extern "C" fn memcpy_sited(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
-    core::arch::naked_asm!(
-        "mov rcx, rdi",
-        "mov r8, qword ptr [rsp]",
-        "jmp {f}",
-        f = sym copy_general
-    )
+    core::arch::naked_asm!("mov rcx, rdi", "jmp {f}", f = sym copy_general_sited)
 }
 
-/// `memcpy` above 2 KiB with `FAST` set: the core, or with hints the sited body.
-///
-/// # Safety
-/// As [`memcpy_sited`].
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-unsafe extern "C" fn memcpy_above_sited(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
-    core::arch::naked_asm!(
-        "cmp byte ptr [rip + {mode}], 0",
-        "jne {general}",
-        "xor ecx, ecx",
-        "jmp {core}",
-        mode = sym MODE,
-        general = sym memcpy_sited,
-        core = sym blockmem::dispatch::wide::copy_forgiving_above,
-    )
+above_stub! {
+    /// `memcpy` above 2 KiB with `FAST` set.
+    ///
+    /// # Safety
+    /// As [`memcpy_sited`].
+    memcpy_above_sited(dst: *mut u8, src: *const u8, n: usize),
+    general = memcpy_sited, core = blockmem::dispatch::wide::copy_forgiving_above
 }
 
 /// `memmove` without `FAST` (see [`memcpy_sited`]).
@@ -678,30 +688,16 @@ unsafe extern "C" fn memcpy_above_sited(dst: *mut u8, src: *const u8, n: usize) 
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 unsafe extern "C" fn memmove_sited(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
-    core::arch::naked_asm!(
-        "mov rcx, rdi",
-        "mov r8, qword ptr [rsp]",
-        "jmp {f}",
-        f = sym move_general
-    )
+    core::arch::naked_asm!("mov rcx, rdi", "jmp {f}", f = sym move_general_sited)
 }
 
-/// `memmove` above 2 KiB with `FAST` set (see [`memcpy_above_sited`]).
-///
-/// # Safety
-/// As [`memmove_sited`].
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-unsafe extern "C" fn memmove_above_sited(dst: *mut u8, src: *const u8, n: usize) -> *mut c_void {
-    core::arch::naked_asm!(
-        "cmp byte ptr [rip + {mode}], 0",
-        "jne {general}",
-        "xor ecx, ecx",
-        "jmp {core}",
-        mode = sym MODE,
-        general = sym memmove_sited,
-        core = sym blockmem::dispatch::wide::move_above,
-    )
+above_stub! {
+    /// `memmove` above 2 KiB with `FAST` set.
+    ///
+    /// # Safety
+    /// As [`memmove_sited`].
+    memmove_above_sited(dst: *mut u8, src: *const u8, n: usize),
+    general = memmove_sited, core = blockmem::dispatch::wide::move_above
 }
 
 /// `memset` with its call site (the fourth argument), as `set_general` takes it.
@@ -729,22 +725,13 @@ unsafe extern "C" fn memset_sited(dst: *mut u8, c: c_int, n: usize) -> *mut c_vo
     core::arch::naked_asm!("mov rcx, qword ptr [rsp]", "jmp {f}", f = sym memset_site_body)
 }
 
-/// `memset` above 2 KiB with `FAST` set (see [`memcpy_above_sited`]).
-///
-/// # Safety
-/// As [`memset_sited`].
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-unsafe extern "C" fn memset_above_sited(dst: *mut u8, c: c_int, n: usize) -> *mut c_void {
-    core::arch::naked_asm!(
-        "cmp byte ptr [rip + {mode}], 0",
-        "jne {general}",
-        "xor ecx, ecx",
-        "jmp {core}",
-        mode = sym MODE,
-        general = sym memset_sited,
-        core = sym blockmem::dispatch::wide::set_above,
-    )
+above_stub! {
+    /// `memset` above 2 KiB with `FAST` set.
+    ///
+    /// # Safety
+    /// As [`memset_sited`].
+    memset_above_sited(dst: *mut u8, c: c_int, n: usize),
+    general = memset_sited, core = blockmem::dispatch::wide::set_above
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -402,6 +402,45 @@ fn geomean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
 }
 
+/// A table of ratios: one row per label with each column's record (the `auto` one,
+/// which carries the cell's ratio), and a last row of each column's geometric mean.
+fn ratio_table(
+    title: &str,
+    first: &str,
+    cols: Vec<String>,
+    rows: Vec<(String, Vec<Option<&Record>>)>,
+) -> Table {
+    let mut header = vec![first.to_string()];
+    header.extend(cols);
+    let mut t = Table::new(
+        title,
+        "> 1: blockmem faster; [95% interval over rounds]; shim = plain calls into LD_PRELOAD, cabi = blockmem_copy/_set, fnptr = calls through a pointer",
+        header,
+    );
+    let mut per_col: Vec<Vec<f64>> = vec![Vec::new(); t.header.len() - 1];
+    for (label, cells) in rows {
+        let mut row = vec![label];
+        for (c, cell) in cells.into_iter().enumerate() {
+            match cell.and_then(ratio_of) {
+                Some(x) => {
+                    per_col[c].push(x.0);
+                    row.push(fmt_ratio(x));
+                }
+                None => row.push("–".into()),
+            }
+        }
+        t.rows.push(row);
+    }
+    let mut g = vec!["geometric mean".to_string()];
+    g.extend(
+        per_col
+            .iter()
+            .map(|v| geomean(v).map_or("–".into(), |x| format!("{x:.2}"))),
+    );
+    t.rows.push(g);
+    t
+}
+
 /// Two tables: distributions (rows) × door and working set, and fixed sizes × door and
 /// op; each cell libc's time over auto's with its 95% interval, and a geometric mean.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
@@ -409,13 +448,6 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         .iter()
         .filter(|r| r.experiment == NAME && r.method == "auto")
         .collect();
-    let door = |r: &Record| {
-        r.extras
-            .get("door")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    };
     let text = |r: &Record, k: &str| {
         r.extras
             .get(k)
@@ -423,112 +455,81 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
             .unwrap_or("")
             .to_string()
     };
-    let mut out = Vec::new();
-    // Distributions.
-    let cols: Vec<(String, String)> = DOORS
+    // Distributions, by name.
+    let cols: Vec<(&str, &str)> = DOORS
         .iter()
-        .flat_map(|d| ["hot", "cold"].map(|w| (d.to_string(), w.to_string())))
+        .flat_map(|&d| ["hot", "cold"].map(|w| (d, w)))
         .collect();
-    let mut header = vec!["distribution (mean size)".to_string()];
-    header.extend(cols.iter().map(|(d, w)| format!("{d} {w}")));
-    let mut t = Table::new(
-        "doors: fleet distributions, libc time / blockmem time per door",
-        "> 1: blockmem faster; [95% interval over rounds]; shim = plain calls into LD_PRELOAD, cabi = blockmem_copy/_set, fnptr = calls through a pointer",
-        header,
-    );
     let mut names: Vec<String> = autos
         .iter()
         .map(|r| text(r, "workload"))
         .filter(|w| !w.is_empty())
         .collect();
-    names.dedup();
     names.sort();
     names.dedup();
-    let mut per_col: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
-    for name in &names {
-        let mean = autos
-            .iter()
-            .find(|r| text(r, "workload") == *name)
-            .and_then(|r| r.extra_f64("mean_size"))
-            .unwrap_or(0.0);
-        let mut row = vec![format!("{name} ({})", fmt_size(mean.round() as usize))];
-        for (c, (d, w)) in cols.iter().enumerate() {
-            let cell = autos.iter().find(|r| {
-                text(r, "workload") == *name && door(r) == *d && text(r, "working_set") == *w
-            });
-            match cell.and_then(|r| ratio_of(r)) {
-                Some(x) => {
-                    per_col[c].push(x.0);
-                    row.push(fmt_ratio(x));
-                }
-                None => row.push("–".into()),
-            }
-        }
-        t.rows.push(row);
-    }
-    let mut g = vec!["geometric mean".to_string()];
-    g.extend(
-        per_col
-            .iter()
-            .map(|v| geomean(v).map_or("–".into(), |x| format!("{x:.2}"))),
+    let rows = names
+        .iter()
+        .map(|name| {
+            let of = |r: &Record| text(r, "workload") == *name;
+            let mean = autos
+                .iter()
+                .find(|r| of(r))
+                .and_then(|r| r.extra_f64("mean_size"));
+            let label = format!(
+                "{name} ({})",
+                fmt_size(mean.unwrap_or(0.0).round() as usize)
+            );
+            let cells = cols
+                .iter()
+                .map(|&(d, w)| {
+                    autos
+                        .iter()
+                        .copied()
+                        .find(|r| of(r) && text(r, "door") == d && text(r, "working_set") == w)
+                })
+                .collect();
+            (label, cells)
+        })
+        .collect();
+    let dist = ratio_table(
+        "doors: fleet distributions, libc time / blockmem time per door",
+        "distribution (mean size)",
+        cols.iter().map(|(d, w)| format!("{d} {w}")).collect(),
+        rows,
     );
-    t.rows.push(g);
-    out.push(t);
     // Fixed sizes.
-    let cols: Vec<(String, &str)> = DOORS
+    let cols: Vec<(&str, &str)> = DOORS
         .iter()
-        .flat_map(|d| ["copy", "set"].map(|o| (d.to_string(), o)))
+        .flat_map(|&d| ["copy", "set"].map(|o| (d, o)))
         .collect();
-    let mut header = vec!["size".to_string()];
-    header.extend(cols.iter().map(|(d, o)| format!("{d} {o}")));
-    let mut t = Table::new(
-        "doors: one size repeated in a tight loop (hot), libc time / blockmem time",
-        "> 1: blockmem faster; [95% interval over rounds]",
-        header,
-    );
-    let mut per_col: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
-    let mut sizes: Vec<usize> = autos
+    let looped: Vec<&Record> = autos
         .iter()
+        .copied()
         .filter(|r| r.extras.contains_key("loop"))
-        .map(|r| r.size)
         .collect();
+    let mut sizes: Vec<usize> = looped.iter().map(|r| r.size).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    for n in sizes {
-        let mut row = vec![fmt_size(n)];
-        for (c, (d, o)) in cols.iter().enumerate() {
-            let cell = autos.iter().find(|r| {
-                r.extras.contains_key("loop") && r.size == n && door(r) == *d && r.op == *o
-            });
-            match cell.and_then(|r| ratio_of(r)) {
-                Some(x) => {
-                    per_col[c].push(x.0);
-                    row.push(fmt_ratio(x));
-                }
-                None => row.push("–".into()),
-            }
-        }
-        t.rows.push(row);
-    }
-    let mut g = vec!["geometric mean".to_string()];
-    g.extend(
-        per_col
-            .iter()
-            .map(|v| geomean(v).map_or("–".into(), |x| format!("{x:.2}"))),
+    let rows = sizes
+        .iter()
+        .map(|&n| {
+            let cells = cols
+                .iter()
+                .map(|&(d, o)| {
+                    looped
+                        .iter()
+                        .copied()
+                        .find(|r| r.size == n && text(r, "door") == d && r.op == o)
+                })
+                .collect();
+            (fmt_size(n), cells)
+        })
+        .collect();
+    let fixed = ratio_table(
+        "doors: one size repeated in a tight loop (hot), libc time / blockmem time",
+        "size",
+        cols.iter().map(|(d, o)| format!("{d} {o}")).collect(),
+        rows,
     );
-    t.rows.push(g);
-    out.push(t);
-    out
-}
-
-/// Writes the job file and the driver into `dir` without running them: for a test
-/// that checks the driver builds and verifies its calls.
-pub fn prepare(dir: &Path, quick: bool) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let objs = objects()?;
-    let exe = build_driver(dir, &objs.ffi_dir)?;
-    let dists = fleet::load(None, true)?;
-    let jobs = jobs(&dists, 16 << 20, quick);
-    let f = dir.join("jobs.bin");
-    write_jobs(&f, &jobs)?;
-    Ok((exe, f))
+    vec![dist, fixed]
 }
