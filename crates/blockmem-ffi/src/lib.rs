@@ -194,8 +194,38 @@ unsafe fn str_arg<'a>(p: *const c_char) -> Option<&'a str> {
 /// general entries, which check the features themselves.
 static FAST: AtomicU8 = AtomicU8::new(0);
 
-/// The constructor: sets [`FAST`].
+/// `BLOCKMEM_MASK_FEATURES=avx512f,...` (as the preload shim reads it): masks CPU
+/// features off for the process, to run as a smaller host would. Ignored in set-user-ID
+/// programs, and for names it does not know.
+fn apply_mask_from_env() {
+    // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
+    if unsafe { libc_getauxval(AT_SECURE) } != 0 {
+        return;
+    }
+    let Some(list) = std::env::var_os("BLOCKMEM_MASK_FEATURES") else {
+        return;
+    };
+    let mask = list
+        .to_string_lossy()
+        .split(',')
+        .filter_map(|n| blockmem::cpu::Features::from_name(n.trim()))
+        .fold(blockmem::cpu::Features::NONE, |m, f| m.union(f));
+    if mask != blockmem::cpu::Features::NONE {
+        dispatch::mask_features(mask);
+    }
+}
+
+/// `AT_SECURE` of `<sys/auxv.h>`.
+const AT_SECURE: std::ffi::c_ulong = 23;
+
+extern "C" {
+    #[link_name = "getauxval"]
+    fn libc_getauxval(kind: std::ffi::c_ulong) -> std::ffi::c_ulong;
+}
+
+/// The constructor: applies `BLOCKMEM_MASK_FEATURES`, then sets [`FAST`].
 extern "C" fn init_fast() {
+    apply_mask_from_env();
     #[cfg(target_arch = "x86_64")]
     FAST.store(dispatch::wide::level(), Ordering::Release);
 }

@@ -233,6 +233,14 @@ fn run_driver(
     if imp != "libc" && door != "cabi" {
         cmd.env("LD_PRELOAD", shim);
     }
+    // `blockmem lab --mask-features`: the shim and the C ABI library run as the smaller
+    // host too (glibc follows `GLIBC_TUNABLES`, inherited from the lab's environment).
+    let mask: Vec<&str> = blockmem::cpu::masked().names().collect();
+    if mask.is_empty() {
+        cmd.env_remove("BLOCKMEM_MASK_FEATURES");
+    } else {
+        cmd.env("BLOCKMEM_MASK_FEATURES", mask.join(","));
+    }
     let out = cmd.output().context("cannot run the doors driver")?;
     if !out.status.success() {
         bail!(
