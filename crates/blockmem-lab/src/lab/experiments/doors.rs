@@ -272,7 +272,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     let objs = objects()?;
     let tmp = tempfile::tempdir().context("cannot create a scratch directory")?;
     let exe = build_driver(tmp.path(), &objs.ffi_dir)?;
-    let dists = fleet::load(None, false)?;
+    // Every shipped distribution, or the files `--fleet-dir` names (all of them).
+    let given = ctx.fleet_dir.as_deref().map(|p| (p, "--fleet-dir"));
+    let dists = fleet::load(given, false)?;
     let llc = ctx.runner.states.hier.llc_effective;
     let cold_span = (llc * 2).clamp(16 << 20, 128 << 20);
     let jobs = jobs(&dists, cold_span, ctx.quick);
