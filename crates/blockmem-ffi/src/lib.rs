@@ -198,8 +198,14 @@ static FAST: AtomicU8 = AtomicU8::new(0);
 /// features off for the process, to run as a smaller host would. Ignored in set-user-ID
 /// programs, and for names it does not know.
 fn apply_mask_from_env() {
+    // Declared here, not at the top level, so that cbindgen leaves it out of the header.
+    extern "C" {
+        fn getauxval(kind: std::ffi::c_ulong) -> std::ffi::c_ulong;
+    }
+    /// `AT_SECURE` of `<sys/auxv.h>`.
+    const AT_SECURE: std::ffi::c_ulong = 23;
     // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
-    if unsafe { libc_getauxval(AT_SECURE) } != 0 {
+    if unsafe { getauxval(AT_SECURE) } != 0 {
         return;
     }
     let Some(list) = std::env::var_os("BLOCKMEM_MASK_FEATURES") else {
@@ -213,14 +219,6 @@ fn apply_mask_from_env() {
     if mask != blockmem::cpu::Features::NONE {
         dispatch::mask_features(mask);
     }
-}
-
-/// `AT_SECURE` of `<sys/auxv.h>`.
-const AT_SECURE: std::ffi::c_ulong = 23;
-
-extern "C" {
-    #[link_name = "getauxval"]
-    fn libc_getauxval(kind: std::ffi::c_ulong) -> std::ffi::c_ulong;
 }
 
 /// The constructor: applies `BLOCKMEM_MASK_FEATURES`, then sets [`FAST`].
