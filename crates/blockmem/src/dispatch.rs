@@ -945,33 +945,26 @@ unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, h
     }
 }
 
-/// The AVX-512 entries, for a C entry point that checks once, at load, that they may
-/// run ([`wide::available`]) and keeps the answer in a flag of its own: its exported
+/// The AVX-512 entries, for a C entry point that checks once, at load, which entry
+/// bodies may run ([`wide::level`]) and keeps the answer in a flag of its own: its exported
 /// function is then a byte test and a jump here, without reading the feature word
 /// (which a shared object reaches through its GOT: two dependent loads per call).
 #[cfg(target_arch = "x86_64")]
 pub mod wide {
     use super::{copy_wide_inline, set_wide_inline, Hint, DISJOINT, FORGIVE, MOVE};
 
-    /// True if the AVX-512 entries may run in this process: the CPU has AVX-512BW,
-    /// AVX-512VL and BMI2 with ZMM state enabled by the OS, and no feature mask removed
-    /// them. Publishes a plan first (reading the profile), as the first call would.
-    pub fn available() -> bool {
-        level() == LEVEL_AVX512
-    }
-
     /// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX-512 bodies.
     pub const LEVEL_AVX512: u8 = 1;
     /// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX2 bodies.
     pub const LEVEL_AVX2: u8 = 2;
 
-    /// Which assembly entry bodies this process may run: [`LEVEL_AVX512`],
-    /// [`LEVEL_AVX2`] (AVX2 with YMM state, no AVX-512BW), or 0 (neither: the general
-    /// path). Respects a feature mask; publishes a plan first, as the first call would.
+    /// Which assembly entry bodies this process may run: [`LEVEL_AVX512`] (AVX-512BW,
+    /// VL and BMI2 with ZMM state enabled by the OS), [`LEVEL_AVX2`] (AVX2 with YMM
+    /// state), or 0 (neither: the general path). Respects a feature mask. Reads CPUID
+    /// only, no profile: a library's constructor may call it without file I/O.
     pub fn level() -> u8 {
         use crate::cpu::Features;
-        super::plan();
-        let f = super::FEATURES.load(core::sync::atomic::Ordering::Relaxed);
+        let f = crate::cpu::features().bits();
         if super::wide_small(f) {
             LEVEL_AVX512
         } else if f & Features::AVX2.bits() != 0 {
