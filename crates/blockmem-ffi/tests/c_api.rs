@@ -96,7 +96,7 @@ fn header_compiles_as_c_and_cpp() {
 
 #[test]
 fn static_library_matches_the_reference() {
-    run_ok(plain(static_memops()).args(["grid", "large", "preinit", "api"]));
+    run_ok(plain(static_memops()).args(["grid", "large", "pagedge", "preinit", "api"]));
 }
 
 #[test]

@@ -81,6 +81,7 @@ fn every_symbol_matches_the_reference_on_the_plain_path() {
         "--overlap-copy",
         "grid",
         "large",
+        "pagedge",
         "preinit",
     ]));
 }
@@ -94,7 +95,13 @@ fn every_symbol_matches_the_reference_on_smaller_hosts() {
         run_ok(
             under_shim(memops())
                 .env("BLOCKMEM_MASK_FEATURES", mask)
-                .args(["--expect-shim", "--overlap-copy", "grid", "preinit"]),
+                .args([
+                    "--expect-shim",
+                    "--overlap-copy",
+                    "grid",
+                    "pagedge",
+                    "preinit",
+                ]),
         );
     }
 }
@@ -102,7 +109,7 @@ fn every_symbol_matches_the_reference_on_smaller_hosts() {
 #[test]
 fn the_test_program_agrees_with_glibc() {
     // The same program without the shim: proves the test itself is right.
-    run_ok(plain(memops()).args(["--overlap-copy", "quick", "preinit"]));
+    run_ok(plain(memops()).args(["--overlap-copy", "quick", "pagedge", "preinit"]));
 }
 
 #[test]

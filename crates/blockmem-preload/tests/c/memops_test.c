@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ref.h"
 #ifdef USE_BLOCKMEM_API
@@ -330,6 +332,55 @@ static void run_grid(int quick) {
                 for (size_t sal = 0; sal < 64; sal++)
                     check_disjoint(op, FULL_PAIR_SIZES[i], dal, sal);
     }
+}
+
+/* ---- at a page's end ------------------------------------------------------------- */
+
+/* Sizes up to 160 bytes whose destination (or source) ends 0..64 bytes before an
+ * inaccessible page: the assembly entries' masked paths must not straddle it, and take
+ * their unmasked stores from both ends there. Any access past the end faults. */
+static void run_pagedge(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char *m = mmap(NULL, 4 * (size_t)page, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m + page, (size_t)page, PROT_NONE) ||
+        mprotect(m + 3 * page, (size_t)page, PROT_NONE)) {
+        fprintf(stderr, "cannot map the page-edge buffers\n");
+        exit(2);
+    }
+    unsigned char *dend = m + page, *send = m + 3 * page;
+    static unsigned char want[4096];
+    for (size_t o = 0; o < NOPS; o++) {
+        const struct op *op = &OPS[o];
+        if (op->repeat)
+            continue;
+        for (size_t n = 0; n <= 160; n++)
+            for (size_t slack = 0; slack <= 64; slack++)
+                for (int src_at_edge = 0; src_at_edge < 2; src_at_edge++) {
+                    if (src_at_edge && (op->kind == K_SET || op->kind == K_ZERO))
+                        continue;
+                    unsigned char *d = dend - n - slack - (src_at_edge ? 7 : 0);
+                    const unsigned char *s = src_at_edge ? send - n - slack : send - n - 2 * 64 - 5;
+                    int c = set_byte(n);
+                    ref_fill(m, (size_t)page, 5);
+                    ref_fill(send - page, (size_t)page, 6);
+                    ref_copy(want, m, (size_t)page);
+                    unsigned char *e = want + (d - m);
+                    if (op->kind == K_SET)
+                        ref_set(e, (unsigned char)c, n);
+                    else if (op->kind == K_ZERO)
+                        ref_set(e, 0, n);
+                    else
+                        ref_copy(e, s, n);
+                    void *got = op->call(d, s, n, c, n);
+                    check_return(op, got, d, n, slack, src_at_edge);
+                    long at = ref_first_diff(m, want, (size_t)page);
+                    if (at >= 0)
+                        fail("bytes at a page's end", op, n, slack, src_at_edge, at - (d - m),
+                             want[at], m[at]);
+                }
+    }
+    munmap(m, 4 * (size_t)page);
 }
 
 /* ---- large sizes ------------------------------------------------------------------- */
@@ -655,6 +706,8 @@ static void run_modes(int argc, char **argv, int *rc) {
             run_large();
         else if (!strcmp(m, "medium"))
             run_medium();
+        else if (!strcmp(m, "pagedge"))
+            run_pagedge();
         else if (!strcmp(m, "preinit")) {
             if (preinit_result != 1) {
                 fprintf(stderr, "FAIL calls from .preinit_array (result %d)\n", preinit_result);

@@ -12,9 +12,32 @@
 //! at 0.6–0.9× glibc's speed that way on a 2-vCPU Intel Xeon KVM guest. Here the flag
 //! test is one compare of a byte, and the size classes are found by a binary search
 //! (copies: two compares and no taken branch up to 32 bytes, one taken branch up to
-//! 128, two up to 512, three to 2 KiB; sets: none below 64 bytes, one to 128, two to
-//! 512; a ladder from the smallest class took one more per class), each ending in its
-//! own straight-line block:
+//! 128, two up to 512, three to 2 KiB; sets: none from 64 to 128 bytes, one below 64,
+//! two to 512; a ladder from the smallest class took one more per class), each ending
+//! in its own straight-line block.
+//!
+//! Where the code lies matters as much as what it is. Each entry starts a 64-byte line
+//! (its first directive, `.p2align 6`, sets its section's alignment, so the symbol
+//! itself is aligned and nothing is executed as padding) and each block a 16-byte
+//! boundary. Unaligned, the same instructions took 7 cycles a call for 33–128-byte
+//! copies against glibc's 4–6 (a C loop calling through a function pointer, 2-vCPU
+//! Intel Xeon KVM guest); aligned, 4–5. One taken branch costs about a cycle of a call
+//! that takes four, which is why the class each entry reaches without one is chosen
+//! with care: for copies the masked path up to 32 bytes (the most frequent sizes in
+//! every fleet distribution), for sets 64–128 bytes (below 64 the masked store needs
+//! its page test and a test of zero anyway).
+//!
+//! The trade measured on that guest with the lab's `doors` experiment (plain calls
+//! through the PLT): masking everything below 64 bytes in one path, with 64–128 bytes
+//! reached without a taken branch (glibc's layout), brought 64–128-byte copies level
+//! with glibc but cost 16- and 32-byte copies 0.75–0.81× (from 0.85–0.91×); a
+//! glibc-like ladder below 64 bytes lost the random sizes (the shim's fleet geometric
+//! mean fell from 1.7× to 1.3×, the C ABI's from 1.56× to 1.21×). The random sizes
+//! won: the masked path up to 32 bytes stays the fall-through.
+//!
+//! A masked store whose every byte is masked out is not free: glibc's
+//! `memset(p, c, 0)` repeated on one address took 78–80 ns a call on that guest, so
+//! the set entry returns on `n == 0` before building the mask (1.7 ns).
 //!
 //! ```text
 //!   flag clear (other CPU, or a mode set)   -> `general`, arguments untouched
@@ -24,10 +47,11 @@
 //!         n <= 64   two 32-byte loads from both ends, then the stores
 //!         n <= 128, 256, 512
 //!                   2, 4 or 8 64-byte loads from both ends, then the stores
-//!   set   broadcast once; n < 64 one masked 64-byte store (n == 0 stores nothing; a
-//!                   store that would straddle a page goes to `above`, which takes
-//!                   the ladder)
-//!         n <= 128, 256, 512   2, 4 or 8 64-byte stores from both ends
+//!   set   broadcast once; 64 <= n <= 128 two 64-byte stores from both ends;
+//!         n < 64    n == 0 returns; one masked 64-byte store, or, where that store
+//!                   would straddle a page, unmasked stores from both ends (1–3
+//!                   bytes, 4, 8, 16 or 32 at each end)
+//!         n <= 256, 512   4 or 8 64-byte stores from both ends
 //!   513..=2048      copy: the first 64 and last 256 bytes loaded first, 256-byte blocks
 //!                   to 64-byte-aligned destinations, the ends stored last (ranges
 //!                   that share a byte go to `above`); set: 256 bytes at each end and
@@ -36,16 +60,23 @@
 //!                   in ecx: the C ABI's own, or zero (Auto)
 //! ```
 //!
+//! The flag test itself cannot go: an IFUNC would let the dynamic linker bind each
+//! caller to the body for its CPU, but a preloaded library's IFUNC is resolved while
+//! libraries linked with `-z now` are relocated, before the preloaded library itself,
+//! and the dynamic linker then prints "Relink ... for IFUNC symbol" into the program's
+//! output (bash, through libtinfo, does this on Debian 12).
+//!
 //! Flag 2 selects the AVX2 bodies (a CPU without AVX-512BW): a ladder of overlapping
 //! head/tail pairs (1–3, 4–7, 8–15 bytes in general registers, 16–32 in xmm, up to
 //! 256 in ymm, with `vzeroupper`), and the general path above 256 bytes.
 //!
 //! Every load precedes every store in each block, so overlapping ranges are copied as
-//! a move. Only zmm16-23, ymm16-17 and k1 are written: the upper halves of ymm0-15
-//! stay clean and no `vzeroupper` is needed (glibc's evex functions do the same).
-//! These are the same accesses, block for block, as `masked::copy_le512` and
-//! `masked::set_le512`, which the Rust API inlines; the differential tests run every
-//! size through the C entries too.
+//! a move. Only zmm16-24, ymm16-17, xmm16 and k1 are written (and rcx, r8-r10): the
+//! upper halves of ymm0-15 stay clean and no `vzeroupper` is needed (glibc's evex
+//! functions do the same). The copies are the same accesses, block for block, as
+//! `masked::copy_le512`, which the Rust API inlines; the sets differ only in the order
+//! of their tests. The differential tests run every size through the C entries too,
+//! and every size to 160 bytes against an inaccessible page (`pagedge`).
 
 /// Defines a naked C entry `unsafe extern "C" fn NAME(dst, src, n[, hint]) -> dst` for
 /// copies and moves of up to 2048 bytes (see the module docs).
@@ -86,6 +117,7 @@ macro_rules! copy_entry {
         #[unsafe(naked)]
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
+                ".p2align 6",
                 "cmp byte ptr [rip + {flag}], 1",
                 "jne 20f",
                 "mov rax, rdi",
@@ -102,12 +134,14 @@ macro_rules! copy_entry {
                 "vmovdqu8 ymmword ptr [rdi] {{k1}}, ymm16",
                 "1:",
                 "ret",
+                ".p2align 4",
                 "2:",
                 "vmovdqu64 ymm16, ymmword ptr [rsi]",
                 "vmovdqu64 ymm17, ymmword ptr [rsi + rdx - 32]",
                 "vmovdqu64 ymmword ptr [rdi], ymm16",
                 "vmovdqu64 ymmword ptr [rdi + rdx - 32], ymm17",
                 "ret",
+                ".p2align 4",
                 "3:",
                 "cmp rdx, 256",
                 "ja 5f",
@@ -118,6 +152,7 @@ macro_rules! copy_entry {
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm17",
                 "ret",
+                ".p2align 4",
                 "4:",
                 "vmovdqu64 zmm16, zmmword ptr [rsi]",
                 "vmovdqu64 zmm17, zmmword ptr [rsi + 64]",
@@ -128,6 +163,7 @@ macro_rules! copy_entry {
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm18",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm19",
                 "ret",
+                ".p2align 4",
                 "5:",
                 "cmp rdx, 512",
                 "ja 6f",
@@ -148,6 +184,7 @@ macro_rules! copy_entry {
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm22",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm23",
                 "ret",
+                ".p2align 4",
                 "6:",
                 "cmp rdx, 2048",
                 "ja 8f",
@@ -191,6 +228,7 @@ macro_rules! copy_entry {
                 "jmp {above}",
                 // AVX2 (flag 2): overlapping head/tail pairs up to 256 bytes, every
                 // load before the first store; above, the general path.
+                ".p2align 4",
                 "20:",
                 "cmp byte ptr [rip + {flag}], 2",
                 "jne {general}",
@@ -298,37 +336,76 @@ macro_rules! set_entry {
         #[unsafe(naked)]
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
+                ".p2align 6",
                 "cmp byte ptr [rip + {flag}], 1",
                 "jne 20f",
                 "vpbroadcastb zmm16, esi",
                 "mov rax, rdi",
                 "cmp rdx, 64",
-                "jae 2f",
-                "and edi, 4095",
-                "cmp edi, 4032",
-                "ja 7f",
-                "mov r8, -1",
-                "bzhi r8, r8, rdx",
-                "kmovq k1, r8",
-                "vmovdqu8 zmmword ptr [rax] {{k1}}, zmm16",
-                "ret",
-                "7:",
-                "mov rdi, rax",
-                "jmp 6f",
-                "2:",
-                "cmp rdx, 256",
-                "ja 4f",
+                "jb 1f",
                 "cmp rdx, 128",
                 "ja 3f",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
                 "ret",
+                ".p2align 4",
+                "1:",
+                "test rdx, rdx",
+                "je 10f",
+                "and edi, 4095",
+                "cmp edi, 4032",
+                "ja 11f",
+                "mov r8, -1",
+                "bzhi r8, r8, rdx",
+                "kmovq k1, r8",
+                "vmovdqu8 zmmword ptr [rax] {{k1}}, zmm16",
+                "10:",
+                "ret",
+                // 1..=63 bytes whose 64-byte store would straddle a page: unmasked
+                // stores from both ends.
+                "11:",
+                "mov rdi, rax",
+                "cmp rdx, 32",
+                "jae 12f",
+                "cmp rdx, 16",
+                "jae 13f",
+                "vmovq rcx, xmm16",
+                "cmp rdx, 8",
+                "jae 14f",
+                "cmp rdx, 4",
+                "jae 15f",
+                "mov r9, rdx",
+                "shr r9, 1",
+                "mov byte ptr [rdi], cl",
+                "mov byte ptr [rdi + r9], cl",
+                "mov byte ptr [rdi + rdx - 1], cl",
+                "ret",
+                "12:",
+                "vmovdqu64 ymmword ptr [rdi], ymm16",
+                "vmovdqu64 ymmword ptr [rdi + rdx - 32], ymm16",
+                "ret",
+                "13:",
+                "vmovdqu64 xmmword ptr [rdi], xmm16",
+                "vmovdqu64 xmmword ptr [rdi + rdx - 16], xmm16",
+                "ret",
+                "14:",
+                "mov qword ptr [rdi], rcx",
+                "mov qword ptr [rdi + rdx - 8], rcx",
+                "ret",
+                "15:",
+                "mov dword ptr [rdi], ecx",
+                "mov dword ptr [rdi + rdx - 4], ecx",
+                "ret",
+                ".p2align 4",
                 "3:",
+                "cmp rdx, 256",
+                "ja 4f",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + 64], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
                 "ret",
+                ".p2align 4",
                 "4:",
                 "cmp rdx, 512",
                 "ja 5f",
@@ -341,6 +418,7 @@ macro_rules! set_entry {
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
                 "ret",
+                ".p2align 4",
                 "5:",
                 "cmp rdx, 2048",
                 "ja 6f",
@@ -354,6 +432,7 @@ macro_rules! set_entry {
                 "add r8, 256",
                 "cmp r8, rcx",
                 "jae 9f",
+                ".p2align 4",
                 "8:",
                 "vmovdqa64 zmmword ptr [r8], zmm16",
                 "vmovdqa64 zmmword ptr [r8 + 64], zmm16",
@@ -372,6 +451,7 @@ macro_rules! set_entry {
                 $hint,
                 "jmp {above}",
                 // AVX2 (flag 2): overlapping head/tail stores up to 256 bytes.
+                ".p2align 4",
                 "20:",
                 "cmp byte ptr [rip + {flag}], 2",
                 "jne {general}",
