@@ -232,6 +232,18 @@ static void check_return(const struct op *op, void *got, unsigned char *d, size_
         fail("return value", op, n, dal, sal, (long)((unsigned char *)got - d), 0, 0);
 }
 
+/* Writes into e what op, given s, n and c, must write at its destination (the ranges
+ * disjoint). */
+static void expect_disjoint(const struct op *op, unsigned char *e, const unsigned char *s,
+                            size_t n, int c) {
+    switch (op->kind) {
+    case K_COPY:
+    case K_MOVE: ref_copy(e, s, n); break;
+    case K_SET: ref_set(e, (unsigned char)c, n); break;
+    case K_ZERO: ref_set(e, 0, n); break;
+    }
+}
+
 /* Disjoint operation: dst = g_dst + GUARD + dal, src = g_src + GUARD + sal. */
 static void check_disjoint(const struct op *op, size_t n, size_t dal, size_t sal) {
     size_t span = GUARD + dal + n + GUARD;
@@ -241,12 +253,7 @@ static void check_disjoint(const struct op *op, size_t n, size_t dal, size_t sal
     int c = set_byte(n);
     ref_fill(g_dst, span, 1);
     ref_fill(g_exp, span, 1);
-    switch (op->kind) {
-    case K_COPY:
-    case K_MOVE: ref_copy(e, s, n); break;
-    case K_SET: ref_set(e, (unsigned char)c, n); break;
-    case K_ZERO: ref_set(e, 0, n); break;
-    }
+    expect_disjoint(op, e, s, n, c);
     void *got = op->call(d, s, n, c, (size_t)(g_dst + SPAN - d));
     check_return(op, got, d, n, dal, (long)sal);
     long at = ref_first_diff(g_dst, g_exp, span);
@@ -365,13 +372,7 @@ static void run_pagedge(void) {
                     ref_fill(m, (size_t)page, 5);
                     ref_fill(send - page, (size_t)page, 6);
                     ref_copy(want, m, (size_t)page);
-                    unsigned char *e = want + (d - m);
-                    if (op->kind == K_SET)
-                        ref_set(e, (unsigned char)c, n);
-                    else if (op->kind == K_ZERO)
-                        ref_set(e, 0, n);
-                    else
-                        ref_copy(e, s, n);
+                    expect_disjoint(op, want + (d - m), s, n, c);
                     void *got = op->call(d, s, n, c, n);
                     check_return(op, got, d, n, slack, src_at_edge);
                     long at = ref_first_diff(m, want, (size_t)page);
@@ -413,12 +414,7 @@ static void check_large(const struct op *op, size_t n, size_t dal, size_t sal, l
         d = a + 4096 + dal;
         de = e + 4096 + dal;
         s = b + 4096 + sal;
-        if (op->kind == K_SET)
-            ref_set(de, (unsigned char)c, n);
-        else if (op->kind == K_ZERO)
-            ref_set(de, 0, n);
-        else
-            ref_copy(de, s, n);
+        expect_disjoint(op, de, s, n, c);
     } else { /* overlapping, inside a */
         size_t base = 4096 + dal + (shift < 0 ? (size_t)-shift : 0);
         s = a + base;
