@@ -1035,7 +1035,7 @@ pub mod wide {
     /// [`super::copy`] on a CPU with AVX-512BW.
     ///
     /// # Safety
-    /// As [`super::copy`]; [`available`] returned true in this process and no feature
+    /// As [`super::copy`]; [`level`] returned [`LEVEL_AVX512`] in this process and no feature
     /// mask has been set since.
     #[inline(always)]
     pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
