@@ -194,10 +194,9 @@ unsafe fn str_arg<'a>(p: *const c_char) -> Option<&'a str> {
 /// general entries, which check the features themselves.
 static FAST: AtomicU8 = AtomicU8::new(0);
 
-/// `BLOCKMEM_MASK_FEATURES=avx512f,...` (as the preload shim reads it): masks CPU
-/// features off for the process, to run as a smaller host would. Ignored in set-user-ID
-/// programs, and for names it does not know.
-fn apply_mask_from_env() {
+/// True in a set-user-ID (or otherwise `AT_SECURE`) process, where the environment
+/// must not steer the library.
+fn secure() -> bool {
     // Declared here, not at the top level, so that cbindgen leaves it out of the header.
     extern "C" {
         fn getauxval(kind: std::ffi::c_ulong) -> std::ffi::c_ulong;
@@ -205,7 +204,14 @@ fn apply_mask_from_env() {
     /// `AT_SECURE` of `<sys/auxv.h>`.
     const AT_SECURE: std::ffi::c_ulong = 23;
     // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
-    if unsafe { getauxval(AT_SECURE) } != 0 {
+    unsafe { getauxval(AT_SECURE) != 0 }
+}
+
+/// `BLOCKMEM_MASK_FEATURES=avx512f,...` (as the preload shim reads it): masks CPU
+/// features off for the process, to run as a smaller host would. Ignored in set-user-ID
+/// programs, and for names it does not know.
+fn apply_mask_from_env() {
+    if secure() {
         return;
     }
     let Some(list) = std::env::var_os("BLOCKMEM_MASK_FEATURES") else {
@@ -221,11 +227,28 @@ fn apply_mask_from_env() {
     }
 }
 
-/// The constructor: applies `BLOCKMEM_MASK_FEATURES`, then sets [`FAST`].
+/// The constructor: applies `BLOCKMEM_MASK_FEATURES`, sets [`FAST`], and then, unless
+/// `BLOCKMEM_BIND=0`, binds the entries' first instruction to the bodies for this CPU
+/// (`blockmem::arch::x86_64::entry::bind`), so that no call tests the flag. Where the
+/// kernel refuses to make the page writable they keep their flag test.
 extern "C" fn init_fast() {
     apply_mask_from_env();
     #[cfg(target_arch = "x86_64")]
-    FAST.store(dispatch::wide::level(), Ordering::Release);
+    {
+        let level = dispatch::wide::level();
+        FAST.store(level, Ordering::Release);
+        let bind = secure() || std::env::var_os("BLOCKMEM_BIND").is_none_or(|v| v != "0");
+        if bind && level != 0 {
+            let entries = [
+                blockmem::entry_address!(blockmem_copy),
+                blockmem::entry_address!(blockmem_move),
+                blockmem::entry_address!(blockmem_set),
+            ];
+            // SAFETY: the three are entries whose flag is FAST, which holds `level`,
+            // the CPU's; this is the constructor.
+            let _ = unsafe { blockmem::arch::x86_64::entry::bind(&entries, FAST.as_ptr(), level) };
+        }
+    }
 }
 
 #[used]

@@ -99,6 +99,44 @@ fn static_library_matches_the_reference() {
     run_ok(plain(static_memops()).args(["grid", "large", "pagedge", "preinit", "api"]));
 }
 
+/// In a static program too the constructor binds `blockmem_copy`, `_move` and `_set` to
+/// this CPU's bodies (the code it rewrites is the program's own), unless
+/// `BLOCKMEM_BIND=0`, under which the grid still passes.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn static_library_binds_its_entries() {
+    use blockmem::arch::x86_64::entry::Binding;
+    for (bind, want) in [("1", expected_binding("")), ("0", Binding::Flag)] {
+        let out = run_ok(
+            plain(static_memops())
+                .env("BLOCKMEM_BIND", bind)
+                .args(["slots"]),
+        );
+        let got = slots(&out.stdout);
+        assert_eq!(got.len(), 3, "{}", String::from_utf8_lossy(&out.stdout));
+        for (name, binding) in got {
+            assert_eq!(binding, Some(want), "{name} with BLOCKMEM_BIND={bind}");
+        }
+    }
+    let masked = run_ok(
+        plain(static_memops())
+            .env("BLOCKMEM_MASK_FEATURES", "avx512f")
+            .args(["slots", "quick", "pagedge"]),
+    );
+    for (name, binding) in slots(&masked.stdout) {
+        assert_eq!(
+            binding,
+            Some(expected_binding("avx512f")),
+            "{name} with AVX-512 masked"
+        );
+    }
+    run_ok(
+        plain(static_memops())
+            .env("BLOCKMEM_BIND", "0")
+            .args(["grid", "pagedge", "preinit"]),
+    );
+}
+
 #[test]
 fn static_library_under_every_kernel() {
     let out = run_ok(plain(static_memops()).args(["--force-each", "quick"]));

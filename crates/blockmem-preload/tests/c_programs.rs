@@ -106,6 +106,52 @@ fn every_symbol_matches_the_reference_on_smaller_hosts() {
     }
 }
 
+/// The constructor binds the first instruction of `memcpy`, `memmove` and `memset` to the
+/// bodies for this CPU (`blockmem::arch::x86_64::entry::bind`), and leaves the flag test
+/// where a mode is set or `BLOCKMEM_BIND=0`; the grid passes both ways, and with AVX-512
+/// masked off on a CPU that has it the entries jump to their AVX2 bodies.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_constructor_binds_the_entries_to_the_cpu() {
+    use blockmem::arch::x86_64::entry::Binding;
+    let cases: [(&[(&str, &str)], Binding); 5] = [
+        (&[], expected_binding("")),
+        (&[("BLOCKMEM_BIND", "0")], Binding::Flag),
+        (&[("BLOCKMEM_STATS", "1")], Binding::Flag),
+        (
+            &[("BLOCKMEM_MASK_FEATURES", "avx512f")],
+            expected_binding("avx512f"),
+        ),
+        (
+            &[("BLOCKMEM_MASK_FEATURES", "avx")],
+            expected_binding("avx"),
+        ),
+    ];
+    for (env, want) in cases {
+        let mut cmd = under_shim(memops());
+        cmd.envs(env.iter().copied());
+        let out = run_ok(cmd.args(["--expect-shim", "slots"]));
+        let got = slots(&out.stdout);
+        assert_eq!(
+            got.len(),
+            3,
+            "{env:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        for (name, binding) in got {
+            assert_eq!(binding, Some(want), "{name} with {env:?}");
+        }
+    }
+    // The flag test's path (what runs where binding is refused), over the whole grid.
+    run_ok(under_shim(memops()).env("BLOCKMEM_BIND", "0").args([
+        "--expect-shim",
+        "--overlap-copy",
+        "grid",
+        "pagedge",
+        "preinit",
+    ]));
+}
+
 #[test]
 fn the_test_program_agrees_with_glibc() {
     // The same program without the shim: proves the test itself is right.

@@ -61,7 +61,7 @@ pub(crate) enum Found {
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-mod sys {
+pub(crate) mod sys {
     extern "C" {
         static environ: *const *const u8;
         fn getauxval(kind: u64) -> u64;
@@ -102,7 +102,7 @@ mod sys {
         }
     }
 
-    pub(super) unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
+    pub(crate) unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
         let ret: isize;
         // SAFETY: a raw Linux system call; the caller passes valid arguments. The
         // kernel clobbers rcx and r11.

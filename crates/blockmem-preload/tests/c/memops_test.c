@@ -689,6 +689,35 @@ static int check_profile(const char *dir) {
 }
 #endif
 
+/* ---- binding slots ----------------------------------------------------------------- */
+
+/* Prints the first eight bytes of each assembly entry, "slot NAME xx xx ...", for the
+ * tests to decode (`blockmem::arch::x86_64::entry::binding_of`): whether the constructor
+ * bound the entries to this CPU's bodies or left them on their flag test. */
+static void print_slots(void) {
+#ifdef USE_BLOCKMEM_API
+    const char *names[] = {"blockmem_copy", "blockmem_move", "blockmem_set"};
+    const unsigned char *fns[] = {(const unsigned char *)(uintptr_t)blockmem_copy,
+                                  (const unsigned char *)(uintptr_t)blockmem_move,
+                                  (const unsigned char *)(uintptr_t)blockmem_set};
+#else
+    const char *names[] = {"memcpy", "memmove", "memset"};
+    const unsigned char *fns[] = {dlsym(RTLD_DEFAULT, "memcpy"), dlsym(RTLD_DEFAULT, "memmove"),
+                                  dlsym(RTLD_DEFAULT, "memset")};
+#endif
+    for (int i = 0; i < 3; i++) {
+        if (!fns[i]) {
+            fprintf(stderr, "FAIL no %s\n", names[i]);
+            failures++;
+            continue;
+        }
+        printf("slot %s", names[i]);
+        for (int k = 0; k < 8; k++)
+            printf(" %02x", fns[i][k]);
+        printf("\n");
+    }
+}
+
 /* ---- main -------------------------------------------------------------------------- */
 
 static void run_modes(int argc, char **argv, int *rc) {
@@ -704,6 +733,8 @@ static void run_modes(int argc, char **argv, int *rc) {
             run_medium();
         else if (!strcmp(m, "pagedge"))
             run_pagedge();
+        else if (!strcmp(m, "slots"))
+            print_slots();
         else if (!strcmp(m, "preinit")) {
             if (preinit_result != 1) {
                 fprintf(stderr, "FAIL calls from .preinit_array (result %d)\n", preinit_result);

@@ -3,54 +3,74 @@
 //! `blockmem_move` and `blockmem_set` are each one of these, defined by its crate with
 //! [`copy_entry!`](crate::copy_entry) or [`set_entry!`](crate::set_entry).
 //!
-//! A program calling one size in a loop is bound by the instructions and the taken
+//! A program calling one size in a loop is bound by the micro-ops and the taken
 //! branches of each call (glibc's `__memmove_avx512_unaligned_erms` copies 64–128
-//! bytes in eight instructions, none a taken branch). An entry written in Rust pays for
-//! the compiler's choices: a test of its flag, a jump into a function compiled for
-//! AVX-512 (a function without `#[target_feature]` cannot inline one with it), the
-//! register moves of its other paths; 16–128-byte copies and sets in a tight loop ran
-//! at 0.6–0.9× glibc's speed that way on a 2-vCPU Intel Xeon KVM guest. Here the flag
-//! test is one compare of a byte, and the size classes are found by a binary search
-//! (copies: two compares and no taken branch up to 32 bytes, one taken branch up to
-//! 128, two up to 512, three to 2 KiB; sets: none from 64 to 128 bytes, one below 64,
-//! two to 512; a ladder from the smallest class took one more per class), each ending
-//! in its own straight-line block.
+//! bytes in eight instructions, none a taken branch); in such a loop one micro-op more
+//! than glibc is 5–10% of the call. An entry written in Rust pays for the compiler's
+//! choices: a test of its flag, a jump into a function compiled for AVX-512 (a function
+//! without `#[target_feature]` cannot inline one with it), the register moves of its
+//! other paths; 16–128-byte copies and sets in a tight loop ran at 0.6–0.9× glibc's
+//! speed that way on a 2-vCPU Intel Xeon KVM guest. Here each size class is found by
+//! a binary search ending in its own straight-line block: copies of up to 31 bytes with
+//! one compare and no taken branch, to 64 bytes with one taken branch, to 128 with two,
+//! to 256 with three, to 512 with four; sets of 64–128 bytes with none, below 64 with
+//! one, to 512 with two.
+//!
+//! ## Binding: the flag test leaves the call
+//!
+//! Which bodies may run is known only at load time (the CPU, `BLOCKMEM_MASK_FEATURES`,
+//! a mode of the shim), and a test of a flag on every call (a compare of a byte in
+//! memory and a branch: two micro-ops that cannot fuse) cost 16–128-byte copies in a
+//! tight loop of plain calls 0.80–0.94× glibc's speed, 0.1 ns a call. An IFUNC would
+//! let the dynamic linker choose once, but a preloaded library's IFUNC is resolved
+//! while the libraries linked with `-z now` are relocated, before the preloaded library
+//! itself, and the dynamic linker then prints "Relink ... for IFUNC symbol" into the
+//! program's output (bash, through libtinfo, does this on Debian 12).
+//!
+//! So each entry's first instruction is a slot of one aligned qword that the
+//! constructor rewrites once ([`bind`]), as a text relocation would. As assembled it is
+//! a `jmp` to the entry's flag test, the offset of its AVX2 bodies and an `int3`; bound
+//! to AVX-512 it becomes `lea rax, [rdi]` (the return value, one instruction of eight
+//! bytes) and the call falls straight into the size search; bound to AVX2 it jumps to
+//! the AVX2 bodies. Unbound (before the constructor, with a mode set, where the kernel
+//! refuses to make code writable, or with `BLOCKMEM_BIND=0`) the entry works as
+//! before: flag test, then the bodies or `general`. One atomic store per slot, so a
+//! thread inside the entry meanwhile runs one version or the other, both right.
 //!
 //! Where the code lies matters as much as what it is. Each entry starts a 64-byte line
 //! (its first directive, `.p2align 6`, sets its section's alignment, so the symbol
 //! itself is aligned and nothing is executed as padding) and each block a 16-byte
 //! boundary. Unaligned, the same instructions took 7 cycles a call for 33–128-byte
 //! copies against glibc's 4–6 (a C loop calling through a function pointer, 2-vCPU
-//! Intel Xeon KVM guest); aligned, 4–5. One taken branch costs about a cycle of a call
-//! that takes four, which is why the class each entry reaches without one is chosen
-//! with care: for copies the masked path up to 32 bytes (the most frequent sizes in
-//! every fleet distribution), for sets 64–128 bytes (below 64 the masked store needs
-//! its page test and a test of zero anyway).
+//! Intel Xeon KVM guest); aligned, 4–5.
 //!
-//! The trade measured on that guest with the lab's `doors` experiment (plain calls
-//! through the PLT): masking everything below 64 bytes in one path, with 64–128 bytes
-//! reached without a taken branch (glibc's layout), brought 64–128-byte copies level
-//! with glibc but cost 16- and 32-byte copies 0.75–0.81× (from 0.85–0.91×); a
-//! glibc-like ladder below 64 bytes lost the random sizes (the shim's fleet geometric
-//! mean fell from 1.7× to 1.3×, the C ABI's from 1.56× to 1.21×). The random sizes
-//! won: the masked path up to 32 bytes stays the fall-through.
-//!
-//! A masked store whose every byte is masked out is not free: glibc's
-//! `memset(p, c, 0)` repeated on one address took 78–80 ns a call on that guest, so
-//! the set entry returns on `n == 0` before building the mask (1.7 ns).
+//! The trades, measured on that guest in tight loops of plain calls through the PLT
+//! and with the lab's `doors` experiment:
+//! * copies keep one masked path below 32 bytes (branch-free for the random sizes of
+//!   every fleet distribution); a glibc-like ladder below 64 bytes lost the random
+//!   sizes (the shim's fleet geometric mean fell from 1.7× to 1.3×). Exactly 32 bytes
+//!   goes with the 33–64-byte pair of 32-byte accesses, which is shorter than the mask.
+//! * copies return on `n == 0` before the masked load: a masked load from an
+//!   inaccessible page costs a fault-suppression assist of hundreds of cycles even
+//!   with every byte masked out, and `memcpy(d, NULL, 0)` is common.
+//! * sets below 64 bytes do not test for zero, as glibc's do not: an empty masked
+//!   store costs the assist only where the page is not writable (`memset(NULL, c, 0)`
+//!   or an untouched zero page: 78 ns, as glibc's; 0.9 ns on a written page), while the
+//!   test cost every small set a micro-op (8% in a loop of random 1–32-byte sets) and
+//!   a misprediction where zeros come at random (0.68× glibc's speed for 0–32 bytes).
+//!   Where the 64-byte store would straddle a page, zero returns before the unmasked
+//!   stores.
 //!
 //! ```text
-//!   flag clear (other CPU, or a mode set)   -> `general`, arguments untouched
-//!   copy  n <= 32   one masked 32-byte load and store; n == 0 returns (a branch,
-//!                   where `masked::copy_le64` redirects the access to the stack
-//!                   branch-free: two instructions instead of five for every call)
+//!   unbound slot: flag 1 -> after the slot; flag 2 -> AVX2 bodies; else `general`
+//!   copy  n <= 31   n == 0 returns; one masked 32-byte load and store
 //!         n <= 64   two 32-byte loads from both ends, then the stores
 //!         n <= 128, 256, 512
 //!                   2, 4 or 8 64-byte loads from both ends, then the stores
 //!   set   broadcast once; 64 <= n <= 128 two 64-byte stores from both ends;
-//!         n < 64    n == 0 returns; one masked 64-byte store, or, where that store
-//!                   would straddle a page, unmasked stores from both ends (1–3
-//!                   bytes, 4, 8, 16 or 32 at each end)
+//!         n < 64    one masked 64-byte store, or, where that store would straddle a
+//!                   page, unmasked stores from both ends (1–3 bytes, 4, 8, 16 or 32
+//!                   at each end; n == 0 returns)
 //!         n <= 256, 512   4 or 8 64-byte stores from both ends
 //!   513..=2048      copy: the first 64 and last 256 bytes loaded first, 256-byte blocks
 //!                   to 64-byte-aligned destinations, the ends stored last (ranges
@@ -60,12 +80,6 @@
 //!                   in ecx: the C ABI's own, or zero (Auto)
 //! ```
 //!
-//! The flag test itself cannot go: an IFUNC would let the dynamic linker bind each
-//! caller to the body for its CPU, but a preloaded library's IFUNC is resolved while
-//! libraries linked with `-z now` are relocated, before the preloaded library itself,
-//! and the dynamic linker then prints "Relink ... for IFUNC symbol" into the program's
-//! output (bash, through libtinfo, does this on Debian 12).
-//!
 //! Flag 2 selects the AVX2 bodies (a CPU without AVX-512BW): a ladder of overlapping
 //! head/tail pairs (1–3, 4–7, 8–15 bytes in general registers, 16–32 in xmm, up to
 //! 256 in ymm, with `vzeroupper`), and the general path above 256 bytes.
@@ -74,8 +88,8 @@
 //! a move. Only zmm16-24, ymm16-17, xmm16 and k1 are written (and rcx, r8-r10): the
 //! upper halves of ymm0-15 stay clean and no `vzeroupper` is needed (glibc's evex
 //! functions do the same). The copies are the same accesses, block for block, as
-//! `masked::copy_le512`, which the Rust API inlines; the sets differ only in the order
-//! of their tests. The differential tests run every size through the C entries too,
+//! `masked::copy_le512`, which the Rust API inlines, except that 32 bytes take the
+//! pair; the sets differ in the order of their tests and the test of zero. The differential tests run every size through the C entries too,
 //! and every size to 160 bytes against an inaccessible page (`pagedge`).
 
 /// Defines a naked C entry `unsafe extern "C" fn NAME(dst, src, n[, hint]) -> dst` for
@@ -118,12 +132,20 @@ macro_rules! copy_entry {
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
                 ".p2align 6",
-                "cmp byte ptr [rip + {flag}], 1",
-                "jne 20f",
-                "mov rax, rdi",
-                "cmp rdx, 64",
-                "ja 3f",
-                "cmp rdx, 32",
+                // The entry's own address under a hidden name, for `entry_address!`:
+                // the exported name may be interposed, and taking its address would
+                // need a GOT entry.
+                concat!(".globl ", stringify!($name), "_slot"),
+                concat!(".hidden ", stringify!($name), "_slot"),
+                concat!(stringify!($name), "_slot:"),
+                "98:",
+                // The binding slot, one aligned qword (see `bind`).
+                ".byte 0xe9",
+                ".long 19f - . - 4",
+                ".short 30f - 98b",
+                ".byte 0xcc",
+                "40:",
+                "cmp rdx, 31",
                 "ja 2f",
                 "test rdx, rdx",
                 "je 1f",
@@ -136,6 +158,8 @@ macro_rules! copy_entry {
                 "ret",
                 ".p2align 4",
                 "2:",
+                "cmp rdx, 64",
+                "ja 3f",
                 "vmovdqu64 ymm16, ymmword ptr [rsi]",
                 "vmovdqu64 ymm17, ymmword ptr [rsi + rdx - 32]",
                 "vmovdqu64 ymmword ptr [rdi], ymm16",
@@ -143,8 +167,6 @@ macro_rules! copy_entry {
                 "ret",
                 ".p2align 4",
                 "3:",
-                "cmp rdx, 256",
-                "ja 5f",
                 "cmp rdx, 128",
                 "ja 4f",
                 "vmovdqu64 zmm16, zmmword ptr [rsi]",
@@ -154,6 +176,8 @@ macro_rules! copy_entry {
                 "ret",
                 ".p2align 4",
                 "4:",
+                "cmp rdx, 256",
+                "ja 5f",
                 "vmovdqu64 zmm16, zmmword ptr [rsi]",
                 "vmovdqu64 zmm17, zmmword ptr [rsi + 64]",
                 "vmovdqu64 zmm18, zmmword ptr [rsi + rdx - 128]",
@@ -228,10 +252,17 @@ macro_rules! copy_entry {
                 "jmp {above}",
                 // AVX2 (flag 2): overlapping head/tail pairs up to 256 bytes, every
                 // load before the first store; above, the general path.
+                // Unbound: the flag test. AVX-512 continues after the slot.
                 ".p2align 4",
+                "19:",
+                "cmp byte ptr [rip + {flag}], 1",
+                "jne 20f",
+                "mov rax, rdi",
+                "jmp 40b",
                 "20:",
                 "cmp byte ptr [rip + {flag}], 2",
                 "jne {general}",
+                "30:",
                 "mov rax, rdi",
                 "cmp rdx, 32",
                 "ja 25f",
@@ -337,10 +368,20 @@ macro_rules! set_entry {
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
                 ".p2align 6",
-                "cmp byte ptr [rip + {flag}], 1",
-                "jne 20f",
+                // The entry's own address under a hidden name, for `entry_address!`:
+                // the exported name may be interposed, and taking its address would
+                // need a GOT entry.
+                concat!(".globl ", stringify!($name), "_slot"),
+                concat!(".hidden ", stringify!($name), "_slot"),
+                concat!(stringify!($name), "_slot:"),
+                "98:",
+                // The binding slot, one aligned qword (see `bind`).
+                ".byte 0xe9",
+                ".long 19f - . - 4",
+                ".short 30f - 98b",
+                ".byte 0xcc",
+                "40:",
                 "vpbroadcastb zmm16, esi",
-                "mov rax, rdi",
                 "cmp rdx, 64",
                 "jb 1f",
                 "cmp rdx, 128",
@@ -350,8 +391,6 @@ macro_rules! set_entry {
                 "ret",
                 ".p2align 4",
                 "1:",
-                "test rdx, rdx",
-                "je 10f",
                 "and edi, 4095",
                 "cmp edi, 4032",
                 "ja 11f",
@@ -374,6 +413,8 @@ macro_rules! set_entry {
                 "jae 14f",
                 "cmp rdx, 4",
                 "jae 15f",
+                "test rdx, rdx",
+                "je 10b",
                 "mov r9, rdx",
                 "shr r9, 1",
                 "mov byte ptr [rdi], cl",
@@ -451,10 +492,17 @@ macro_rules! set_entry {
                 $hint,
                 "jmp {above}",
                 // AVX2 (flag 2): overlapping head/tail stores up to 256 bytes.
+                // Unbound: the flag test. AVX-512 continues after the slot.
                 ".p2align 4",
+                "19:",
+                "cmp byte ptr [rip + {flag}], 1",
+                "jne 20f",
+                "mov rax, rdi",
+                "jmp 40b",
                 "20:",
                 "cmp byte ptr [rip + {flag}], 2",
                 "jne {general}",
+                "30:",
                 "mov rax, rdi",
                 "cmp rdx, 32",
                 "ja 25f",
@@ -524,4 +572,295 @@ macro_rules! set_entry {
             )
         }
     };
+}
+
+/// The address of the entry `$name` defined in this crate with
+/// [`copy_entry!`](crate::copy_entry) or [`set_entry!`](crate::set_entry), for
+/// [`bind`]: read from its hidden alias, so that no GOT entry or dynamic relocation
+/// names the exported function (which another object could also define).
+#[macro_export]
+macro_rules! entry_address {
+    ($name:ident) => {{
+        let p: *const u8;
+        // SAFETY: computes an address; reads and writes nothing.
+        unsafe {
+            ::core::arch::asm!(
+                concat!("lea {0}, [rip + ", stringify!($name), "_slot]"),
+                out(reg) p,
+                options(pure, nomem, nostack, preserves_flags),
+            )
+        };
+        p
+    }};
+}
+
+/// How an entry's first instruction, its binding slot, leaves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// A jump to the flag test: as the assembler wrote it (before the constructor, with
+    /// a mode set, on a CPU without AVX2, or where binding was refused or turned off).
+    Flag,
+    /// `lea rax, [rdi]`: the AVX-512 bodies run with no test.
+    Avx512,
+    /// A jump straight to the AVX2 bodies.
+    Avx2,
+}
+
+impl Binding {
+    /// The name `blockmem info` and the shim's statistics use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Binding::Flag => "flag test",
+            Binding::Avx512 => "avx512",
+            Binding::Avx2 => "avx2",
+        }
+    }
+}
+
+/// Why [`bind`] left the entries as they were, or how it left them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindError {
+    /// A slot is not an entry's slot whose flag test reads the given flag (the pointer
+    /// is not one of these entries, or another object defines the symbol).
+    Unrecognised,
+    /// `mprotect` refused to make a page of code writable (errno): a kernel or
+    /// security policy that forbids writable code. The entries keep their flag test.
+    Protect(i32),
+    /// The entries are bound, but `mprotect` refused to make their page read-only
+    /// again (errno): it stays writable.
+    Writable(i32),
+}
+
+/// The slot bound to the AVX-512 bodies: `lea rax, [rdi + riz*1 + 0]`, one instruction
+/// of eight bytes, which sets the return value as the flag test's path does.
+pub const SLOT_AVX512: [u8; 8] = [0x48, 0x8d, 0x84, 0x27, 0, 0, 0, 0];
+
+/// `jmp rel32`, the first byte of an unbound slot and of one bound to AVX2.
+const JMP_REL32: u8 = 0xe9;
+/// The last byte of a slot that jumps (never executed).
+const INT3: u8 = 0xcc;
+
+/// What `slot` binds its entry to, or `None` for bytes that are no entry's slot.
+pub fn binding_of(slot: [u8; 8]) -> Option<Binding> {
+    if slot == SLOT_AVX512 {
+        return Some(Binding::Avx512);
+    }
+    if slot[0] != JMP_REL32 || slot[7] != INT3 {
+        return None;
+    }
+    let rel = i32::from_le_bytes([slot[1], slot[2], slot[3], slot[4]]);
+    let avx2 = i32::from(u16::from_le_bytes([slot[5], slot[6]]));
+    Some(if rel == avx2 - 5 {
+        Binding::Avx2
+    } else {
+        Binding::Flag
+    })
+}
+
+/// The slot that binds its entry for `level` (`dispatch::wide::LEVEL_*`), from the
+/// slot as it is; `None` where the level has no binding or `slot` is no entry's slot.
+///
+/// A slot as the assembler writes it is `jmp rel32` to the entry's flag test, the
+/// offset of its AVX2 body from the entry as a `u16`, and an `int3`. Bound to AVX2 it
+/// jumps to that body (the offset is kept); bound to AVX-512 it is [`SLOT_AVX512`].
+pub fn bound_slot(slot: [u8; 8], level: u8) -> Option<[u8; 8]> {
+    use crate::dispatch::wide::{LEVEL_AVX2, LEVEL_AVX512};
+    binding_of(slot)?;
+    match level {
+        LEVEL_AVX512 => Some(SLOT_AVX512),
+        LEVEL_AVX2 if slot[0] == JMP_REL32 => {
+            let avx2 = i32::from(u16::from_le_bytes([slot[5], slot[6]]));
+            let rel = (avx2 - 5).to_le_bytes();
+            Some([
+                JMP_REL32, rel[0], rel[1], rel[2], rel[3], slot[5], slot[6], INT3,
+            ])
+        }
+        _ => None,
+    }
+}
+
+/// Reads an entry's slot.
+///
+/// # Safety
+/// `entry` is the address of an assembly entry defined with
+/// [`copy_entry!`](crate::copy_entry) or [`set_entry!`](crate::set_entry).
+pub unsafe fn slot_of(entry: *const u8) -> [u8; 8] {
+    // SAFETY: an entry starts a 64-byte line of code, readable; the caller's contract.
+    unsafe { core::ptr::read_volatile(entry.cast::<u64>()) }.to_le_bytes()
+}
+
+/// Rewrites the first instruction of each of `entries` so that it goes straight to the
+/// bodies for `level` (`dispatch::wide::level()`, after `flag` holds it) instead of
+/// testing `flag` on every call: the byte compare and branch cost two of the eight to
+/// twelve instructions of a small call, which a program calling one size in a loop
+/// pays in full. An IFUNC would do the same without writing code, but a preloaded
+/// library's IFUNC cannot be bound without the dynamic linker's "Relink" message (see
+/// the module docs); this is a text relocation, applied by the constructor.
+///
+/// Each slot is one aligned qword, replaced with one atomic store, so a thread running
+/// the entry meanwhile executes either the flag test or the bound instruction, both
+/// right. The page is made writable (and stays executable) only around the stores.
+/// Before anything is written, every slot must be an entry's slot whose flag test
+/// (decoded from the jump) reads `flag`; otherwise nothing is written.
+///
+/// Returns the binding every entry now has ([`Binding::Flag`] for a level without one).
+///
+/// # Safety
+/// Each pointer is the address of an entry defined with `copy_entry!`/`set_entry!`
+/// whose `flag` is the static at `flag`, which holds `level`; `level` is one the CPU
+/// can run (`dispatch::wide::level()`). Call it from a constructor, before threads.
+#[cfg(target_os = "linux")]
+pub unsafe fn bind(
+    entries: &[*const u8],
+    flag: *const u8,
+    level: u8,
+) -> Result<Binding, BindError> {
+    use core::sync::atomic::{AtomicU64, Ordering};
+    const PAGE: usize = 4096;
+    const SYS_MPROTECT: usize = 10;
+    const READ_EXEC: usize = 1 | 4;
+    const READ_WRITE_EXEC: usize = 1 | 2 | 4;
+    // Every slot is checked before anything is written (no buffer: the plan of an
+    // entry is recomputed when it is written, from the same bytes).
+    let mut result = Binding::Flag;
+    for &entry in entries {
+        // SAFETY: the caller's contract.
+        match unsafe { plan(entry, flag, level) }? {
+            Plan::Write(_, new) => result = binding_of(new.to_le_bytes()).unwrap_or(Binding::Flag),
+            Plan::Bound(b) => result = b,
+            Plan::Nothing => return Ok(Binding::Flag),
+        }
+    }
+    let page = |e: *const u8| e as usize & !(PAGE - 1);
+    // The pages to open: each entry's, once.
+    let first = |i: usize| !entries[..i].iter().any(|&e| page(e) == page(entries[i]));
+    let protect = |a: usize, prot: usize| {
+        // SAFETY: mprotect of one page of this object's code, which stays executable.
+        let r = unsafe { crate::autoload::sys::syscall4(SYS_MPROTECT, a, PAGE, prot, 0) };
+        if r < 0 {
+            Err(-r as i32)
+        } else {
+            Ok(())
+        }
+    };
+    for i in (0..entries.len()).filter(|&i| first(i)) {
+        if let Err(e) = protect(page(entries[i]), READ_WRITE_EXEC) {
+            for k in (0..i).filter(|&k| first(k)) {
+                let _ = protect(page(entries[k]), READ_EXEC);
+            }
+            return Err(BindError::Protect(e));
+        }
+    }
+    for &entry in entries {
+        // SAFETY: as above; the slot has not changed since it was checked.
+        if let Ok(Plan::Write(old, new)) = unsafe { plan(entry, flag, level) } {
+            // SAFETY: the slot is an aligned qword of a page now writable.
+            let slot = unsafe { &*(entry as *const AtomicU64) };
+            let _ = slot.compare_exchange(old, new, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+    let mut left = None;
+    for i in (0..entries.len()).filter(|&i| first(i)) {
+        if let Err(e) = protect(page(entries[i]), READ_EXEC) {
+            left = Some(e);
+        }
+    }
+    match left {
+        Some(e) => Err(BindError::Writable(e)),
+        None => Ok(result),
+    }
+}
+
+/// What [`bind`] does to one entry.
+#[cfg(target_os = "linux")]
+enum Plan {
+    /// Replace the slot (the old and the new qword).
+    Write(u64, u64),
+    /// Nothing: it is bound to the level already.
+    Bound(Binding),
+    /// Nothing: the level has no binding.
+    Nothing,
+}
+
+/// Checks `entry`'s slot and decodes its flag test, which must read `flag`.
+///
+/// # Safety
+/// As [`bind`].
+#[cfg(target_os = "linux")]
+unsafe fn plan(entry: *const u8, flag: *const u8, level: u8) -> Result<Plan, BindError> {
+    if !(entry as usize).is_multiple_of(64) {
+        return Err(BindError::Unrecognised);
+    }
+    // SAFETY: the caller's contract.
+    let slot = unsafe { slot_of(entry) };
+    match binding_of(slot) {
+        None => return Err(BindError::Unrecognised),
+        Some(Binding::Flag) => {}
+        Some(b) if bound_slot(slot, level) == Some(slot) => return Ok(Plan::Bound(b)),
+        Some(_) => return Err(BindError::Unrecognised),
+    }
+    // The flag test the slot jumps to: `cmp byte ptr [rip + disp32], 1`.
+    let rel = i32::from_le_bytes([slot[1], slot[2], slot[3], slot[4]]) as isize;
+    let test = entry.wrapping_offset(5 + rel);
+    // Byte by byte: an array here would be zeroed with a call to `memset` in a debug
+    // build, and the shim's own `memset` is what is being bound.
+    // SAFETY: the flag test lies in the entry's code, readable.
+    let code = |k: usize| unsafe { core::ptr::read_volatile(test.add(k)) };
+    let disp = i32::from_le_bytes([code(2), code(3), code(4), code(5)]) as isize;
+    if code(0) != 0x80 || code(1) != 0x3d || code(6) != 1 || test.wrapping_offset(7 + disp) != flag
+    {
+        return Err(BindError::Unrecognised);
+    }
+    Ok(match bound_slot(slot, level) {
+        Some(new) => Plan::Write(u64::from_le_bytes(slot), u64::from_le_bytes(new)),
+        None => Plan::Nothing,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::wide::{LEVEL_AVX2, LEVEL_AVX512};
+
+    /// A slot as the assembler writes it: the flag test 0x240 bytes in, the AVX2 body
+    /// at 0x25e.
+    const UNBOUND: [u8; 8] = [0xe9, 0x3b, 0x02, 0, 0, 0x5e, 0x02, 0xcc];
+
+    #[test]
+    fn an_unbound_slot_binds_to_each_level() {
+        assert_eq!(binding_of(UNBOUND), Some(Binding::Flag));
+        assert_eq!(bound_slot(UNBOUND, LEVEL_AVX512), Some(SLOT_AVX512));
+        let avx2 = bound_slot(UNBOUND, LEVEL_AVX2).unwrap();
+        // jmp to 0x25e from the end of a 5-byte jump at 0: rel32 0x259; offset kept.
+        assert_eq!(avx2, [0xe9, 0x59, 0x02, 0, 0, 0x5e, 0x02, 0xcc]);
+        assert_eq!(binding_of(avx2), Some(Binding::Avx2));
+        assert_eq!(binding_of(SLOT_AVX512), Some(Binding::Avx512));
+        assert_eq!(bound_slot(UNBOUND, 0), None);
+    }
+
+    #[test]
+    fn bound_slots_rebind_to_themselves_only() {
+        let avx2 = bound_slot(UNBOUND, LEVEL_AVX2).unwrap();
+        assert_eq!(bound_slot(avx2, LEVEL_AVX2), Some(avx2));
+        assert_eq!(bound_slot(SLOT_AVX512, LEVEL_AVX512), Some(SLOT_AVX512));
+        // An AVX-512 slot no longer knows its AVX2 body.
+        assert_eq!(bound_slot(SLOT_AVX512, LEVEL_AVX2), None);
+    }
+
+    #[test]
+    fn other_code_is_no_slot() {
+        // glibc's `__memmove_avx512_unaligned_erms` starts `mov rax, rdi; cmp rdx, 64`.
+        assert_eq!(
+            binding_of([0x48, 0x89, 0xf8, 0x48, 0x83, 0xfa, 0x40, 0x72]),
+            None
+        );
+        assert_eq!(binding_of([0xe9, 0, 0, 0, 0, 0, 0, 0x90]), None);
+        assert_eq!(
+            bound_slot(
+                [0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89, 0xf8, 0x48],
+                LEVEL_AVX512
+            ),
+            None
+        );
+    }
 }
