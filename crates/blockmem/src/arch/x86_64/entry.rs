@@ -101,6 +101,29 @@
 //! differential tests run every size through the C entries too, and every size to 160
 //! bytes against an inaccessible page (`pagedge`).
 
+/// The first lines of every entry's assembly: the 64-byte alignment, the entry's own
+/// address under a hidden name (for [`entry_address!`](crate::entry_address): the
+/// exported name may be interposed, and taking its address would need a GOT entry),
+/// and the binding slot, one aligned qword (see [`bind`]): `jmp rel32` to the flag test
+/// at local label 19, the offset of the AVX2 bodies at label 30, `int3`. The bodies
+/// for AVX-512 follow at label 40.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_head {
+    ($name:ident) => {
+        concat!(
+            ".p2align 6\n.globl ",
+            stringify!($name),
+            "_slot\n.hidden ",
+            stringify!($name),
+            "_slot\n",
+            stringify!($name),
+            "_slot:\n98:\n.byte 0xe9\n.long 19f - . - 4\n",
+            ".short 30f - 98b\n.byte 0xcc\n40:"
+        )
+    };
+}
+
 /// Defines a naked C entry `unsafe extern "C" fn NAME(dst, src, n[, hint]) -> dst` for
 /// copies and moves of up to 2048 bytes (see the module docs).
 ///
@@ -147,20 +170,7 @@ macro_rules! copy_entry {
         #[unsafe(naked)]
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
-                ".p2align 6",
-                // The entry's own address under a hidden name, for `entry_address!`:
-                // the exported name may be interposed, and taking its address would
-                // need a GOT entry.
-                concat!(".globl ", stringify!($name), "_slot"),
-                concat!(".hidden ", stringify!($name), "_slot"),
-                concat!(stringify!($name), "_slot:"),
-                "98:",
-                // The binding slot, one aligned qword (see `bind`).
-                ".byte 0xe9",
-                ".long 19f - . - 4",
-                ".short 30f - 98b",
-                ".byte 0xcc",
-                "40:",
+                $crate::entry_head!($name),
                 "cmp rdx, 31",
                 "ja 2f",
                 "test rdx, rdx",
@@ -422,20 +432,7 @@ macro_rules! set_entry {
         #[unsafe(naked)]
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
-                ".p2align 6",
-                // The entry's own address under a hidden name, for `entry_address!`:
-                // the exported name may be interposed, and taking its address would
-                // need a GOT entry.
-                concat!(".globl ", stringify!($name), "_slot"),
-                concat!(".hidden ", stringify!($name), "_slot"),
-                concat!(stringify!($name), "_slot:"),
-                "98:",
-                // The binding slot, one aligned qword (see `bind`).
-                ".byte 0xe9",
-                ".long 19f - . - 4",
-                ".short 30f - 98b",
-                ".byte 0xcc",
-                "40:",
+                $crate::entry_head!($name),
                 "vpbroadcastb zmm16, esi",
                 "cmp rdx, 64",
                 "jb 1f",
