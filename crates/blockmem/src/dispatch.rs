@@ -564,7 +564,7 @@ const SET_WIDE_MAX: usize = INLINE_MAX;
 /// Largest size [`copy`], [`move_`] and [`set`] handle for `op` inline, without a
 /// kernel: where AVX-512BW and BMI2 are in force 2048 bytes for copy, set and zero
 /// and 512 for move (a move of disjoint ranges stays inline up to 2048 too: see
-/// [`runs_inline`]), else 128 (64 on targets other than x86-64).
+/// `runs_inline`), else 128 (64 on targets other than x86-64).
 pub fn inline_max(op: Op) -> usize {
     if FEATURES.load(Ordering::Relaxed) == 0 {
         plan();
