@@ -276,9 +276,9 @@ macro_rules! copy_entry {
                 "8:",
                 $hint,
                 "jmp {above}",
-                // AVX2 (flag 2): overlapping head/tail pairs up to 256 bytes, every
-                // load before the first store; above, the general path.
-                // Unbound: the flag test. AVX-512 continues after the slot.
+                // Unbound: the flag test. AVX-512 continues after the slot, AVX2 at 30
+                // (overlapping head/tail pairs up to 256 bytes, every load before the
+                // first store; a loop to 2 KiB for disjoint ranges; else `general`).
                 ".p2align 4",
                 "19:",
                 "cmp byte ptr [rip + {flag}], 1",
@@ -543,8 +543,9 @@ macro_rules! set_entry {
                 "6:",
                 $hint,
                 "jmp {above}",
-                // AVX2 (flag 2): overlapping head/tail stores up to 256 bytes.
-                // Unbound: the flag test. AVX-512 continues after the slot.
+                // Unbound: the flag test. AVX-512 continues after the slot, AVX2 at 30
+                // (overlapping head/tail stores up to 256 bytes, the broadcast first
+                // below 32; a loop to 2 KiB).
                 ".p2align 4",
                 "19:",
                 "cmp byte ptr [rip + {flag}], 1",
@@ -558,9 +559,15 @@ macro_rules! set_entry {
                 "mov rax, rdi",
                 "cmp rdx, 32",
                 "ja 25f",
-                "cmp rdx, 4",
+                "vmovd xmm0, esi",
+                "vpbroadcastb xmm0, xmm0",
+                "cmp edx, 16",
+                "jae 24f",
+                "cmp edx, 8",
+                "jae 23f",
+                "cmp edx, 4",
                 "jae 22f",
-                "test rdx, rdx",
+                "test edx, edx",
                 "je 21f",
                 "mov r9, rdx",
                 "shr r9, 1",
@@ -570,12 +577,6 @@ macro_rules! set_entry {
                 "21:",
                 "ret",
                 "22:",
-                "vmovd xmm0, esi",
-                "vpbroadcastb xmm0, xmm0",
-                "cmp rdx, 16",
-                "jae 24f",
-                "cmp rdx, 8",
-                "jae 23f",
                 "vmovd dword ptr [rdi], xmm0",
                 "vmovd dword ptr [rdi + rdx - 4], xmm0",
                 "ret",
