@@ -688,17 +688,6 @@ pub enum Binding {
     Avx2,
 }
 
-impl Binding {
-    /// The name `blockmem info` and the shim's statistics use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Binding::Flag => "flag test",
-            Binding::Avx512 => "avx512",
-            Binding::Avx2 => "avx2",
-        }
-    }
-}
-
 /// Why [`bind`] left the entries as they were, or how it left them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BindError {
