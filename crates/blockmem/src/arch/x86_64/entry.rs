@@ -11,10 +11,10 @@
 //! without `#[target_feature]` cannot inline one with it), the register moves of its
 //! other paths; 16–128-byte copies and sets in a tight loop ran at 0.6–0.9× glibc's
 //! speed that way on a 2-vCPU Intel Xeon KVM guest. Here each size class is found by
-//! a binary search ending in its own straight-line block: copies of up to 31 bytes with
-//! one compare and no taken branch, to 64 bytes with one taken branch, to 128 with two,
-//! to 256 with three, to 512 with four; sets of 64–128 bytes with none, below 64 with
-//! one, to 512 with two.
+//! a binary search ending in its own straight-line block, in glibc's order: 64–128
+//! bytes with two compares and no taken branch, 1–31 bytes (copies: one masked
+//! access) and 129–256 with one taken branch, 32–63 and 257–512 with two; 513–2048
+//! bytes (a loop) with three.
 //!
 //! ## Binding: the flag test leaves the call
 //!
@@ -49,7 +49,17 @@
 //! * copies keep one masked path below 32 bytes (branch-free for the random sizes of
 //!   every fleet distribution); a glibc-like ladder below 64 bytes lost the random
 //!   sizes (the shim's fleet geometric mean fell from 1.7× to 1.3×). Exactly 32 bytes
-//!   goes with the 33–64-byte pair of 32-byte accesses, which is shorter than the mask.
+//!   goes with the 32–63-byte pair of 32-byte accesses, which is shorter than the mask.
+//! * 64–128-byte copies are the fall-through and the masked path is one taken branch
+//!   away. With the masked path as the fall-through instead (1–31 bytes with no taken
+//!   branch, 65–128 with two) the fleet distributions ran 1.84× glibc's speed through
+//!   the shim and 1.82× through the C ABI, against 1.66× and 1.64× in this order; but
+//!   128-byte copies in a tight loop ran at 0.92× (shim) and 0.86× (C ABI), and through
+//!   function pointers, which is how programs built with `-fno-plt` call `memcpy`,
+//!   64- and 128-byte copies at 0.76× and 0.63×. In this order every copy of 16–128
+//!   bytes through the shim runs at 1.02–1.04×, through function pointers at
+//!   0.86–1.37×: no size falls off a cliff, and the random sizes keep most of their
+//!   lead.
 //! * copies return on `n == 0` before the masked load: a masked load from an
 //!   inaccessible page costs a fault-suppression assist of hundreds of cycles even
 //!   with every byte masked out, and `memcpy(d, NULL, 0)` is common.
@@ -63,10 +73,11 @@
 //!
 //! ```text
 //!   unbound slot: flag 1 -> after the slot; flag 2 -> AVX2 bodies; else `general`
-//!   copy  n <= 31   n == 0 returns; one masked 32-byte load and store
-//!         n <= 64   two 32-byte loads from both ends, then the stores
-//!         n <= 128, 256, 512
-//!                   2, 4 or 8 64-byte loads from both ends, then the stores
+//!   copy  64 <= n <= 128  two 64-byte loads from both ends, then the stores
+//!         n <= 31   n == 0 returns; one masked 32-byte load and store
+//!         n < 64    two 32-byte loads from both ends, then the stores
+//!         n <= 256, 512
+//!                   4 or 8 64-byte loads from both ends, then the stores
 //!   set   broadcast once; 64 <= n <= 128 two 64-byte stores from both ends;
 //!         n < 64    one masked 64-byte store, or, where that store would straddle a
 //!                   page, unmasked stores from both ends (1–3 bytes, 4, 8, 16 or 32
@@ -171,34 +182,34 @@ macro_rules! copy_entry {
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
                 $crate::entry_head!($name),
-                "cmp rdx, 31",
-                "ja 2f",
-                "test rdx, rdx",
-                "je 1f",
-                "mov r9d, -1",
-                "bzhi r9d, r9d, edx",
-                "kmovd k1, r9d",
-                "vmovdqu8 ymm16 {{k1}}{{z}}, ymmword ptr [rsi]",
-                "vmovdqu8 ymmword ptr [rdi] {{k1}}, ymm16",
-                "1:",
-                "ret",
-                ".p2align 4",
-                "2:",
                 "cmp rdx, 64",
-                "ja 3f",
-                "vmovdqu64 ymm16, ymmword ptr [rsi]",
-                "vmovdqu64 ymm17, ymmword ptr [rsi + rdx - 32]",
-                "vmovdqu64 ymmword ptr [rdi], ymm16",
-                "vmovdqu64 ymmword ptr [rdi + rdx - 32], ymm17",
-                "ret",
-                ".p2align 4",
-                "3:",
+                "jb 1f",
                 "cmp rdx, 128",
                 "ja 4f",
                 "vmovdqu64 zmm16, zmmword ptr [rsi]",
                 "vmovdqu64 zmm17, zmmword ptr [rsi + rdx - 64]",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm17",
+                "ret",
+                ".p2align 4",
+                "1:",
+                "cmp rdx, 31",
+                "ja 2f",
+                "test rdx, rdx",
+                "je 3f",
+                "mov r9d, -1",
+                "bzhi r9d, r9d, edx",
+                "kmovd k1, r9d",
+                "vmovdqu8 ymm16 {{k1}}{{z}}, ymmword ptr [rsi]",
+                "vmovdqu8 ymmword ptr [rdi] {{k1}}, ymm16",
+                "3:",
+                "ret",
+                ".p2align 4",
+                "2:",
+                "vmovdqu64 ymm16, ymmword ptr [rsi]",
+                "vmovdqu64 ymm17, ymmword ptr [rsi + rdx - 32]",
+                "vmovdqu64 ymmword ptr [rdi], ymm16",
+                "vmovdqu64 ymmword ptr [rdi + rdx - 32], ymm17",
                 "ret",
                 ".p2align 4",
                 "4:",
