@@ -30,6 +30,13 @@ fn tool(name: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf-8 tool output")
 }
 
+/// The function a line of `objdump -d` starts ("0000000000005f00 <memcpy>:"), if any.
+fn function_start(line: &str) -> Option<&str> {
+    line.strip_suffix(">:")
+        .and_then(|l| l.split_once(" <"))
+        .map(|(_, n)| n)
+}
+
 /// `memcpy@GLIBC_2.14` -> `memcpy`, `memcpy@plt` -> `memcpy`.
 fn bare(sym: &str) -> &str {
     sym.split('@').next().unwrap_or(sym)
@@ -69,12 +76,7 @@ fn disassembly_has_no_call_to_an_exported_function() {
     let mut calls = 0;
     let mut violations = Vec::new();
     for line in asm.lines() {
-        // "0000000000005f00 <memcpy>:" starts a function.
-        if let Some(name) = line
-            .strip_suffix(">:")
-            .and_then(|l| l.split_once(" <"))
-            .map(|(_, n)| n)
-        {
+        if let Some(name) = function_start(line) {
             function = name.to_string();
             continue;
         }
@@ -193,11 +195,7 @@ fn exported_functions_reach_the_site_entries_with_the_callers_stack() {
     let mut reached: Vec<String> = Vec::new();
     let mut bad = Vec::new();
     for line in asm.lines() {
-        if let Some(name) = line
-            .strip_suffix(">:")
-            .and_then(|l| l.split_once(" <"))
-            .map(|(_, n)| n)
-        {
+        if let Some(name) = function_start(line) {
             function = name.to_string();
             moved_stack = false;
             continue;

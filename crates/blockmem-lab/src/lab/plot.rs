@@ -598,9 +598,7 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
                 let (sw, st) = groups[i];
                 let sel: Vec<Record> = recs
                     .iter()
-                    .filter(|r| {
-                        r.dst == st && r.extras.get("sweep").and_then(|v| v.as_str()) == Some(sw)
-                    })
+                    .filter(|r| r.dst == st && r.extra_str("sweep") == sw)
                     .map(|r| (*r).clone())
                     .collect();
                 let series: Vec<Series> = distinct(&sel, |r| r.method.clone())
@@ -666,13 +664,7 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
         Experiment::Fleet => {
             let owned: Vec<Record> = recs.iter().map(|r| (*r).clone()).collect();
             let methods = distinct(&owned, |r| r.method.clone());
-            let text = |r: &Record, k: &str| {
-                r.extras
-                    .get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("")
-                    .to_string()
-            };
+            let text = |r: &Record, k: &str| r.extra_str(k).to_string();
             let cols: Vec<(String, String)> =
                 distinct(&owned, |r| (text(r, "workload"), text(r, "working_set")));
             let labels: Vec<String> = cols

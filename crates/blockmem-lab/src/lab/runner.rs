@@ -284,6 +284,11 @@ impl Record {
     pub fn extra_f64(&self, k: &str) -> Option<f64> {
         self.extras.get(k).and_then(Value::as_f64)
     }
+
+    /// A text extra, or `""` when absent.
+    pub fn extra_str(&self, k: &str) -> &str {
+        self.extras.get(k).and_then(Value::as_str).unwrap_or("")
+    }
 }
 
 /// Placement slots a small cell rotates over.

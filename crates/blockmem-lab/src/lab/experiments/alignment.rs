@@ -87,7 +87,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
 }
 
 fn sweep_of(r: &Record) -> &str {
-    r.extras.get("sweep").and_then(|v| v.as_str()).unwrap_or("")
+    r.extra_str("sweep")
 }
 
 fn off_of(r: &Record) -> u64 {

@@ -458,13 +458,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         .iter()
         .filter(|r| r.experiment == NAME && r.method == "auto")
         .collect();
-    let text = |r: &Record, k: &str| {
-        r.extras
-            .get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    };
+    let text = |r: &Record, k: &str| r.extra_str(k).to_string();
     // Distributions, by name.
     let cols: Vec<(&str, &str)> = DOORS
         .iter()

@@ -677,20 +677,8 @@ fn record(
 /// Per working set: ns per call for each workload and method.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
     let (recs, methods) = records_of(recs, NAME);
-    let wl = |r: &Record| {
-        r.extras
-            .get("workload")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    };
-    let wsf = |r: &Record| {
-        r.extras
-            .get("working_set")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    };
+    let wl = |r: &Record| r.extra_str("workload").to_string();
+    let wsf = |r: &Record| r.extra_str("working_set").to_string();
     let mut out = Vec::new();
     for ws in distinct(&recs, wsf) {
         let mut header = vec!["workload".to_string(), "mean B".to_string()];

@@ -135,6 +135,21 @@ macro_rules! entry_head {
     };
 }
 
+/// Where an unbound slot jumps (local label 19): flag 1 goes to the AVX-512 bodies
+/// (label 40) and flag 2 falls into the AVX2 bodies (label 30), each with the return
+/// value in rax; any other value takes `{general}`. Uses the entry's `{flag}` and
+/// `{general}` operands.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_flag_test {
+    () => {
+        concat!(
+            ".p2align 4\n19:\ncmp byte ptr [rip + {flag}], 1\njne 20f\nmov rax, rdi\n",
+            "jmp 40b\n20:\ncmp byte ptr [rip + {flag}], 2\njne {general}\n30:\nmov rax, rdi"
+        )
+    };
+}
+
 /// Defines a naked C entry `unsafe extern "C" fn NAME(dst, src, n[, hint]) -> dst` for
 /// copies and moves of up to 2048 bytes (see the module docs).
 ///
@@ -290,17 +305,7 @@ macro_rules! copy_entry {
                 // Unbound: the flag test. AVX-512 continues after the slot, AVX2 at 30
                 // (overlapping head/tail pairs up to 256 bytes, every load before the
                 // first store; a loop to 2 KiB for disjoint ranges; else `general`).
-                ".p2align 4",
-                "19:",
-                "cmp byte ptr [rip + {flag}], 1",
-                "jne 20f",
-                "mov rax, rdi",
-                "jmp 40b",
-                "20:",
-                "cmp byte ptr [rip + {flag}], 2",
-                "jne {general}",
-                "30:",
-                "mov rax, rdi",
+                $crate::entry_flag_test!(),
                 "cmp rdx, 32",
                 "ja 25f",
                 "cmp rdx, 16",
@@ -557,17 +562,7 @@ macro_rules! set_entry {
                 // Unbound: the flag test. AVX-512 continues after the slot, AVX2 at 30
                 // (overlapping head/tail stores up to 256 bytes, the broadcast first
                 // below 32; a loop to 2 KiB).
-                ".p2align 4",
-                "19:",
-                "cmp byte ptr [rip + {flag}], 1",
-                "jne 20f",
-                "mov rax, rdi",
-                "jmp 40b",
-                "20:",
-                "cmp byte ptr [rip + {flag}], 2",
-                "jne {general}",
-                "30:",
-                "mov rax, rdi",
+                $crate::entry_flag_test!(),
                 "cmp rdx, 32",
                 "ja 25f",
                 "vmovd xmm0, esi",
