@@ -83,6 +83,10 @@ impl Hint {
         }
     }
 
+    /// The C ABI value of [`Hint::Auto`] (`BLOCKMEM_HINT_AUTO`), the one the preload
+    /// shim passes.
+    pub const C_AUTO: u32 = 0;
+
     /// Every hint, in a fixed order.
     pub const ALL: [Hint; 3] = [Hint::Auto, Hint::Reuse, Hint::NoReuse];
     /// The stable lowercase name (`auto`, `reuse`, `noreuse`).

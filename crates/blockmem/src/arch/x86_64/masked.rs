@@ -421,6 +421,8 @@ pub unsafe fn copy_le2k(dst: *mut u8, src: *const u8, n: usize) {
         let skip = 64 - (dst as usize & 63);
         let (mut d, mut s) = (dst.add(skip), src.add(skip));
         while d < tail {
+            // Stores addressed from `d` alone (see `generic::steady`).
+            (d, s) = crate::arch::generic::steady(d, s);
             let (a, b, c, e) = (ld(s), ld(s.add(64)), ld(s.add(128)), ld(s.add(192)));
             st(d, a);
             st(d.add(64), b);
