@@ -429,8 +429,18 @@ fn forcing_a_kernel_applies_only_where_it_can_run() {
         for op in Op::ALL {
             for n in [200, 5000, 1 << 20, 1 << 30] {
                 let got = dispatch::choose(op, n, Hint::Auto, false);
-                if policy::usable(k, op, f) {
+                let [a, b] = Family::of(op).ops();
+                let serves_family = policy::usable(k, a, f) && policy::usable(k, b, f);
+                if policy::usable(k, op, f) && (got.is_some() || serves_family) {
                     assert_eq!(got, Some(k), "forced {k:?}: {op:?} {n}");
+                } else if policy::usable(k, op, f) {
+                    // A kernel that serves one op of its family (`clzero`: zero, not
+                    // set) leaves the family's probe in place: the call probes, and
+                    // whatever the probe finds, runs the forced kernel.
+                    for found in [State::Cached, State::Cold, State::Fresh] {
+                        let after = dispatch::choose_probed(op, n, Hint::Auto, false, found);
+                        assert_eq!(after, Some(k), "forced {k:?}: {op:?} {n} {found:?}");
+                    }
                 } else {
                     // A kernel that lacks the op, or that this CPU cannot run: the table.
                     assert_ne!(got, Some(k), "forced {k:?}: {op:?} {n}");
