@@ -170,6 +170,35 @@ void *blockmem_set(void *dst, int c, size_t n, BlockmemHint hint);
 void *blockmem_zero(void *dst, size_t n, BlockmemHint hint);
 
 /*
+ C `memcpy` with blockmem's policy (hint auto): [`blockmem_copy`] in `memcpy`'s
+ shape, a drop-in for it (`#define memcpy blockmem_memcpy`). A call sets one
+ argument register fewer than `blockmem_copy`'s, which shows on calls of a few
+ bytes.
+
+ # Safety
+ As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+ */
+void *blockmem_memcpy(void *dst, const void *src, size_t n);
+
+/*
+ C `memmove` with blockmem's policy (hint auto): [`blockmem_move`] in `memmove`'s
+ shape (see [`blockmem_memcpy`]).
+
+ # Safety
+ As C `memmove`: `src` valid for `n` reads, `dst` for `n` writes.
+ */
+void *blockmem_memmove(void *dst, const void *src, size_t n);
+
+/*
+ C `memset` with blockmem's policy (hint auto): [`blockmem_set`] in `memset`'s
+ shape (see [`blockmem_memcpy`]).
+
+ # Safety
+ As C `memset`: `dst` valid for `n` writes.
+ */
+void *blockmem_memset(void *dst, int c, size_t n);
+
+/*
  The library version, e.g. `"0.1.0"` (static storage).
  */
 const char *blockmem_version(void);

@@ -46,9 +46,11 @@
 //! Two groups of functions:
 //!
 //! * **Operations**: [`blockmem_copy`], [`blockmem_move`], [`blockmem_set`],
-//!   [`blockmem_zero`], each with a [`BlockmemHint`]. They are the core's entry points
-//!   (inline size ladder, then the policy, then a kernel): no allocation, no lock,
-//!   async-signal-safe, usable before any initialisation.
+//!   [`blockmem_zero`], each with a [`BlockmemHint`], and [`blockmem_memcpy`],
+//!   [`blockmem_memmove`], [`blockmem_memset`] in the C functions' own shape (hint
+//!   auto, one argument register fewer to set per call). They are the core's entry
+//!   points (inline size ladder, then the policy, then a kernel): no allocation, no
+//!   lock, async-signal-safe, usable before any initialisation.
 //! * **Introspection and control**, what `blockmem info` shows: the version, the kernel
 //!   table (count, names, availability, ops), the decision for an `(op, size, hint,
 //!   overlap)`, forcing a kernel, the decision table, and the calibration profile (loaded
@@ -243,8 +245,11 @@ extern "C" fn init_fast() {
                 blockmem::entry_address!(blockmem_copy),
                 blockmem::entry_address!(blockmem_move),
                 blockmem::entry_address!(blockmem_set),
+                blockmem::entry_address!(blockmem_memcpy),
+                blockmem::entry_address!(blockmem_memmove),
+                blockmem::entry_address!(blockmem_memset),
             ];
-            // SAFETY: the three are entries whose flag is FAST, which holds `level`,
+            // SAFETY: the six are entries whose flag is FAST, which holds `level`,
             // the CPU's; this is the constructor.
             let _ = unsafe { blockmem::arch::x86_64::entry::bind(&entries, FAST.as_ptr(), level) };
         }
@@ -434,6 +439,126 @@ unsafe extern "C" fn zero_general(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     unsafe { blockmem::zero_raw(dst.cast(), n, to_hint(hint)) }.cast()
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+/// C `memcpy` with blockmem's policy (hint auto): [`blockmem_copy`] in `memcpy`'s
+/// shape, a drop-in for it (`#define memcpy blockmem_memcpy`). A call sets one
+/// argument register fewer than `blockmem_copy`'s, which shows on calls of a few
+/// bytes.
+///
+/// # Safety
+/// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+    #[no_mangle]
+    pub fn blockmem_memcpy(dst: *mut c_void, src: *const c_void, n: usize);
+    flag = FAST, general = memcpy_general, above = dispatch::wide::copy_above, hint = "xor ecx, ecx",
+    overlap = disjoint
+}
+
+/// C `memcpy` with blockmem's policy (hint auto): [`blockmem_copy`] in `memcpy`'s
+/// shape, a drop-in for it (`#define memcpy blockmem_memcpy`). A call sets one
+/// argument register fewer than `blockmem_copy`'s, which shows on calls of a few
+/// bytes.
+///
+/// # Safety
+/// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+#[cfg(not(target_arch = "x86_64"))]
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { memcpy_general(dst, src, n) }
+}
+
+/// `blockmem_memcpy`'s general path (see [`copy_general`]).
+///
+/// # Safety
+/// As `blockmem_memcpy`.
+#[inline(never)]
+unsafe extern "C" fn memcpy_general(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::copy_raw(dst.cast(), src.cast(), n, Hint::Auto) }.cast()
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+/// C `memmove` with blockmem's policy (hint auto): [`blockmem_move`] in `memmove`'s
+/// shape (see [`blockmem_memcpy`]).
+///
+/// # Safety
+/// As C `memmove`: `src` valid for `n` reads, `dst` for `n` writes.
+    #[no_mangle]
+    pub fn blockmem_memmove(dst: *mut c_void, src: *const c_void, n: usize);
+    flag = FAST, general = memmove_general, above = dispatch::wide::move_above, hint = "xor ecx, ecx",
+    overlap = possible
+}
+
+/// C `memmove` with blockmem's policy (hint auto): [`blockmem_move`] in `memmove`'s
+/// shape (see [`blockmem_memcpy`]).
+///
+/// # Safety
+/// As C `memmove`: `src` valid for `n` reads, `dst` for `n` writes.
+#[cfg(not(target_arch = "x86_64"))]
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_memmove(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { memmove_general(dst, src, n) }
+}
+
+/// `blockmem_memmove`'s general path (see [`copy_general`]).
+///
+/// # Safety
+/// As `blockmem_memmove`.
+#[inline(never)]
+unsafe extern "C" fn memmove_general(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::move_raw(dst.cast(), src.cast(), n, Hint::Auto) }.cast()
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::set_entry! {
+/// C `memset` with blockmem's policy (hint auto): [`blockmem_set`] in `memset`'s
+/// shape (see [`blockmem_memcpy`]).
+///
+/// # Safety
+/// As C `memset`: `dst` valid for `n` writes.
+    #[no_mangle]
+    pub fn blockmem_memset(dst: *mut c_void, c: c_int, n: usize);
+    flag = FAST, general = memset_general, above = dispatch::wide::set_above, hint = "xor ecx, ecx"
+}
+
+/// C `memset` with blockmem's policy (hint auto): [`blockmem_set`] in `memset`'s
+/// shape (see [`blockmem_memcpy`]).
+///
+/// # Safety
+/// As C `memset`: `dst` valid for `n` writes.
+#[cfg(not(target_arch = "x86_64"))]
+#[no_mangle]
+pub unsafe extern "C" fn blockmem_memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { memset_general(dst, c, n) }
+}
+
+/// `blockmem_memset`'s general path (see [`copy_general`]).
+///
+/// # Safety
+/// As `blockmem_memset`.
+#[inline(never)]
+unsafe extern "C" fn memset_general(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { blockmem::set_raw(dst.cast(), c as u8, n, Hint::Auto) }.cast()
 }
 
 /// The library version, e.g. `"0.1.0"` (static storage).

@@ -99,8 +99,8 @@ fn static_library_matches_the_reference() {
     run_ok(plain(static_memops()).args(["grid", "large", "pagedge", "preinit", "api"]));
 }
 
-/// In a static program too the constructor binds `blockmem_copy`, `_move` and `_set` to
-/// this CPU's bodies (the code it rewrites is the program's own), unless
+/// In a static program too the constructor binds `blockmem_copy`, `_move`, `_set` and
+/// the memcpy-shaped `blockmem_memcpy`, `_memmove`, `_memset` to this CPU's bodies (the code it rewrites is the program's own), unless
 /// `BLOCKMEM_BIND=0`, under which the grid still passes.
 #[cfg(target_arch = "x86_64")]
 #[test]
@@ -113,7 +113,7 @@ fn static_library_binds_its_entries() {
                 .args(["slots"]),
         );
         let got = slots(&out.stdout);
-        assert_eq!(got.len(), 3, "{}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(got.len(), 6, "{}", String::from_utf8_lossy(&out.stdout));
         for (name, binding) in got {
             assert_eq!(binding, Some(want), "{name} with BLOCKMEM_BIND={bind}");
         }

@@ -10,6 +10,8 @@
  *        cabi    blockmem_copy/_move/_set with BLOCKMEM_HINT_AUTO (IMPL blockmem) or
  *                plain calls to the system library (IMPL libc), in a process without
  *                the shim
+ *        cmem    the same with blockmem_memcpy/_memmove/_memset, the C ABI in the C
+ *                functions' own shape (no hint argument)
  * IMPL   libc | blockmem: what the door must reach. For plain and fnptr the driver
  *        checks with dladdr which object defines the bound memcpy, and fails if it is
  *        not the one named (a missing or ignored LD_PRELOAD must not pass for glibc).
@@ -53,7 +55,7 @@ struct job {
 #define GUARD 32
 #define SET_BYTE 0x5a
 
-enum door { PLAIN, FNPTR, CABI };
+enum door { PLAIN, FNPTR, CABI, CMEM };
 static enum door door;
 static int use_blockmem;
 static copy_fn volatile fp_memcpy = memcpy;
@@ -89,18 +91,21 @@ static uint64_t now_ns(void) {
     }
 static void replay(const struct job *j, unsigned char *src, unsigned char *dst) {
     const struct call *c = j->calls, *e = c + j->ncalls;
-    int cabi = door == CABI && use_blockmem;
+    int cabi = door == CABI && use_blockmem, cmem = door == CMEM && use_blockmem;
     if (j->op == 2) {
         if (door == FNPTR) for (; c < e; c++) fp_memset(dst + c->dst, SET_BYTE, c->n);
         else if (cabi) for (; c < e; c++) blockmem_set(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO);
+        else if (cmem) for (; c < e; c++) blockmem_memset(dst + c->dst, SET_BYTE, c->n);
         else for (; c < e; c++) memset(dst + c->dst, SET_BYTE, c->n);
     } else if (j->op == 1) {
         if (door == FNPTR) REPLAY_COPY(fp_memmove(dst + c->dst, s, c->n))
         else if (cabi) REPLAY_COPY(blockmem_move(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
+        else if (cmem) REPLAY_COPY(blockmem_memmove(dst + c->dst, s, c->n))
         else REPLAY_COPY(memmove(dst + c->dst, s, c->n))
     } else {
         if (door == FNPTR) REPLAY_COPY(fp_memcpy(dst + c->dst, s, c->n))
         else if (cabi) REPLAY_COPY(blockmem_copy(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
+        else if (cmem) REPLAY_COPY(blockmem_memcpy(dst + c->dst, s, c->n))
         else REPLAY_COPY(memcpy(dst + c->dst, s, c->n))
     }
 }
@@ -133,7 +138,7 @@ static void evict(unsigned char *buf, size_t len) {
 }
 
 static void check_binding(void) {
-    int want_shim = door != CABI && use_blockmem;
+    int want_shim = (door == PLAIN || door == FNPTR) && use_blockmem;
     Dl_info info;
     void *f = dlsym(RTLD_DEFAULT, "memcpy");
     if (!f || !dladdr(f, &info) || !info.dli_fname) die("cannot tell which object defines memcpy");
@@ -150,9 +155,10 @@ static void read_exact(FILE *f, void *p, size_t len) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) die("usage: doors JOBS plain|fnptr|cabi libc|blockmem SAMPLES EVICT_BYTES");
+    if (argc != 6) die("usage: doors JOBS plain|fnptr|cabi|cmem libc|blockmem SAMPLES EVICT_BYTES");
     door = !strcmp(argv[2], "plain") ? PLAIN : !strcmp(argv[2], "fnptr") ? FNPTR
-         : !strcmp(argv[2], "cabi") ? CABI : (die("unknown door"), PLAIN);
+         : !strcmp(argv[2], "cabi") ? CABI : !strcmp(argv[2], "cmem") ? CMEM
+         : (die("unknown door"), PLAIN);
     use_blockmem = !strcmp(argv[3], "blockmem");
     if (!use_blockmem && strcmp(argv[3], "libc")) die("unknown implementation");
     int samples = atoi(argv[4]);

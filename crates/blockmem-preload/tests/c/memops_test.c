@@ -7,8 +7,9 @@
  *     compiler inlines) and as plain calls into fixed-size global arrays (so the
  *     compiler emits its own fortified calls). Run it with and without
  *     LD_PRELOAD=libblockmem_preload.so.
- *   - -DUSE_BLOCKMEM_API: blockmem_copy/move/set/zero with every hint, linked against
- *     the static library, plus the introspection API.
+ *   - -DUSE_BLOCKMEM_API: blockmem_copy/move/set/zero with every hint and
+ *     blockmem_memcpy/memmove/memset, linked against the static library, plus the
+ *     introspection API.
  *
  * usage: memops_test [--expect-shim] [--overlap-copy] [--force-each] MODE...
  *   grid      sizes 0..=1024 x destination alignments 0..63 x source alignments (all
@@ -198,6 +199,19 @@ static const struct op OPS[] = {
         (void)s, (void)c, (void)cap;                                                      \
         return blockmem_zero(d, n, H);                                                    \
     }
+/* The memcpy-shaped functions: entries of their own (no hint argument). */
+static void *a_memcpy(void *d, const void *s, size_t n, int c, size_t cap) {
+    (void)c, (void)cap;
+    return blockmem_memcpy(d, s, n);
+}
+static void *a_memmove(void *d, const void *s, size_t n, int c, size_t cap) {
+    (void)c, (void)cap;
+    return blockmem_memmove(d, s, n);
+}
+static void *a_memset(void *d, const void *s, size_t n, int c, size_t cap) {
+    (void)s, (void)cap;
+    return blockmem_memset(d, c, n);
+}
 API_WRAPPERS(auto, BLOCKMEM_HINT_AUTO)
 API_WRAPPERS(reuse, BLOCKMEM_HINT_REUSE)
 API_WRAPPERS(noreuse, BLOCKMEM_HINT_NO_REUSE)
@@ -215,6 +229,9 @@ static const struct op OPS[] = {
     {"blockmem_zero/auto", NULL, K_ZERO, R_DST, a_zero_auto, 0},
     {"blockmem_zero/reuse", NULL, K_ZERO, R_DST, a_zero_reuse, 1},
     {"blockmem_zero/noreuse", NULL, K_ZERO, R_DST, a_zero_noreuse, 1},
+    {"blockmem_memcpy", NULL, K_COPY, R_DST, a_memcpy, 0},
+    {"blockmem_memmove", NULL, K_MOVE, R_DST, a_memmove, 0},
+    {"blockmem_memset", NULL, K_SET, R_DST, a_memset, 0},
 };
 #endif
 
@@ -696,16 +713,20 @@ static int check_profile(const char *dir) {
  * bound the entries to this CPU's bodies or left them on their flag test. */
 static void print_slots(void) {
 #ifdef USE_BLOCKMEM_API
-    const char *names[] = {"blockmem_copy", "blockmem_move", "blockmem_set"};
+    const char *names[] = {"blockmem_copy",   "blockmem_move",    "blockmem_set",
+                           "blockmem_memcpy", "blockmem_memmove", "blockmem_memset"};
     const unsigned char *fns[] = {(const unsigned char *)(uintptr_t)blockmem_copy,
                                   (const unsigned char *)(uintptr_t)blockmem_move,
-                                  (const unsigned char *)(uintptr_t)blockmem_set};
+                                  (const unsigned char *)(uintptr_t)blockmem_set,
+                                  (const unsigned char *)(uintptr_t)blockmem_memcpy,
+                                  (const unsigned char *)(uintptr_t)blockmem_memmove,
+                                  (const unsigned char *)(uintptr_t)blockmem_memset};
 #else
     const char *names[] = {"memcpy", "memmove", "memset"};
     const unsigned char *fns[] = {dlsym(RTLD_DEFAULT, "memcpy"), dlsym(RTLD_DEFAULT, "memmove"),
                                   dlsym(RTLD_DEFAULT, "memset")};
 #endif
-    for (int i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (!fns[i]) {
             fprintf(stderr, "FAIL no %s\n", names[i]);
             failures++;

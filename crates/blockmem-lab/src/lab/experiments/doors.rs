@@ -10,7 +10,9 @@
 //! * `fnptr`: the same functions through function pointers (qsort-style callers,
 //!   languages that take `memcpy`'s address);
 //! * `cabi`: `blockmem_copy`/`_move`/`_set` from `libblockmem_ffi.so` with
-//!   `BLOCKMEM_HINT_AUTO`, against plain glibc calls in the same kind of process.
+//!   `BLOCKMEM_HINT_AUTO`, against plain glibc calls in the same kind of process;
+//! * `cmem`: `blockmem_memcpy`/`_memmove`/`_memset`, the same library in the C
+//!   functions' own shape (no hint argument to set), against the same glibc calls.
 //!
 //! Workloads: every fleetbench distribution (hot: one buffer's worth of addresses
 //! reused; cold: calls scattered over twice the effective LLC, evicted before each
@@ -44,7 +46,7 @@ pub const NAME: &str = "doors";
 const DRIVER_C: &str = include_str!("../../../c/doors.c");
 const HEADER: &str = include_str!("../../../../blockmem-ffi/include/blockmem.h");
 
-/// The C ABI library the `cabi` door links.
+/// The C ABI library the `cabi` and `cmem` doors link.
 pub const FFI_NAME: &str = "libblockmem_ffi.so";
 /// Its SONAME.
 const FFI_SONAME: &str = "libblockmem.so.0";
@@ -59,7 +61,7 @@ const DIST_CALLS: usize = 4000;
 const FIXED_CALLS: usize = 1000;
 
 /// The doors, in report order.
-pub const DOORS: [&str; 3] = ["shim", "cabi", "fnptr"];
+pub const DOORS: [&str; 4] = ["shim", "cabi", "cmem", "fnptr"];
 
 /// The two implementations a door reaches.
 const IMPLS: [&str; 2] = ["libc", "auto"];
@@ -178,7 +180,7 @@ fn objects() -> anyhow::Result<Objects> {
         }
     }
     bail!(
-        "{FFI_NAME} not found beside {} (the `cabi` door links it).\nBuild it with\n  {FFI_BUILD}",
+        "{FFI_NAME} not found beside {} (the `cabi` and `cmem` doors link it).\nBuild it with\n  {FFI_BUILD}",
         exe.display()
     )
 }
@@ -230,7 +232,7 @@ fn run_driver(
         .env_remove("BLOCKMEM_TRACE")
         .env_remove("BLOCKMEM_STATS")
         .env_remove("BLOCKMEM_DISABLE");
-    if imp != "libc" && door != "cabi" {
+    if imp != "libc" && matches!(door, "shim" | "fnptr") {
         cmd.env("LD_PRELOAD", shim);
     }
     // `blockmem lab --mask-features`: the shim and the C ABI library run as the smaller
@@ -424,7 +426,7 @@ fn ratio_table(
     header.extend(cols);
     let mut t = Table::new(
         title,
-        "> 1: blockmem faster; [95% interval over rounds]; shim = plain calls into LD_PRELOAD, cabi = blockmem_copy/_set, fnptr = calls through a pointer",
+        "> 1: blockmem faster; [95% interval over rounds]; shim = plain calls into LD_PRELOAD, cabi = blockmem_copy/_set, cmem = blockmem_memcpy/_memset, fnptr = calls through a pointer",
         header,
     );
     let mut per_col: Vec<Vec<f64>> = vec![Vec::new(); t.header.len() - 1];
