@@ -89,7 +89,8 @@
 //!         n < 64    one masked 64-byte store, or, where that store would straddle a
 //!                   page, unmasked stores from both ends (1–3 bytes, 4, 8, 16 or 32
 //!                   at each end; n == 0 returns)
-//!         n <= 256, 512   4 or 8 64-byte stores from both ends
+//!         n <= 256, 512   4 or 8 64-byte stores from both ends, the first 2 or 4 stored
+//!                   before the test for the next class (as glibc's memset)
 //!   513..=2048      copy: the first 64 and last 256 bytes loaded first, 256-byte blocks
 //!                   to 64-byte-aligned destinations, the ends stored last (ranges
 //!                   that share a byte go to `above`); set: 256 bytes at each end and
@@ -519,36 +520,35 @@ macro_rules! set_entry {
                 "mov dword ptr [rdi], ecx",
                 "mov dword ptr [rdi + rdx - 4], ecx",
                 "ret",
+                // Above 128 bytes each block stores its head before it tests for the
+                // next size class, as glibc's memset does: the stores are on the path
+                // whichever way the test goes, so a mispredicted test (random sizes)
+                // does not delay them.
                 ".p2align 6",
                 "3:",
-                "cmp rdx, 256",
-                "ja 4f",
+                "cmp rdx, 2048",
+                "ja 6f",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + 64], zmm16",
+                "cmp rdx, 256",
+                "ja 4f",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
                 "ret",
                 ".p2align 6",
                 "4:",
-                "cmp rdx, 512",
-                "ja 5f",
-                "vmovdqu64 zmmword ptr [rdi], zmm16",
-                "vmovdqu64 zmmword ptr [rdi + 64], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + 128], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + 192], zmm16",
+                "cmp rdx, 512",
+                "ja 5f",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 256], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 192], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
                 "ret",
+                // 513..=2048: the first 256 bytes are stored.
                 ".p2align 6",
                 "5:",
-                "cmp rdx, 2048",
-                "ja 6f",
-                "vmovdqu64 zmmword ptr [rdi], zmm16",
-                "vmovdqu64 zmmword ptr [rdi + 64], zmm16",
-                "vmovdqu64 zmmword ptr [rdi + 128], zmm16",
-                "vmovdqu64 zmmword ptr [rdi + 192], zmm16",
                 "lea rcx, [rdi + rdx - 256]",
                 "mov r8, rdi",
                 "and r8, -64",
