@@ -555,7 +555,7 @@ macro_rules! set_entry {
                 "add r8, 256",
                 "cmp r8, rcx",
                 "jae 9f",
-                ".p2align 6",
+                // The loop follows in the same line (no padding to execute).
                 "8:",
                 "vmovdqa64 zmmword ptr [r8], zmm16",
                 "vmovdqa64 zmmword ptr [r8 + 64], zmm16",
