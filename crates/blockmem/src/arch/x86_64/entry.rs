@@ -48,8 +48,9 @@
 //! instructions per entry, and a block that crosses into the next line costs a cycle
 //! more per call. On a 2-vCPU EPYC KVM guest, sets of 1–63 bytes in a tight loop took
 //! 2.44 ns with the block 48 bytes into a line against glibc's 2.16, and 2.17 once it
-//! started the line; blocks at 16-byte boundaries had cost the shim's memset 5–9% on
-//! the fleet distributions.
+//! started the line; with blocks at 16-byte boundaries the shim's memset ran the fleet
+//! distributions at 0.90–0.96× glibc's speed there, within lines at 0.97–1.00×
+//! (`docs/results`, the EPYC's `doors`).
 //!
 //! The trades, measured on that guest in tight loops of plain calls through the PLT
 //! and with the lab's `doors` experiment:
