@@ -63,7 +63,7 @@ pub const FIXED: [usize; 13] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 204
 /// 3.2 ns a call over 4,000 calls of the Memset_0 distribution replayed eight times and
 /// 4.8 ns over 65,536 (400,000: 4.8), and blockmem's 3.6 and 5.2. From about 64K calls
 /// on, the time no longer falls with the length.
-const HOT_CALLS: usize = 1 << 16;
+pub(crate) const HOT_CALLS: usize = 1 << 16;
 /// Calls drawn per distribution on a cold working set (each a cache miss or more,
 /// whatever the branches do; every sample follows an eviction sweep).
 const COLD_CALLS: usize = 4000;

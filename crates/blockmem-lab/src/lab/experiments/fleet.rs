@@ -4,8 +4,9 @@
 //! ([`SHIPPED`]), so the experiment runs anywhere without configuration; `--fleet-dir`
 //! (or `BLOCKMEM_FLEET_DIR`) replays other files in the same format instead, such as a
 //! traced program's. For each distribution a fixed sequence of
-//! calls is drawn once and replayed by every method, on a hot working set (the same
-//! addresses every call) and a cold one (calls scattered over buffers several times the
+//! calls is drawn once and replayed by every method, on a hot working set (65,536 calls
+//! over one buffer's worth of addresses: a shorter sequence, replayed, is learnt by the
+//! branch predictor, which flatters branchy code) and a cold one (calls scattered over buffers several times the
 //! effective LLC, flushed before each repetition).
 //!
 //! Verification: every call of one untimed pass is checked on its own (copy/move
@@ -348,6 +349,8 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             .cloned()
             .collect(),
     };
+    // Calls per cold workload; a hot one draws HOT_CALLS, a sequence too long for the
+    // branch predictor to learn (see `doors::HOT_CALLS`).
     let count = if ctx.quick { 2000 } else { 8000 };
     // Quick mode: 11 repetitions (scaled down past a 32 MiB LLC like every quick
     // experiment's), enough for a paired median of the three fleet-wide distributions;
@@ -390,7 +393,12 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     for (i, d) in dists.iter().enumerate() {
         let max = d.max_size() + 256;
         for (ws, span) in [("hot", max), ("cold", cold_span.max(4 * max))] {
-            let calls = draw(d, count, span, 0xf1ee7);
+            let n = if ws == "hot" {
+                super::doors::HOT_CALLS
+            } else {
+                count
+            };
+            let calls = draw(d, n, span, 0xf1ee7);
             let buf_len = span + 2 * max;
             let mut src = Buffer::new(buf_len);
             src.fill_random(&mut fastrand::Rng::with_seed(1));
@@ -476,9 +484,10 @@ struct Workload<'a> {
     bytes: usize,
 }
 
-/// Hot samples replay the sequence this many times: one replay of 2000 small calls is
-/// ~10 µs, short enough for one interrupt or a neighbour's burst to move it by 20%.
-const HOT_REPLAYS: usize = 4;
+/// Hot samples replay the sequence this many times: one replay of 65,536 small calls
+/// takes a few hundred microseconds, long enough that one interrupt or a neighbour's
+/// burst moves it little (a replay of 2,000 calls, ~10 µs, moved by 20%).
+const HOT_REPLAYS: usize = 1;
 
 impl Workload<'_> {
     /// Replays every call with `entry` on `dst`.
