@@ -11,7 +11,10 @@
  *                plain calls to the system library (IMPL libc), in a process without
  *                the shim
  *        cmem    the same with blockmem_memcpy/_memmove/_memset, the C ABI in the C
- *                functions' own shape (no hint argument)
+ *                functions' own shape (no hint argument). Built with -DLIBC_AS_CMEM,
+ *                the driver's cmem loops call memcpy/memmove/memset instead: the lab
+ *                measures glibc with that build, so both sides of the door run the
+ *                same loop, byte for byte but for the call's target
  * IMPL   libc | blockmem: what the door must reach. For plain and fnptr the driver
  *        checks with dladdr which object defines the bound memcpy, and fails if it is
  *        not the one named (a missing or ignored LD_PRELOAD must not pass for glibc).
@@ -42,6 +45,15 @@
 #include <time.h>
 
 #include "blockmem.h"
+
+#ifdef LIBC_AS_CMEM
+#define blockmem_memcpy memcpy
+#define blockmem_memmove memmove
+#define blockmem_memset memset
+#define CMEM_LIBC 1
+#else
+#define CMEM_LIBC 0
+#endif
 
 typedef void *(*copy_fn)(void *, const void *, size_t);
 typedef void *(*set_fn)(void *, int, size_t);
@@ -108,7 +120,7 @@ __attribute__((noinline, aligned(64))) static void replay(const struct job *j, u
                                                           unsigned char *dst) {
     __asm__ volatile(".skip " STR(LAYOUT_PAD) ", 0x90");
     const struct call *c = j->calls, *e = c + j->ncalls;
-    int cabi = door == CABI && use_blockmem, cmem = door == CMEM && use_blockmem;
+    int cabi = door == CABI && use_blockmem, cmem = door == CMEM && (use_blockmem || CMEM_LIBC);
     if (j->op == 2) {
         if (door == FNPTR) for (; c < e; c++) fp_memset(dst + c->dst, SET_BYTE, c->n);
         else if (cabi) for (; c < e; c++) blockmem_set(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO);

@@ -12,7 +12,10 @@
 //! * `cabi`: `blockmem_copy`/`_move`/`_set` from `libblockmem_ffi.so` with
 //!   `BLOCKMEM_HINT_AUTO`, against plain glibc calls in the same kind of process;
 //! * `cmem`: `blockmem_memcpy`/`_memmove`/`_memset`, the same library in the C
-//!   functions' own shape (no hint argument to set), against the same glibc calls.
+//!   functions' own shape (no hint argument to set), against glibc called from the
+//!   very same loops (a second build of the driver, with the three names defined to
+//!   glibc's): where the caller's loops lie moves a tight loop's time, and in the
+//!   `cabi` door the two sides' loops differ.
 //!
 //! Workloads: every fleetbench distribution (hot: 65,536 calls drawn over one buffer's
 //! worth of addresses, a sequence too long for the branch predictor to learn; cold:
@@ -200,9 +203,28 @@ fn objects() -> anyhow::Result<Objects> {
 /// `c/doors.c`): four positions in a 64-byte line. Round `r` runs build `r % 4`.
 const LAYOUT_PADS: [u32; 4] = [0, 16, 32, 48];
 
-/// Compiles the driver into `dir`, once per layout: `-fno-builtin` keeps every call a
+/// One layout's two builds of the driver: the one every door uses, and the one glibc
+/// is measured with through the `cmem` door (`-DLIBC_AS_CMEM`: the same loops as
+/// blockmem's, calling glibc).
+struct Driver {
+    plain: PathBuf,
+    libc_as_cmem: PathBuf,
+}
+
+impl Driver {
+    /// The build that measures `imp` through `door`.
+    fn for_run(&self, door: &str, imp: &str) -> &Path {
+        if door == "cmem" && imp == "libc" {
+            &self.libc_as_cmem
+        } else {
+            &self.plain
+        }
+    }
+}
+
+/// Compiles the driver into `dir`, twice per layout: `-fno-builtin` keeps every call a
 /// real call; without alignment of loops and jumps, the padding moves every loop.
-fn build_drivers(dir: &Path, ffi_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+fn build_drivers(dir: &Path, ffi_dir: &Path) -> anyhow::Result<Vec<Driver>> {
     std::fs::write(dir.join("doors.c"), DRIVER_C)?;
     std::fs::write(dir.join("blockmem.h"), HEADER)?;
     // The library's SONAME is `libblockmem.so.0` (what an installed copy is called);
@@ -210,15 +232,31 @@ fn build_drivers(dir: &Path, ffi_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::os::unix::fs::symlink(ffi_dir.join(FFI_NAME), dir.join(FFI_SONAME))?;
     LAYOUT_PADS
         .iter()
-        .map(|&pad| build_driver(dir, ffi_dir, pad))
+        .map(|&pad| {
+            Ok(Driver {
+                plain: build_driver(dir, ffi_dir, pad, false)?,
+                libc_as_cmem: build_driver(dir, ffi_dir, pad, true)?,
+            })
+        })
         .collect()
 }
 
-/// One build of the driver with `pad` bytes before its loops.
-fn build_driver(dir: &Path, ffi_dir: &Path, pad: u32) -> anyhow::Result<PathBuf> {
-    let exe = dir.join(format!("doors-{pad}"));
+/// One build of the driver with `pad` bytes before its loops (and with the `cmem`
+/// loops calling glibc, if `libc_as_cmem`).
+fn build_driver(
+    dir: &Path,
+    ffi_dir: &Path,
+    pad: u32,
+    libc_as_cmem: bool,
+) -> anyhow::Result<PathBuf> {
+    let suffix = if libc_as_cmem { "-libc" } else { "" };
+    let exe = dir.join(format!("doors-{pad}{suffix}"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc)
+    let mut cmd = Command::new(&cc);
+    if libc_as_cmem {
+        cmd.arg("-DLIBC_AS_CMEM");
+    }
+    let out = cmd
         .args([
             "-O2",
             "-fno-builtin",
@@ -334,7 +372,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
                 // the same code on the same calls (and verifying 65,536 calls per
                 // distribution every time would take most of the experiment's time).
                 let check = round < LAYOUT_PADS.len();
-                let exe = &exes[round % exes.len()];
+                let exe = exes[round % exes.len()].for_run(door, IMPLS[i]);
                 let res = run_driver(exe, &jobs_file, door, IMPLS[i], &objs.shim, evict, check)?;
                 if res.len() != jobs.len() {
                     bail!(
