@@ -2,7 +2,8 @@
 //! exports): under `LD_PRELOAD` such a call would come straight back into the shim.
 //! Checked on the deployable shared object, not by hope: its imports, its dynamic
 //! relocations and its disassembly. Also: it exports exactly the nine C names, needs
-//! only libc, and no code path leads into the panic machinery.
+//! only libc, no code path leads into the panic machinery, and the size classes of the
+//! assembly entries (the shim's and the C ABI library's) keep within 64-byte lines.
 
 mod common;
 

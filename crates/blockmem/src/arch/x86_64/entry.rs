@@ -317,6 +317,8 @@ macro_rules! copy_entry {
                 $crate::entry_flag_test!(),
                 "cmp rdx, 32",
                 "ja 25f",
+                // n <= 32 here: 32-bit compares, whose shorter encodings keep this
+                // block, to the 1-3-byte case's `ret`, within one line.
                 "cmp edx, 16",
                 "jae 24f",
                 "cmp edx, 8",
