@@ -6,7 +6,7 @@
 //! stderr and exit status 101. The crate therefore never prints with them; every write
 //! to stdout goes through this module, which returns the error:
 //!
-//! * [`print`], for commands whose output is their result (`info`, `run`,
+//! * [`print`](fn@print), for commands whose output is their result (`info`, `run`,
 //!   `calibrate`): they return the error, and `main` ends quietly with status 0 when
 //!   [`is_broken_pipe`] says that is what it was, as ripgrep does. The reader asked for
 //!   no more; that is not a failure.

@@ -7,7 +7,7 @@
 //!    family over a ladder of sizes, with the destination hot, evicted or fresh
 //!    (mapped, never touched) and the source hot or evicted, alone and followed by a
 //!    read of the destination; the cache probe's latency and its cost to a call.
-//! 2. [`derive`]: one routine for every row of the table (see its docs).
+//! 2. [`derive`](mod@derive): one routine for every row of the table (see its docs).
 //! 3. Write the table with each row's evidence as comments, and the raw medians beside
 //!    it.
 

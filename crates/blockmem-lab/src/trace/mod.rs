@@ -32,7 +32,7 @@
 //!
 //! # Damaged files
 //!
-//! A trace file is checked before anything in it is used ([`format`]): the header
+//! A trace file is checked before anything in it is used ([`format`](mod@format)): the header
 //! must come first and be sane, every record block must fit the header's buffers and
 //! hold no more records than its length allows, and every record must name a kernel
 //! slot the header has, a size up to 1 TiB, ranges that do not wrap around the address
