@@ -267,17 +267,15 @@ fn misplaced_blocks(lib: &Path, name: &str, start: u64, end: u64) -> Vec<String>
     // The first 8 bytes are the binding slot, which objdump would decode as nonsense.
     let ins = instructions(lib, start + 8, end);
     let mut entries = vec![start];
+    // The instruction after a backward jump (a loop's end) is inside its size class's
+    // block, not the start of one.
+    let mut loop_exits = Vec::new();
     for (i, (addr, text)) in ins.iter().enumerate() {
-        if let Some(t) = jump_target(text) {
-            // A forward jump within the entry starts a block; the instruction after a
-            // backward one (a loop's end) is inside its size class's block.
-            let after_loop = ins.get(i + 1).map(|n| n.0);
-            if t > *addr && t < end {
-                entries.push(t);
-            }
-            if t < *addr {
-                entries.retain(|&e| Some(e) != after_loop);
-            }
+        match jump_target(text) {
+            // A forward jump within the entry starts a block.
+            Some(t) if t > *addr && t < end => entries.push(t),
+            Some(t) if t < *addr => loop_exits.extend(ins.get(i + 1).map(|n| n.0)),
+            _ => {}
         }
         // The AVX2 bodies, where an entry bound to AVX2 jumps: after the unbound path's
         // test of flag 2 and its padding.
@@ -291,6 +289,7 @@ fn misplaced_blocks(lib: &Path, name: &str, start: u64, end: u64) -> Vec<String>
             }
         }
     }
+    entries.retain(|e| !loop_exits.contains(e));
     entries.sort_unstable();
     entries.dedup();
     let mut bad = Vec::new();
