@@ -242,12 +242,12 @@ extern "C" fn init_fast() {
         let bind = secure() || std::env::var_os("BLOCKMEM_BIND").is_none_or(|v| v != "0");
         if bind && level != 0 {
             let entries = [
-                blockmem::entry_address!(blockmem_copy),
-                blockmem::entry_address!(blockmem_move),
-                blockmem::entry_address!(blockmem_set),
-                blockmem::entry_address!(blockmem_memcpy),
-                blockmem::entry_address!(blockmem_memmove),
-                blockmem::entry_address!(blockmem_memset),
+                blockmem::entry!(blockmem_copy),
+                blockmem::entry!(blockmem_move),
+                blockmem::entry!(blockmem_set),
+                blockmem::entry!(blockmem_memcpy),
+                blockmem::entry!(blockmem_memmove),
+                blockmem::entry!(blockmem_memset),
             ];
             // SAFETY: the six are entries whose flag is FAST, which holds `level`,
             // the CPU's; this is the constructor.

@@ -388,9 +388,9 @@ fn publish_fast(mode: u8, bind: bool) {
         crate::FAST.store(level, Ordering::Release);
         if bind && level != 0 {
             let entries = [
-                blockmem::entry_address!(memcpy),
-                blockmem::entry_address!(memmove),
-                blockmem::entry_address!(memset),
+                blockmem::entry!(memcpy),
+                blockmem::entry!(memmove),
+                blockmem::entry!(memset),
             ];
             // SAFETY: the three are entries whose flag is FAST, which holds `level`,
             // the CPU's; this is the constructor.

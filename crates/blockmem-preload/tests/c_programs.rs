@@ -109,7 +109,7 @@ fn every_symbol_matches_the_reference_on_smaller_hosts() {
 /// The constructor binds the first instruction of `memcpy`, `memmove` and `memset` to the
 /// bodies for this CPU (`blockmem::arch::x86_64::entry::bind`), and leaves the flag test
 /// where a mode is set or `BLOCKMEM_BIND=0`; the grid passes both ways, and with AVX-512
-/// masked off on a CPU that has it the entries jump to their AVX2 bodies.
+/// masked off on a CPU that has it the entries start with their AVX2 bodies.
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn the_constructor_binds_the_entries_to_the_cpu() {

@@ -31,11 +31,18 @@
 //! constructor rewrites once ([`bind`]), as a text relocation would. As assembled it is
 //! a `jmp` to the entry's flag test, the offset of its AVX2 bodies and an `int3`; bound
 //! to AVX-512 it becomes `lea rax, [rdi]` (the return value, one instruction of eight
-//! bytes) and the call falls straight into the size search; bound to AVX2 it jumps to
-//! the AVX2 bodies. Unbound (before the constructor, with a mode set, where the kernel
-//! refuses to make code writable, or with `BLOCKMEM_BIND=0`) the entry works as
-//! before: flag test, then the bodies or `general`. One atomic store per slot, so a
-//! thread inside the entry meanwhile runs one version or the other, both right.
+//! bytes) and the call falls straight into the size search. Bound to AVX2, the entry
+//! starts with its AVX2 bodies: the constructor copies them over the AVX-512 bodies
+//! (which a CPU bound for AVX2 never runs), moving the `rel32` of their jumps to
+//! `general` by the distance they move (a descriptor beside each entry, `NAME_avx2`,
+//! gives their place, length and those jumps), and writes the slot last. A `jmp` from
+//! the slot to the bodies would cost every call a taken branch: a 64-byte copy in a C
+//! loop took 2.44 ns that way against 2.17 with the same body at the entry and glibc's
+//! AVX2 function's 2.16 (2-vCPU EPYC Zen 4 KVM guest, AVX-512 masked on both sides).
+//! Unbound (before the constructor, with a mode set, where the kernel refuses to make
+//! code writable, or with `BLOCKMEM_BIND=0`) the entry works as before: flag test,
+//! then the bodies or `general`. One atomic store per slot, so a thread inside the
+//! entry meanwhile runs one version or the other, both right.
 //!
 //! Where the code lies matters as much as what it is. Each entry starts a 64-byte line
 //! (its first directive, `.p2align 6`, sets its section's alignment, so the symbol
@@ -154,7 +161,34 @@ macro_rules! entry_flag_test {
     () => {
         concat!(
             ".p2align 4\n19:\ncmp byte ptr [rip + {flag}], 1\njne 20f\nmov rax, rdi\n",
-            "jmp 40b\n20:\ncmp byte ptr [rip + {flag}], 2\njne {general}\n.p2align 6\n30:\nmov rax, rdi"
+            "jmp 40b\n20:\ncmp byte ptr [rip + {flag}], 2\njne {general}\n.p2align 6\n30:\n",
+            // `mov rax, rdi` in its 8B form, which marks a slot bound to AVX2.
+            ".byte 0x48, 0x8b, 0xc7"
+        )
+    };
+}
+
+/// The descriptor of an entry's AVX2 bodies, [`Avx2Bodies`], under the hidden name
+/// `NAME_avx2` in a read-only section: their offset from the entry (label 30), their
+/// length (to label 39, after their last `ret`) and the ends of their jumps to
+/// `general` (label 81, then `exits`: two more label differences or zeros). Every value
+/// is a difference of two labels of the entry, so it needs no relocation.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_avx2_bodies {
+    ($name:ident, $exits:expr) => {
+        concat!(
+            ".pushsection .rodata.",
+            stringify!($name),
+            "_avx2,\"a\",@progbits\n.p2align 1\n.globl ",
+            stringify!($name),
+            "_avx2\n.hidden ",
+            stringify!($name),
+            "_avx2\n",
+            stringify!($name),
+            "_avx2:\n.short 30b - 98b, 39b - 30b, 81b - 30b, ",
+            $exits,
+            "\n.popsection"
         )
     };
 }
@@ -182,13 +216,16 @@ macro_rules! copy_entry {
     ) => {
         $crate::copy_entry!(@ $(#[$meta])* $vis fn $name($($arg: $ty),*);
             $flag, $general, $above, $hint, $crate::copy_entry!(@check $overlap),
-            $crate::copy_entry!(@check_avx2 $overlap));
+            $crate::copy_entry!(@check_avx2 $overlap), $crate::copy_entry!(@exits $overlap));
     };
     (@check disjoint) => { "" };
     (@check_avx2 disjoint) => { "" };
+    // The AVX2 overlap check's jumps to `general` (labels after them), for `bind`.
+    (@exits disjoint) => { "0, 0" };
+    (@exits possible) => { "82b - 30b, 83b - 30b" };
     (@check_avx2 possible) => {
         // As `@check possible`, for the AVX2 loop: overlapping ranges take `general`.
-        "mov rcx, rdi\nsub rcx, rsi\ncmp rcx, rdx\njb {general}\nmov rcx, rsi\nsub rcx, rdi\ncmp rcx, rdx\njb {general}"
+        "mov rcx, rdi\nsub rcx, rsi\ncmp rcx, rdx\njb {general}\n82:\nmov rcx, rsi\nsub rcx, rdi\ncmp rcx, rdx\njb {general}\n83:"
     };
     (@check possible) => {
         // 513..=2048 bytes stay here only when the ranges share no byte (the loop
@@ -199,7 +236,7 @@ macro_rules! copy_entry {
         @ $(#[$meta:meta])*
         $vis:vis fn $name:ident($($arg:ident: $ty:ty),*);
         $flag:path, $general:path, $above:path, $hint:literal, $overlap_check:expr,
-        $overlap_check_avx2:expr
+        $overlap_check_avx2:expr, $exits:expr
     ) => {
         $(#[$meta])*
         #[unsafe(naked)]
@@ -406,6 +443,7 @@ macro_rules! copy_entry {
                 "32:",
                 "cmp rdx, 2048",
                 "ja {general}",
+                "81:",
                 $overlap_check_avx2,
                 "vmovdqu ymm0, ymmword ptr [rsi]",
                 "vmovdqu ymm8, ymmword ptr [rsi + rdx - 128]",
@@ -442,6 +480,8 @@ macro_rules! copy_entry {
                 "vmovdqu ymmword ptr [r9 + 96], ymm11",
                 "vzeroupper",
                 "ret",
+                "39:",
+                $crate::entry_avx2_bodies!($name, $exits),
                 flag = sym $flag,
                 general = sym $general,
                 above = sym $above,
@@ -616,6 +656,7 @@ macro_rules! set_entry {
                 "25:",
                 "cmp rdx, 2048",
                 "ja {general}",
+                "81:",
                 "vmovd xmm0, esi",
                 "vpbroadcastb ymm0, xmm0",
                 "cmp rdx, 256",
@@ -676,6 +717,8 @@ macro_rules! set_entry {
                 "vmovdqu ymmword ptr [rcx + 96], ymm0",
                 "vzeroupper",
                 "ret",
+                "39:",
+                $crate::entry_avx2_bodies!($name, "0, 0"),
                 flag = sym $flag,
                 general = sym $general,
                 above = sym $above,
@@ -690,18 +733,66 @@ macro_rules! set_entry {
 /// names the exported function (which another object could also define).
 #[macro_export]
 macro_rules! entry_address {
-    ($name:ident) => {{
-        let p: *const u8;
+    ($name:ident) => {
+        $crate::entry_symbol!(concat!(stringify!($name), "_slot"), u8)
+    };
+}
+
+/// The entry `$name` (see [`entry_address!`](crate::entry_address)) with the
+/// descriptor of its AVX2 bodies, as [`bind`] takes it.
+#[macro_export]
+macro_rules! entry {
+    ($name:ident) => {
+        $crate::arch::x86_64::entry::Entry {
+            code: $crate::entry_address!($name),
+            avx2: $crate::entry_symbol!(
+                concat!(stringify!($name), "_avx2"),
+                $crate::arch::x86_64::entry::Avx2Bodies
+            ),
+        }
+    };
+}
+
+/// The address of a hidden symbol of this object, as `*const $ty`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_symbol {
+    ($sym:expr, $ty:ty) => {{
+        let p: *const $ty;
         // SAFETY: computes an address; reads and writes nothing.
         unsafe {
             ::core::arch::asm!(
-                concat!("lea {0}, [rip + ", stringify!($name), "_slot]"),
+                concat!("lea {0}, [rip + ", $sym, "]"),
                 out(reg) p,
                 options(pure, nomem, nostack, preserves_flags),
             )
         };
         p
     }};
+}
+
+/// Where an entry's AVX2 bodies lie (emitted beside each entry by its macro, in a
+/// read-only section): what [`bind`] needs to copy them to the entry's start.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Avx2Bodies {
+    /// Their offset from the entry (label 30, a 64-byte line's start, after the flag
+    /// test).
+    pub at: u16,
+    /// Their length, to the end of their last `ret`.
+    pub len: u16,
+    /// For each of their jumps out (to `general`), the offset from the bodies of the end
+    /// of its `rel32`; 0 for none.
+    pub exits: [u16; 3],
+}
+
+/// An assembly entry, for [`bind`]: made by [`entry!`](crate::entry).
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// The entry's first byte (its binding slot).
+    pub code: *const u8,
+    /// The descriptor of its AVX2 bodies.
+    pub avx2: *const Avx2Bodies,
 }
 
 /// How an entry's first instruction, its binding slot, leaves it.
@@ -712,21 +803,22 @@ pub enum Binding {
     Flag,
     /// `lea rax, [rdi]`: the AVX-512 bodies run with no test.
     Avx512,
-    /// A jump straight to the AVX2 bodies.
+    /// The AVX2 bodies, copied to the entry's start: they run with no test and no jump.
     Avx2,
 }
 
 /// Why [`bind`] left the entries as they were, or how it left them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BindError {
-    /// A slot is not an entry's slot whose flag test reads the given flag (the pointer
-    /// is not one of these entries, or another object defines the symbol).
+    /// A slot is not an entry's slot whose flag test reads the given flag, or an
+    /// entry's AVX2 descriptor does not describe its code (the pointer is not one of
+    /// these entries, or another object defines the symbol).
     Unrecognised,
     /// `mprotect` refused to make a page of code writable (errno): a kernel or
     /// security policy that forbids writable code. The entries keep their flag test.
     Protect(i32),
-    /// The entries are bound, but `mprotect` refused to make their page read-only
-    /// again (errno): it stays writable.
+    /// The entries are bound, but `mprotect` refused to make their pages read-only
+    /// again (errno): they stay writable.
     Writable(i32),
 }
 
@@ -734,47 +826,27 @@ pub enum BindError {
 /// of eight bytes, which sets the return value as the flag test's path does.
 pub const SLOT_AVX512: [u8; 8] = [0x48, 0x8d, 0x84, 0x27, 0, 0, 0, 0];
 
-/// `jmp rel32`, the first byte of an unbound slot and of one bound to AVX2.
+/// The first instruction of the AVX2 bodies, and so of an entry bound to them:
+/// `mov rax, rdi` in its 8B form, which assemblers do not choose for it (glibc's
+/// functions start with the 89 form), so that a slot bound to AVX2 can be told from
+/// other code.
+pub const AVX2_FIRST: [u8; 3] = [0x48, 0x8b, 0xc7];
+
+/// `jmp rel32`, the first byte of an unbound slot.
 const JMP_REL32: u8 = 0xe9;
-/// The last byte of a slot that jumps (never executed).
+/// The last byte of an unbound slot (never executed).
 const INT3: u8 = 0xcc;
 
 /// What `slot` binds its entry to, or `None` for bytes that are no entry's slot.
 pub fn binding_of(slot: [u8; 8]) -> Option<Binding> {
     if slot == SLOT_AVX512 {
-        return Some(Binding::Avx512);
-    }
-    if slot[0] != JMP_REL32 || slot[7] != INT3 {
-        return None;
-    }
-    let rel = i32::from_le_bytes([slot[1], slot[2], slot[3], slot[4]]);
-    let avx2 = i32::from(u16::from_le_bytes([slot[5], slot[6]]));
-    Some(if rel == avx2 - 5 {
-        Binding::Avx2
+        Some(Binding::Avx512)
+    } else if slot[..3] == AVX2_FIRST {
+        Some(Binding::Avx2)
+    } else if slot[0] == JMP_REL32 && slot[7] == INT3 {
+        Some(Binding::Flag)
     } else {
-        Binding::Flag
-    })
-}
-
-/// The slot that binds its entry for `level` (`dispatch::wide::LEVEL_*`), from the
-/// slot as it is; `None` where the level has no binding or `slot` is no entry's slot.
-///
-/// A slot as the assembler writes it is `jmp rel32` to the entry's flag test, the
-/// offset of its AVX2 body from the entry as a `u16`, and an `int3`. Bound to AVX2 it
-/// jumps to that body (the offset is kept); bound to AVX-512 it is [`SLOT_AVX512`].
-pub fn bound_slot(slot: [u8; 8], level: u8) -> Option<[u8; 8]> {
-    use crate::dispatch::wide::{LEVEL_AVX2, LEVEL_AVX512};
-    binding_of(slot)?;
-    match level {
-        LEVEL_AVX512 => Some(SLOT_AVX512),
-        LEVEL_AVX2 if slot[0] == JMP_REL32 => {
-            let avx2 = i32::from(u16::from_le_bytes([slot[5], slot[6]]));
-            let rel = (avx2 - 5).to_le_bytes();
-            Some([
-                JMP_REL32, rel[0], rel[1], rel[2], rel[3], slot[5], slot[6], INT3,
-            ])
-        }
-        _ => None,
+        None
     }
 }
 
@@ -788,51 +860,110 @@ pub unsafe fn slot_of(entry: *const u8) -> [u8; 8] {
     unsafe { core::ptr::read_volatile(entry.cast::<u64>()) }.to_le_bytes()
 }
 
-/// Rewrites the first instruction of each of `entries` so that it goes straight to the
-/// bodies for `level` (`dispatch::wide::level()`, after `flag` holds it) instead of
-/// testing `flag` on every call: the byte compare and branch cost two of the eight to
-/// twelve instructions of a small call, which a program calling one size in a loop
-/// pays in full. An IFUNC would do the same without writing code, but a preloaded
-/// library's IFUNC cannot be bound without the dynamic linker's "Relink" message (see
-/// the module docs); this is a text relocation, applied by the constructor.
+/// Byte `k` of the AVX2 bodies `d` of the code at `entry` as they run from the entry's
+/// start: their own bytes, with the `rel32` of each jump out moved by `d.at`, the
+/// distance they move (a relative jump keeps its target from the new place).
+///
+/// # Safety
+/// `entry + d.at .. entry + d.at + d.len` is readable, and each nonzero exit lies in
+/// `4..=d.len`.
+unsafe fn relocated(entry: *const u8, d: &Avx2Bodies, k: usize) -> u8 {
+    // SAFETY: the caller's contract.
+    let byte = |i: usize| unsafe { core::ptr::read_volatile(entry.add(usize::from(d.at) + i)) };
+    for e in d.exits.iter().map(|&e| usize::from(e)).filter(|&e| e != 0) {
+        if (e - 4..e).contains(&k) {
+            let rel = i32::from_le_bytes([byte(e - 4), byte(e - 3), byte(e - 2), byte(e - 1)]);
+            return rel.wrapping_add(i32::from(d.at)).to_le_bytes()[k + 4 - e];
+        }
+    }
+    byte(k)
+}
+
+/// Rewrites the start of each of `entries` so that it runs the bodies for `level`
+/// (`dispatch::wide::level()`, after `flag` holds it) instead of testing `flag` on
+/// every call: the byte compare and branch cost two of the eight to twelve
+/// instructions of a small call, which a program calling one size in a loop pays in
+/// full. An IFUNC would do the same without writing code, but a preloaded library's
+/// IFUNC cannot be bound without the dynamic linker's "Relink" message (see the module
+/// docs); this is a text relocation, applied by the constructor.
+///
+/// For AVX-512 the slot becomes [`SLOT_AVX512`] and the call falls into the bodies
+/// after it. For AVX2 the AVX2 bodies are copied over the AVX-512 bodies, which such
+/// a CPU never runs (its flag sends every unbound call to the AVX2 bodies), their jumps
+/// out moved by the distance the code moves; the slot is written last. A jump from the
+/// slot to the AVX2 bodies would cost every call a taken branch: in a C loop on a
+/// 2-vCPU EPYC (Zen 4) KVM guest, with glibc and blockmem both on their AVX2
+/// functions, a 64-byte copy took 2.44 ns through such a jump, 2.17 with the same body
+/// at the entry, glibc 2.16.
 ///
 /// Each slot is one aligned qword, replaced with one atomic store, so a thread running
-/// the entry meanwhile executes either the flag test or the bound instruction, both
-/// right. The page is made writable (and stays executable) only around the stores.
-/// Before anything is written, every slot must be an entry's slot whose flag test
-/// (decoded from the jump) reads `flag`; otherwise nothing is written.
+/// the entry meanwhile executes either the flag test or the bound code, both right.
+/// Pages are made writable (and stay executable) only around the writes. Before
+/// anything is written, every slot must be an entry's slot whose flag test (decoded
+/// from the jump) reads `flag`, and every AVX2 descriptor must describe its entry's
+/// code and fit before its flag test; otherwise nothing is written.
 ///
 /// Returns the binding every entry now has ([`Binding::Flag`] for a level without one).
 ///
 /// # Safety
-/// Each pointer is the address of an entry defined with `copy_entry!`/`set_entry!`
-/// whose `flag` is the static at `flag`, which holds `level`; `level` is one the CPU
-/// can run (`dispatch::wide::level()`). Call it from a constructor, before threads.
+/// Each entry is one defined with `copy_entry!`/`set_entry!` (made by
+/// [`entry!`](crate::entry)) whose `flag` is the static at `flag`, which holds
+/// `level`; `level` is one the CPU can run (`dispatch::wide::level()`). Call it from a
+/// constructor, before threads.
 #[cfg(target_os = "linux")]
-pub unsafe fn bind(
-    entries: &[*const u8],
-    flag: *const u8,
-    level: u8,
-) -> Result<Binding, BindError> {
+pub unsafe fn bind(entries: &[Entry], flag: *const u8, level: u8) -> Result<Binding, BindError> {
     use core::sync::atomic::{AtomicU64, Ordering};
     const PAGE: usize = 4096;
     const SYS_MPROTECT: usize = 10;
     const READ_EXEC: usize = 1 | 4;
     const READ_WRITE_EXEC: usize = 1 | 2 | 4;
-    // Every slot is checked before anything is written (no buffer: the plan of an
+    // Every entry is checked before anything is written (no buffer: the plan of an
     // entry is recomputed when it is written, from the same bytes).
     let mut result = Binding::Flag;
-    for &entry in entries {
+    for e in entries {
         // SAFETY: the caller's contract.
-        match unsafe { plan(entry, flag, level) }? {
-            Plan::Write(_, new) => result = binding_of(new.to_le_bytes()).unwrap_or(Binding::Flag),
-            Plan::Bound(b) => result = b,
+        match unsafe { plan(e, flag, level) }? {
+            Plan::Write { binding, .. } | Plan::Bound(binding) => result = binding,
             Plan::Nothing => return Ok(Binding::Flag),
         }
     }
-    let page = |e: *const u8| e as usize & !(PAGE - 1);
-    // The pages to open: each entry's, once.
-    let first = |i: usize| !entries[..i].iter().any(|&e| page(e) == page(entries[i]));
+    // The bytes each entry's plan writes from its start: the slot, or the AVX2 bodies.
+    // SAFETY: as above.
+    let written = |e: &Entry| match unsafe { plan(e, flag, level) } {
+        Ok(Plan::Write { len, .. }) => usize::from(len),
+        _ => 0,
+    };
+    // The first and the last page an entry's writes touch.
+    let span = |e: &Entry| {
+        let start = e.code as usize;
+        let end = start + written(e).max(1) - 1;
+        (start & !(PAGE - 1), end & !(PAGE - 1))
+    };
+    // Whether no entry before the i-th touches page `p`.
+    let first = |i: usize, p: usize| {
+        !(0..i).any(|k| {
+            let (a, b) = span(&entries[k]);
+            a <= p && p <= b
+        })
+    };
+    // Calls `f` with each page the writes touch, once, numbered in order, while it
+    // returns true. (Loops by hand: iterator adapters over pages here would be moved
+    // with calls to `memcpy` in a debug build.)
+    let visit = |f: &mut dyn FnMut(usize, usize) -> bool| {
+        let mut n = 0;
+        for (i, e) in entries.iter().enumerate() {
+            let (mut p, last) = span(e);
+            while p <= last {
+                if first(i, p) {
+                    if !f(n, p) {
+                        return;
+                    }
+                    n += 1;
+                }
+                p += PAGE;
+            }
+        }
+    };
     let protect = |a: usize, prot: usize| {
         // SAFETY: mprotect of one page of this object's code, which stays executable.
         let r = unsafe { crate::autoload::sys::syscall4(SYS_MPROTECT, a, PAGE, prot, 0) };
@@ -842,30 +973,55 @@ pub unsafe fn bind(
             Ok(())
         }
     };
-    for i in (0..entries.len()).filter(|&i| first(i)) {
-        if let Err(e) = protect(page(entries[i]), READ_WRITE_EXEC) {
-            for k in (0..i).filter(|&k| first(k)) {
-                let _ = protect(page(entries[k]), READ_EXEC);
-            }
-            return Err(BindError::Protect(e));
+    let mut refused = None;
+    visit(&mut |n, p| match protect(p, READ_WRITE_EXEC) {
+        Ok(()) => true,
+        Err(err) => {
+            refused = Some((n, err));
+            false
         }
+    });
+    if let Some((opened, err)) = refused {
+        // Back to read-only: the pages opened before the one refused.
+        visit(&mut |n, p| {
+            if n < opened {
+                let _ = protect(p, READ_EXEC);
+            }
+            n + 1 < opened
+        });
+        return Err(BindError::Protect(err));
     }
-    for &entry in entries {
-        // SAFETY: as above; the slot has not changed since it was checked.
-        if let Ok(Plan::Write(old, new)) = unsafe { plan(entry, flag, level) } {
+    for e in entries {
+        // SAFETY: as above; the entry has not changed since it was checked.
+        if let Ok(Plan::Write { old, len, binding }) = unsafe { plan(e, flag, level) } {
+            let image = |k: usize| match binding {
+                // SAFETY: plan checked the descriptor against the code.
+                Binding::Avx2 => unsafe { relocated(e.code, &*e.avx2, k) },
+                _ => SLOT_AVX512[k],
+            };
+            // The bodies after the slot first (byte by byte: a copy loop here could
+            // become a call to `memcpy`, which may be one of these entries), then the
+            // slot, whose store makes them reachable.
+            for k in 8..usize::from(len) {
+                // SAFETY: within the AVX-512 bodies, on a page now writable; no thread
+                // runs them on a CPU bound for AVX2.
+                unsafe { core::ptr::write_volatile(e.code.add(k).cast_mut(), image(k)) };
+            }
+            let new = u64::from_le_bytes(core::array::from_fn(image));
             // SAFETY: the slot is an aligned qword of a page now writable.
-            let slot = unsafe { &*(entry as *const AtomicU64) };
+            let slot = unsafe { &*(e.code as *const AtomicU64) };
             let _ = slot.compare_exchange(old, new, Ordering::SeqCst, Ordering::SeqCst);
         }
     }
     let mut left = None;
-    for i in (0..entries.len()).filter(|&i| first(i)) {
-        if let Err(e) = protect(page(entries[i]), READ_EXEC) {
-            left = Some(e);
+    visit(&mut |_, p| {
+        if let Err(err) = protect(p, READ_EXEC) {
+            left = Some(err);
         }
-    }
+        true
+    });
     match left {
-        Some(e) => Err(BindError::Writable(e)),
+        Some(err) => Err(BindError::Writable(err)),
         None => Ok(result),
     }
 }
@@ -873,77 +1029,284 @@ pub unsafe fn bind(
 /// What [`bind`] does to one entry.
 #[cfg(target_os = "linux")]
 enum Plan {
-    /// Replace the slot (the old and the new qword).
-    Write(u64, u64),
+    /// Write `len` bytes from the entry's start, the slot last (it holds `old`): for
+    /// [`Binding::Avx2`] the AVX2 bodies, relocated; for AVX-512 [`SLOT_AVX512`]. (Small,
+    /// so that a debug build moves it without a call to `memcpy`.)
+    Write {
+        old: u64,
+        len: u16,
+        binding: Binding,
+    },
     /// Nothing: it is bound to the level already.
     Bound(Binding),
     /// Nothing: the level has no binding.
     Nothing,
 }
 
-/// Checks `entry`'s slot and decodes its flag test, which must read `flag`.
+/// Checks `entry`'s slot, decodes its flag test, which must read `flag`, and for AVX2
+/// checks the descriptor of the bodies against the code.
 ///
 /// # Safety
 /// As [`bind`].
 #[cfg(target_os = "linux")]
-unsafe fn plan(entry: *const u8, flag: *const u8, level: u8) -> Result<Plan, BindError> {
-    if !(entry as usize).is_multiple_of(64) {
+unsafe fn plan(entry: &Entry, flag: *const u8, level: u8) -> Result<Plan, BindError> {
+    use crate::dispatch::wide::{LEVEL_AVX2, LEVEL_AVX512};
+    let code = entry.code;
+    if !(code as usize).is_multiple_of(64) {
         return Err(BindError::Unrecognised);
     }
     // SAFETY: the caller's contract.
-    let slot = unsafe { slot_of(entry) };
-    match binding_of(slot) {
-        None => return Err(BindError::Unrecognised),
-        Some(Binding::Flag) => {}
-        Some(b) if bound_slot(slot, level) == Some(slot) => return Ok(Plan::Bound(b)),
-        Some(_) => return Err(BindError::Unrecognised),
-    }
-    // The flag test the slot jumps to: `cmp byte ptr [rip + disp32], 1`.
-    let rel = i32::from_le_bytes([slot[1], slot[2], slot[3], slot[4]]) as isize;
-    let test = entry.wrapping_offset(5 + rel);
+    let slot = unsafe { slot_of(code) };
+    // SAFETY: the descriptor is a static beside the entry; the caller's contract.
+    let d = unsafe { &*entry.avx2 };
     // Byte by byte: an array here would be zeroed with a call to `memset` in a debug
     // build, and the shim's own `memset` is what is being bound.
-    // SAFETY: the flag test lies in the entry's code, readable.
-    let code = |k: usize| unsafe { core::ptr::read_volatile(test.add(k)) };
-    let disp = i32::from_le_bytes([code(2), code(3), code(4), code(5)]) as isize;
-    if code(0) != 0x80 || code(1) != 0x3d || code(6) != 1 || test.wrapping_offset(7 + disp) != flag
+    // SAFETY: reads the entry's code, readable (offsets checked by the callers below).
+    let byte = |k: usize| unsafe { core::ptr::read_volatile(code.add(k)) };
+    let image = |k: usize| -> u8 {
+        // SAFETY: called only once the descriptor is checked.
+        unsafe { relocated(code, d, k) }
+    };
+    match (binding_of(slot), level) {
+        (None, _) => return Err(BindError::Unrecognised),
+        (Some(Binding::Flag), _) => {}
+        (Some(Binding::Avx512), LEVEL_AVX512) => return Ok(Plan::Bound(Binding::Avx512)),
+        (Some(Binding::Avx2), LEVEL_AVX2) => {
+            // Bound before: its start must be the bodies it was bound to.
+            return if avx2_fits(d, usize::MAX, &byte) && (0..8).all(|k| slot[k] == image(k)) {
+                Ok(Plan::Bound(Binding::Avx2))
+            } else {
+                Err(BindError::Unrecognised)
+            };
+        }
+        (Some(_), _) => return Err(BindError::Unrecognised),
+    }
+    // The flag test the slot jumps to: `cmp byte ptr [rip + disp32], 1`.
+    let rel = i32::from_le_bytes([slot[1], slot[2], slot[3], slot[4]]);
+    let Ok(test) = usize::try_from(5 + i64::from(rel)) else {
+        return Err(BindError::Unrecognised);
+    };
+    let disp = i32::from_le_bytes([
+        byte(test + 2),
+        byte(test + 3),
+        byte(test + 4),
+        byte(test + 5),
+    ]);
+    if byte(test) != 0x80
+        || byte(test + 1) != 0x3d
+        || byte(test + 6) != 1
+        || code.wrapping_add(test + 7).wrapping_offset(disp as isize) != flag
     {
         return Err(BindError::Unrecognised);
     }
-    Ok(match bound_slot(slot, level) {
-        Some(new) => Plan::Write(u64::from_le_bytes(slot), u64::from_le_bytes(new)),
-        None => Plan::Nothing,
-    })
+    let old = u64::from_le_bytes(slot);
+    match level {
+        LEVEL_AVX512 => Ok(Plan::Write {
+            old,
+            len: 8,
+            binding: Binding::Avx512,
+        }),
+        LEVEL_AVX2 => {
+            // The slot names the bodies' offset as the descriptor does, and they fit
+            // before the flag test, where the AVX-512 bodies lie.
+            if usize::from(u16::from_le_bytes([slot[5], slot[6]])) != usize::from(d.at)
+                || !avx2_fits(d, test, &byte)
+            {
+                return Err(BindError::Unrecognised);
+            }
+            Ok(Plan::Write {
+                old,
+                len: d.len,
+                binding: Binding::Avx2,
+            })
+        }
+        _ => Ok(Plan::Nothing),
+    }
 }
 
-#[cfg(test)]
+/// Whether `d` describes AVX2 bodies in the code `byte` reads (offsets from the
+/// entry): they start with [`AVX2_FIRST`] after `room` bytes (the space before the
+/// flag test, where they will be copied, which must hold them), and each exit ends a
+/// `jmp rel32` or `jcc rel32` whose target lies outside them.
+fn avx2_fits(d: &Avx2Bodies, room: usize, byte: &dyn Fn(usize) -> u8) -> bool {
+    let (at, len) = (usize::from(d.at), usize::from(d.len));
+    if len < 8 || len > room || at < len || (0..3).any(|k| byte(at + k) != AVX2_FIRST[k]) {
+        return false;
+    }
+    d.exits
+        .iter()
+        .map(|&e| usize::from(e))
+        .filter(|&e| e != 0)
+        .all(|e| {
+            if !(6..=len).contains(&e) {
+                return false;
+            }
+            let b = |k: usize| byte(at + e - k);
+            let jump = b(5) == JMP_REL32 || (b(6) == 0x0f && b(5) & 0xf0 == 0x80);
+            let rel = i64::from(i32::from_le_bytes([b(4), b(3), b(2), b(1)]));
+            let target = e as i64 + rel;
+            jump && (target < 0 || target >= len as i64)
+        })
+}
+
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use crate::dispatch::wide::{LEVEL_AVX2, LEVEL_AVX512};
 
-    /// A slot as the assembler writes it: the flag test 0x240 bytes in, the AVX2 body
-    /// at 0x25e.
-    const UNBOUND: [u8; 8] = [0xe9, 0x3b, 0x02, 0, 0, 0x5e, 0x02, 0xcc];
+    /// A synthetic entry, 64-byte aligned: the slot jumps to a flag test at 0x100 whose
+    /// flag is the byte at 0x1f0; AVX2 bodies at 0x140: `mov rax, rdi` (8B form),
+    /// `cmp rdx, 32`, `ja` 0x1000 bytes past the jump (out of the bodies), `ret`.
+    #[repr(C, align(64))]
+    struct Code([u8; 0x200]);
 
-    #[test]
-    fn an_unbound_slot_binds_to_each_level() {
-        assert_eq!(binding_of(UNBOUND), Some(Binding::Flag));
-        assert_eq!(bound_slot(UNBOUND, LEVEL_AVX512), Some(SLOT_AVX512));
-        let avx2 = bound_slot(UNBOUND, LEVEL_AVX2).unwrap();
-        // jmp to 0x25e from the end of a 5-byte jump at 0: rel32 0x259; offset kept.
-        assert_eq!(avx2, [0xe9, 0x59, 0x02, 0, 0, 0x5e, 0x02, 0xcc]);
-        assert_eq!(binding_of(avx2), Some(Binding::Avx2));
-        assert_eq!(binding_of(SLOT_AVX512), Some(Binding::Avx512));
-        assert_eq!(bound_slot(UNBOUND, 0), None);
+    const TEST: usize = 0x100;
+    const FLAG: usize = 0x1f0;
+    const AT: u16 = 0x140;
+    const BODIES: [u8; 14] = [
+        0x48, 0x8b, 0xc7, 0x48, 0x83, 0xfa, 0x20, 0x0f, 0x87, 0x00, 0x10, 0x00, 0x00, 0xc3,
+    ];
+    const DESC: Avx2Bodies = Avx2Bodies {
+        at: AT,
+        len: 14,
+        exits: [13, 0, 0],
+    };
+
+    fn code() -> Code {
+        let mut c = Code([0x90; 0x200]);
+        let rel = (TEST as i32 - 5).to_le_bytes();
+        let at = AT.to_le_bytes();
+        c.0[..8].copy_from_slice(&[0xe9, rel[0], rel[1], rel[2], rel[3], at[0], at[1], 0xcc]);
+        let disp = (FLAG as i32 - (TEST as i32 + 7)).to_le_bytes();
+        c.0[TEST..TEST + 7].copy_from_slice(&[0x80, 0x3d, disp[0], disp[1], disp[2], disp[3], 1]);
+        c.0[usize::from(AT)..usize::from(AT) + BODIES.len()].copy_from_slice(&BODIES);
+        c
+    }
+
+    fn planned(c: &Code, d: &Avx2Bodies, level: u8) -> Result<Plan, BindError> {
+        let e = Entry {
+            code: c.0.as_ptr(),
+            avx2: d,
+        };
+        // SAFETY: the synthetic entry is readable, its flag inside it.
+        unsafe { plan(&e, c.0.as_ptr().wrapping_add(FLAG), level) }
+    }
+
+    /// The bytes the plan writes from the entry's start (at most 16 here), and how many.
+    fn image(c: &Code, level: u8) -> ([u8; 16], usize) {
+        let mut out = [0; 16];
+        match planned(c, &DESC, level) {
+            Ok(Plan::Write { len, binding, .. }) => {
+                let len = usize::from(len);
+                for (k, b) in out.iter_mut().enumerate().take(len) {
+                    *b = match binding {
+                        // SAFETY: as above; plan checked the descriptor.
+                        Binding::Avx2 => unsafe { relocated(c.0.as_ptr(), &DESC, k) },
+                        _ => SLOT_AVX512[k],
+                    };
+                }
+                (out, len)
+            }
+            _ => panic!("no write planned for level {level}"),
+        }
     }
 
     #[test]
-    fn bound_slots_rebind_to_themselves_only() {
-        let avx2 = bound_slot(UNBOUND, LEVEL_AVX2).unwrap();
-        assert_eq!(bound_slot(avx2, LEVEL_AVX2), Some(avx2));
-        assert_eq!(bound_slot(SLOT_AVX512, LEVEL_AVX512), Some(SLOT_AVX512));
-        // An AVX-512 slot no longer knows its AVX2 body.
-        assert_eq!(bound_slot(SLOT_AVX512, LEVEL_AVX2), None);
+    fn slots_decode_to_their_binding() {
+        let c = code();
+        let slot: [u8; 8] = c.0[..8].try_into().unwrap();
+        assert_eq!(binding_of(slot), Some(Binding::Flag));
+        assert_eq!(binding_of(SLOT_AVX512), Some(Binding::Avx512));
+        assert_eq!(
+            binding_of(BODIES[..8].try_into().unwrap()),
+            Some(Binding::Avx2)
+        );
+    }
+
+    #[test]
+    fn avx2_bodies_move_to_the_entry_with_their_jumps_out_kept() {
+        let c = code();
+        let (img, len) = image(&c, LEVEL_AVX2);
+        assert_eq!(len, BODIES.len());
+        // The same bytes, but the `ja`'s rel32: 0x1000 + 0x140, the same target from
+        // 0x140 bytes earlier.
+        assert_eq!(img[..9], BODIES[..9]);
+        assert_eq!(img[9..13], (0x1000 + i32::from(AT)).to_le_bytes());
+        assert_eq!(img[13], 0xc3);
+        let (slot, len) = image(&c, LEVEL_AVX512);
+        assert_eq!((&slot[..8], len), (&SLOT_AVX512[..], 8));
+        assert!(matches!(planned(&c, &DESC, 0), Ok(Plan::Nothing)));
+
+        // Once written, the entry is bound for AVX2 and for nothing else.
+        let mut bound = code();
+        bound.0[..len].copy_from_slice(&img[..len]);
+        assert!(matches!(
+            planned(&bound, &DESC, LEVEL_AVX2),
+            Ok(Plan::Bound(Binding::Avx2))
+        ));
+        assert_eq!(
+            planned(&bound, &DESC, LEVEL_AVX512).err(),
+            Some(BindError::Unrecognised)
+        );
+        bound.0[..8].copy_from_slice(&SLOT_AVX512);
+        assert!(matches!(
+            planned(&bound, &DESC, LEVEL_AVX512),
+            Ok(Plan::Bound(Binding::Avx512))
+        ));
+        assert_eq!(
+            planned(&bound, &DESC, LEVEL_AVX2).err(),
+            Some(BindError::Unrecognised)
+        );
+    }
+
+    #[test]
+    fn a_descriptor_that_does_not_describe_the_code_binds_nothing() {
+        let c = code();
+        let wrong = [
+            // Not where the slot says the bodies are.
+            Avx2Bodies {
+                at: AT + 64,
+                ..DESC
+            },
+            // Longer than the room before the flag test.
+            Avx2Bodies {
+                len: TEST as u16 + 1,
+                ..DESC
+            },
+            // An exit that ends no jump.
+            Avx2Bodies {
+                exits: [12, 0, 0],
+                ..DESC
+            },
+            // An exit past the bodies' end.
+            Avx2Bodies {
+                exits: [13, 15, 0],
+                ..DESC
+            },
+        ];
+        for d in wrong {
+            assert_eq!(
+                planned(&c, &d, LEVEL_AVX2).err(),
+                Some(BindError::Unrecognised),
+                "{d:?}"
+            );
+        }
+        // A jump out that lands inside the bodies would be wrong once moved.
+        let mut inside = code();
+        let k = usize::from(AT) + 9;
+        inside.0[k..k + 4].copy_from_slice(&(-5i32).to_le_bytes());
+        assert_eq!(
+            planned(&inside, &DESC, LEVEL_AVX2).err(),
+            Some(BindError::Unrecognised)
+        );
+        // A flag test reading another flag.
+        let e = Entry {
+            code: c.0.as_ptr(),
+            avx2: &DESC,
+        };
+        // SAFETY: as in `planned`.
+        let other = unsafe { plan(&e, c.0.as_ptr().wrapping_add(FLAG + 1), LEVEL_AVX2) };
+        assert_eq!(other.err(), Some(BindError::Unrecognised));
     }
 
     #[test]
@@ -955,10 +1318,7 @@ mod tests {
         );
         assert_eq!(binding_of([0xe9, 0, 0, 0, 0, 0, 0, 0x90]), None);
         assert_eq!(
-            bound_slot(
-                [0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89, 0xf8, 0x48],
-                LEVEL_AVX512
-            ),
+            binding_of([0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89, 0xf8, 0x48]),
             None
         );
     }
