@@ -107,16 +107,29 @@
 //!                   in ecx: the C ABI's own, or zero (Auto)
 //! ```
 //!
-//! The AVX2 bodies (a CPU without AVX-512BW) are a ladder of overlapping head/tail
-//! pairs (1–3, 4–7, 8–15 bytes in general registers, 16–32 in xmm, up to 256 in ymm),
-//! then up to 2 KiB a loop of 128-byte blocks to 32-byte-aligned destinations between
-//! the ends (sets: 128 bytes at each end), each ending in `vzeroupper`; above 2 KiB,
-//! and copies of overlapping ranges above 256 bytes, the general path. Sizes above 256
-//! bytes are tested for first. Before the loop was there, every call above 256 bytes
-//! paid the general path's dispatch (139 instructions for a 300-byte copy) and ran at
-//! 0.27–0.5× glibc's AVX2 speed from 512 bytes to 1 KiB (AVX-512 masked on a 2-vCPU
-//! Intel Xeon KVM guest); with it, copies of 257 bytes to 2 KiB in a tight loop run at
-//! 1.0–1.15×, sets at 0.9–1.0×.
+//! The AVX2 bodies (a CPU without AVX-512BW) are overlapping head/tail pairs (1–3,
+//! 4–7, 8–15 bytes in general registers, 16–31 in xmm, up to 256 in ymm), then up to
+//! 2 KiB a loop of 128-byte blocks to 32-byte-aligned destinations between the ends
+//! (sets: 128 bytes at each end), each ending in `vzeroupper`; above 2 KiB, and copies
+//! of overlapping ranges above 256 bytes, the general path (through a `vzeroupper`).
+//! Before the loop was there, every call above 256 bytes paid the general path's
+//! dispatch (139 instructions for a 300-byte copy) and ran at 0.27–0.5× glibc's AVX2
+//! speed from 512 bytes to 1 KiB (AVX-512 masked on a 2-vCPU Intel Xeon KVM guest).
+//!
+//! Their search follows glibc's AVX2 functions from 32 bytes: 32–64 bytes with no taken
+//! branch, 65–128 and 257–2048 with two, 129–256 with one (sets: 65–128 with one,
+//! 129–256 with two, as glibc's memset). Below 32 bytes, one taken branch reaches
+//! 16–31 bytes, two 1–3, three 4–15 (glibc: two, one or two, two). The trade, measured
+//! with the lab's `doors` (AVX-512 masked on both sides, 2-vCPU EPYC Zen 4 KVM guest,
+//! 11 rounds, two runs each, ratio glibc / blockmem through the shim): with sizes up to
+//! 32 bytes as the fall-through instead (the smaller ones with at most one taken
+//! branch), the fleet distributions ran at 1.13× (geometric mean, hot) and the memset
+//! ones at 0.98–1.08×, but one size in a tight loop at 0.85–0.92× from 32 to 256
+//! bytes (copies and sets: a taken branch more than glibc at 32–64 bytes, two at 256).
+//! In this order the fleet runs at 1.11–1.12×, the memset distributions at 0.98–1.03×,
+//! and every size from 16 bytes to 4 KiB at 1.00–1.10×; 4–8-byte sizes alone in a loop
+//! lose a cycle (0.92×). A balanced search below 32 bytes (8, then 16 or 4) lost the
+//! random sizes (fleet 1.09×, memsets down to 0.94×).
 //!
 //! Every load precedes every store in each block up to 512 bytes (AVX-512) or 256
 //! (AVX2), so overlapping ranges are copied as a move; the loops take disjoint ranges
@@ -176,7 +189,7 @@ macro_rules! entry_flag_test {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! entry_avx2_bodies {
-    ($name:ident, $exits:expr) => {
+    ($name:ident) => {
         concat!(
             ".pushsection .rodata.",
             stringify!($name),
@@ -186,9 +199,7 @@ macro_rules! entry_avx2_bodies {
             stringify!($name),
             "_avx2\n",
             stringify!($name),
-            "_avx2:\n.short 30b - 98b, 39b - 30b, 81b - 30b, ",
-            $exits,
-            "\n.popsection"
+            "_avx2:\n.short 30b - 98b, 39b - 30b, 81b - 30b, 0, 0\n.popsection"
         )
     };
 }
@@ -216,16 +227,14 @@ macro_rules! copy_entry {
     ) => {
         $crate::copy_entry!(@ $(#[$meta])* $vis fn $name($($arg: $ty),*);
             $flag, $general, $above, $hint, $crate::copy_entry!(@check $overlap),
-            $crate::copy_entry!(@check_avx2 $overlap), $crate::copy_entry!(@exits $overlap));
+            $crate::copy_entry!(@check_avx2 $overlap));
     };
     (@check disjoint) => { "" };
     (@check_avx2 disjoint) => { "" };
-    // The AVX2 overlap check's jumps to `general` (labels after them), for `bind`.
-    (@exits disjoint) => { "0, 0" };
-    (@exits possible) => { "82b - 30b, 83b - 30b" };
     (@check_avx2 possible) => {
-        // As `@check possible`, for the AVX2 loop: overlapping ranges take `general`.
-        "mov rcx, rdi\nsub rcx, rsi\ncmp rcx, rdx\njb {general}\n82:\nmov rcx, rsi\nsub rcx, rdi\ncmp rcx, rdx\njb {general}\n83:"
+        // As `@check possible`, for the AVX2 loop: overlapping ranges take `general`
+        // (through label 35, which cleans the upper halves first).
+        "mov rcx, rdi\nsub rcx, rsi\ncmp rcx, rdx\njb 35f\nmov rcx, rsi\nsub rcx, rdi\ncmp rcx, rdx\njb 35f"
     };
     (@check possible) => {
         // 513..=2048 bytes stay here only when the ranges share no byte (the loop
@@ -236,7 +245,7 @@ macro_rules! copy_entry {
         @ $(#[$meta:meta])*
         $vis:vis fn $name:ident($($arg:ident: $ty:ty),*);
         $flag:path, $general:path, $above:path, $hint:literal, $overlap_check:expr,
-        $overlap_check_avx2:expr, $exits:expr
+        $overlap_check_avx2:expr
     ) => {
         $(#[$meta])*
         #[unsafe(naked)]
@@ -349,21 +358,44 @@ macro_rules! copy_entry {
                 $hint,
                 "jmp {above}",
                 // Unbound: the flag test. AVX-512 continues after the slot, AVX2 at 30
-                // (overlapping head/tail pairs up to 256 bytes, every load before the
-                // first store; a loop to 2 KiB for disjoint ranges; else `general`).
+                // (see the module docs for the order): every load before the first store
+                // up to 256 bytes; a loop to 2 KiB for disjoint ranges; else `general`.
                 $crate::entry_flag_test!(),
                 "cmp rdx, 32",
+                "jb 21f",
+                "vmovdqu ymm0, ymmword ptr [rsi]",
+                "cmp rdx, 64",
                 "ja 25f",
-                // n <= 32 here: 32-bit compares, whose shorter encodings keep this
-                // block, to the 1-3-byte case's `ret`, within one line.
+                "vmovdqu ymm1, ymmword ptr [rsi + rdx - 32]",
+                "vmovdqu ymmword ptr [rdi], ymm0",
+                "vmovdqu ymmword ptr [rdi + rdx - 32], ymm1",
+                "vzeroupper",
+                "ret",
+                // n < 32 (32-bit compares): 16-31 bytes with one taken branch, 1-3
+                // with two, 4-15 with three.
+                ".p2align 6",
+                "21:",
                 "cmp edx, 16",
-                "jae 24f",
+                "jb 22f",
+                "vmovdqu xmm0, xmmword ptr [rsi]",
+                "vmovdqu xmm1, xmmword ptr [rsi + rdx - 16]",
+                "vmovdqu xmmword ptr [rdi], xmm0",
+                "vmovdqu xmmword ptr [rdi + rdx - 16], xmm1",
+                "ret",
+                "23:",
+                "mov r8, qword ptr [rsi]",
+                "mov r9, qword ptr [rsi + rdx - 8]",
+                "mov qword ptr [rdi], r8",
+                "mov qword ptr [rdi + rdx - 8], r9",
+                "ret",
+                ".p2align 6",
+                "22:",
                 "cmp edx, 8",
-                "jae 23f",
+                "jae 23b",
                 "cmp edx, 4",
-                "jae 22f",
+                "jae 24f",
                 "test edx, edx",
-                "je 21f",
+                "je 28f",
                 "mov r9, rdx",
                 "shr r9, 1",
                 "movzx r8d, byte ptr [rsi]",
@@ -372,57 +404,23 @@ macro_rules! copy_entry {
                 "mov byte ptr [rdi], r8b",
                 "mov byte ptr [rdi + r9], r10b",
                 "mov byte ptr [rdi + rdx - 1], r11b",
-                "21:",
+                "28:",
                 "ret",
                 ".p2align 6",
-                "22:",
+                "24:",
                 "mov r8d, dword ptr [rsi]",
                 "mov r9d, dword ptr [rsi + rdx - 4]",
                 "mov dword ptr [rdi], r8d",
                 "mov dword ptr [rdi + rdx - 4], r9d",
                 "ret",
-                "23:",
-                "mov r8, qword ptr [rsi]",
-                "mov r9, qword ptr [rsi + rdx - 8]",
-                "mov qword ptr [rdi], r8",
-                "mov qword ptr [rdi + rdx - 8], r9",
-                "ret",
-                "24:",
-                "vmovdqu xmm0, xmmword ptr [rsi]",
-                "vmovdqu xmm1, xmmword ptr [rsi + rdx - 16]",
-                "vmovdqu xmmword ptr [rdi], xmm0",
-                "vmovdqu xmmword ptr [rdi + rdx - 16], xmm1",
-                "ret",
+                // Above 64 bytes; ymm0 holds the first 32.
                 ".p2align 6",
                 "25:",
                 "cmp rdx, 256",
                 "ja 32f",
-                "cmp rdx, 64",
-                "ja 26f",
-                "vmovdqu ymm0, ymmword ptr [rsi]",
-                "vmovdqu ymm1, ymmword ptr [rsi + rdx - 32]",
-                "vmovdqu ymmword ptr [rdi], ymm0",
-                "vmovdqu ymmword ptr [rdi + rdx - 32], ymm1",
-                "vzeroupper",
-                "ret",
-                ".p2align 6",
-                "26:",
+                "vmovdqu ymm1, ymmword ptr [rsi + 32]",
                 "cmp rdx, 128",
-                "ja 27f",
-                "vmovdqu ymm0, ymmword ptr [rsi]",
-                "vmovdqu ymm1, ymmword ptr [rsi + 32]",
-                "vmovdqu ymm2, ymmword ptr [rsi + rdx - 64]",
-                "vmovdqu ymm3, ymmword ptr [rsi + rdx - 32]",
-                "vmovdqu ymmword ptr [rdi], ymm0",
-                "vmovdqu ymmword ptr [rdi + 32], ymm1",
-                "vmovdqu ymmword ptr [rdi + rdx - 64], ymm2",
-                "vmovdqu ymmword ptr [rdi + rdx - 32], ymm3",
-                "vzeroupper",
-                "ret",
-                ".p2align 6",
-                "27:",
-                "vmovdqu ymm0, ymmword ptr [rsi]",
-                "vmovdqu ymm1, ymmword ptr [rsi + 32]",
+                "jbe 26f",
                 "vmovdqu ymm2, ymmword ptr [rsi + 64]",
                 "vmovdqu ymm3, ymmword ptr [rsi + 96]",
                 "vmovdqu ymm4, ymmword ptr [rsi + rdx - 128]",
@@ -440,12 +438,20 @@ macro_rules! copy_entry {
                 "vzeroupper",
                 "ret",
                 ".p2align 6",
+                "26:",
+                "vmovdqu ymm2, ymmword ptr [rsi + rdx - 64]",
+                "vmovdqu ymm3, ymmword ptr [rsi + rdx - 32]",
+                "vmovdqu ymmword ptr [rdi], ymm0",
+                "vmovdqu ymmword ptr [rdi + 32], ymm1",
+                "vmovdqu ymmword ptr [rdi + rdx - 64], ymm2",
+                "vmovdqu ymmword ptr [rdi + rdx - 32], ymm3",
+                "vzeroupper",
+                "ret",
+                ".p2align 6",
                 "32:",
                 "cmp rdx, 2048",
-                "ja {general}",
-                "81:",
+                "ja 35f",
                 $overlap_check_avx2,
-                "vmovdqu ymm0, ymmword ptr [rsi]",
                 "vmovdqu ymm8, ymmword ptr [rsi + rdx - 128]",
                 "vmovdqu ymm9, ymmword ptr [rsi + rdx - 96]",
                 "vmovdqu ymm10, ymmword ptr [rsi + rdx - 64]",
@@ -480,8 +486,15 @@ macro_rules! copy_entry {
                 "vmovdqu ymmword ptr [r9 + 96], ymm11",
                 "vzeroupper",
                 "ret",
+                // Out, with the upper halves clean for the general path's SSE code: above 2 KiB,
+                // and overlapping ranges above 256 bytes. The bodies' only jump out (`bind` moves
+                // it with them).
+                "35:",
+                "vzeroupper",
+                "jmp {general}",
+                "81:",
                 "39:",
-                $crate::entry_avx2_bodies!($name, $exits),
+                $crate::entry_avx2_bodies!($name),
                 flag = sym $flag,
                 general = sym $general,
                 above = sym $above,
@@ -617,85 +630,80 @@ macro_rules! set_entry {
                 $hint,
                 "jmp {above}",
                 // Unbound: the flag test. AVX-512 continues after the slot, AVX2 at 30
-                // (overlapping head/tail stores up to 256 bytes, the broadcast first
-                // below 32; a loop to 2 KiB).
+                // (the order of the copy's, the broadcast to ymm only from 32 bytes); a
+                // loop to 2 KiB.
                 $crate::entry_flag_test!(),
-                "cmp rdx, 32",
-                "ja 25f",
                 "vmovd xmm0, esi",
+                "cmp rdx, 32",
+                "jb 21f",
+                "vpbroadcastb ymm0, xmm0",
+                "cmp rdx, 64",
+                "ja 25f",
+                "vmovdqu ymmword ptr [rdi], ymm0",
+                "vmovdqu ymmword ptr [rdi + rdx - 32], ymm0",
+                "vzeroupper",
+                "ret",
+                // n < 32, as the copy's.
+                ".p2align 6",
+                "21:",
                 "vpbroadcastb xmm0, xmm0",
                 "cmp edx, 16",
-                "jae 24f",
-                "cmp edx, 8",
-                "jae 23f",
-                "cmp edx, 4",
-                "jae 22f",
-                "test edx, edx",
-                "je 21f",
-                "mov r9, rdx",
-                "shr r9, 1",
-                "mov byte ptr [rdi], sil",
-                "mov byte ptr [rdi + r9], sil",
-                "mov byte ptr [rdi + rdx - 1], sil",
-                "21:",
-                "ret",
-                ".p2align 6",
-                "22:",
-                "vmovd dword ptr [rdi], xmm0",
-                "vmovd dword ptr [rdi + rdx - 4], xmm0",
+                "jb 22f",
+                "vmovdqu xmmword ptr [rdi], xmm0",
+                "vmovdqu xmmword ptr [rdi + rdx - 16], xmm0",
                 "ret",
                 "23:",
                 "vmovq qword ptr [rdi], xmm0",
                 "vmovq qword ptr [rdi + rdx - 8], xmm0",
                 "ret",
                 "24:",
-                "vmovdqu xmmword ptr [rdi], xmm0",
-                "vmovdqu xmmword ptr [rdi + rdx - 16], xmm0",
+                "vmovd dword ptr [rdi], xmm0",
+                "vmovd dword ptr [rdi + rdx - 4], xmm0",
                 "ret",
+                ".p2align 6",
+                "22:",
+                "cmp edx, 8",
+                "jae 23b",
+                "cmp edx, 4",
+                "jae 24b",
+                "test edx, edx",
+                "je 28f",
+                "mov r9, rdx",
+                "shr r9, 1",
+                "mov byte ptr [rdi], sil",
+                "mov byte ptr [rdi + r9], sil",
+                "mov byte ptr [rdi + rdx - 1], sil",
+                "28:",
+                "ret",
+                // Above 64 bytes each block stores its head before it tests for the next class.
                 ".p2align 6",
                 "25:",
                 "cmp rdx, 2048",
-                "ja {general}",
-                "81:",
-                "vmovd xmm0, esi",
-                "vpbroadcastb ymm0, xmm0",
-                "cmp rdx, 256",
-                "ja 32f",
-                "cmp rdx, 64",
-                "ja 26f",
-                "vmovdqu ymmword ptr [rdi], ymm0",
-                "vmovdqu ymmword ptr [rdi + rdx - 32], ymm0",
-                "vzeroupper",
-                "ret",
-                ".p2align 6",
-                "26:",
-                "cmp rdx, 128",
-                "ja 27f",
+                "ja 35f",
                 "vmovdqu ymmword ptr [rdi], ymm0",
                 "vmovdqu ymmword ptr [rdi + 32], ymm0",
+                "cmp rdx, 128",
+                "ja 26f",
                 "vmovdqu ymmword ptr [rdi + rdx - 64], ymm0",
                 "vmovdqu ymmword ptr [rdi + rdx - 32], ymm0",
                 "vzeroupper",
                 "ret",
                 ".p2align 6",
-                "27:",
-                "vmovdqu ymmword ptr [rdi], ymm0",
-                "vmovdqu ymmword ptr [rdi + 32], ymm0",
+                "26:",
                 "vmovdqu ymmword ptr [rdi + 64], ymm0",
                 "vmovdqu ymmword ptr [rdi + 96], ymm0",
+                "cmp rdx, 256",
+                "ja 32f",
                 "vmovdqu ymmword ptr [rdi + rdx - 128], ymm0",
                 "vmovdqu ymmword ptr [rdi + rdx - 96], ymm0",
                 "vmovdqu ymmword ptr [rdi + rdx - 64], ymm0",
                 "vmovdqu ymmword ptr [rdi + rdx - 32], ymm0",
                 "vzeroupper",
                 "ret",
-                // 257..=2048 bytes: 128 at each end and aligned 128-byte blocks between.
+                // 257..=2048 bytes (larger ones left at 25): the first 128 are stored;
+                // the last 128 and aligned 128-byte blocks between.
                 ".p2align 6",
                 "32:",
-                "vmovdqu ymmword ptr [rdi], ymm0",
-                "vmovdqu ymmword ptr [rdi + 32], ymm0",
-                "vmovdqu ymmword ptr [rdi + 64], ymm0",
-                "vmovdqu ymmword ptr [rdi + 96], ymm0",
                 "lea rcx, [rdi + rdx - 128]",
                 "mov r8, rdi",
                 "and r8, -32",
@@ -717,8 +725,14 @@ macro_rules! set_entry {
                 "vmovdqu ymmword ptr [rcx + 96], ymm0",
                 "vzeroupper",
                 "ret",
+                // Out, above 2 KiB, with the upper halves clean for the general path's SSE code
+                // (the bodies' only jump out, which `bind` moves with them).
+                "35:",
+                "vzeroupper",
+                "jmp {general}",
+                "81:",
                 "39:",
-                $crate::entry_avx2_bodies!($name, "0, 0"),
+                $crate::entry_avx2_bodies!($name),
                 flag = sym $flag,
                 general = sym $general,
                 above = sym $above,
