@@ -116,20 +116,21 @@
 //! dispatch (139 instructions for a 300-byte copy) and ran at 0.27–0.5× glibc's AVX2
 //! speed from 512 bytes to 1 KiB (AVX-512 masked on a 2-vCPU Intel Xeon KVM guest).
 //!
-//! Their search follows glibc's AVX2 functions from 32 bytes: 32–64 bytes with no taken
-//! branch, 65–128 and 257–2048 with two, 129–256 with one (sets: 65–128 with one,
-//! 129–256 with two, as glibc's memset). Below 32 bytes, one taken branch reaches
-//! 16–31 bytes, two 1–3, three 4–15 (glibc: two, one or two, two). The trade, measured
-//! with the lab's `doors` (AVX-512 masked on both sides, 2-vCPU EPYC Zen 4 KVM guest,
-//! 11 rounds, two runs each, ratio glibc / blockmem through the shim): with sizes up to
-//! 32 bytes as the fall-through instead (the smaller ones with at most one taken
-//! branch), the fleet distributions ran at 1.13× (geometric mean, hot) and the memset
-//! ones at 0.98–1.08×, but one size in a tight loop at 0.85–0.92× from 32 to 256
-//! bytes (copies and sets: a taken branch more than glibc at 32–64 bytes, two at 256).
-//! In this order the fleet runs at 1.11–1.12×, the memset distributions at 0.98–1.03×,
-//! and every size from 16 bytes to 4 KiB at 1.00–1.10×; 4–8-byte sizes alone in a loop
-//! lose a cycle (0.92×). A balanced search below 32 bytes (8, then 16 or 4) lost the
-//! random sizes (fleet 1.09×, memsets down to 0.94×).
+//! Their search follows glibc's AVX2 functions: 32–64 bytes with no taken branch,
+//! 65–128 and 257–2048 with two, 129–256 with one (sets: 65–128 with one, 129–256 with
+//! two, as glibc's memset), and below 32 bytes glibc's ladder (two taken branches, one
+//! for 1–3 bytes). The trade, measured with the lab's `doors` (AVX-512 masked on both
+//! sides, 2-vCPU EPYC Zen 4 KVM guest, 11 rounds, two runs each, ratio glibc / blockmem
+//! through the shim): with sizes up to 32 bytes as the fall-through instead (each with
+//! at most one taken branch), the fleet distributions ran at 1.13× (geometric mean,
+//! hot) and the memset ones at 0.98–1.08×, but one size in a tight loop at 0.85–0.92×
+//! from 32 to 256 bytes (a taken branch more than glibc at 32–64 bytes, two at 256).
+//! In this order the fleet runs at 1.11×, the memset distributions at 0.97–1.03×, and
+//! one size in a loop at 1.00× or above from 1 byte to 4 KiB but for single cells of
+//! a cycle. Measured and dropped: 16–31 bytes with one taken branch and 4–15 with three
+//! (fleet 1.11–1.12×, but 4- and 8-byte sizes in a loop at 0.92×, 0.85–0.87× on a
+//! 16-vCPU Intel Xeon KVM guest), and a balanced search below 32 bytes (fleet 1.09×,
+//! memsets down to 0.94×).
 //!
 //! Every load precedes every store in each block up to 512 bytes (AVX-512) or 256
 //! (AVX2), so overlapping ranges are copied as a move; the loops take disjoint ranges
@@ -371,29 +372,16 @@ macro_rules! copy_entry {
                 "vmovdqu ymmword ptr [rdi + rdx - 32], ymm1",
                 "vzeroupper",
                 "ret",
-                // n < 32 (32-bit compares): 16-31 bytes with one taken branch, 1-3
-                // with two, 4-15 with three.
+                // n < 32: glibc's ladder (32-bit compares, whose shorter encodings keep
+                // this block within one line).
                 ".p2align 6",
                 "21:",
                 "cmp edx, 16",
-                "jb 22f",
-                "vmovdqu xmm0, xmmword ptr [rsi]",
-                "vmovdqu xmm1, xmmword ptr [rsi + rdx - 16]",
-                "vmovdqu xmmword ptr [rdi], xmm0",
-                "vmovdqu xmmword ptr [rdi + rdx - 16], xmm1",
-                "ret",
-                "23:",
-                "mov r8, qword ptr [rsi]",
-                "mov r9, qword ptr [rsi + rdx - 8]",
-                "mov qword ptr [rdi], r8",
-                "mov qword ptr [rdi + rdx - 8], r9",
-                "ret",
-                ".p2align 6",
-                "22:",
-                "cmp edx, 8",
-                "jae 23b",
-                "cmp edx, 4",
                 "jae 24f",
+                "cmp edx, 8",
+                "jae 23f",
+                "cmp edx, 4",
+                "jae 22f",
                 "test edx, edx",
                 "je 28f",
                 "mov r9, rdx",
@@ -407,11 +395,23 @@ macro_rules! copy_entry {
                 "28:",
                 "ret",
                 ".p2align 6",
-                "24:",
+                "22:",
                 "mov r8d, dword ptr [rsi]",
                 "mov r9d, dword ptr [rsi + rdx - 4]",
                 "mov dword ptr [rdi], r8d",
                 "mov dword ptr [rdi + rdx - 4], r9d",
+                "ret",
+                "23:",
+                "mov r8, qword ptr [rsi]",
+                "mov r9, qword ptr [rsi + rdx - 8]",
+                "mov qword ptr [rdi], r8",
+                "mov qword ptr [rdi + rdx - 8], r9",
+                "ret",
+                "24:",
+                "vmovdqu xmm0, xmmword ptr [rsi]",
+                "vmovdqu xmm1, xmmword ptr [rsi + rdx - 16]",
+                "vmovdqu xmmword ptr [rdi], xmm0",
+                "vmovdqu xmmword ptr [rdi + rdx - 16], xmm1",
                 "ret",
                 // Above 64 bytes; ymm0 holds the first 32.
                 ".p2align 6",
@@ -648,24 +648,11 @@ macro_rules! set_entry {
                 "21:",
                 "vpbroadcastb xmm0, xmm0",
                 "cmp edx, 16",
-                "jb 22f",
-                "vmovdqu xmmword ptr [rdi], xmm0",
-                "vmovdqu xmmword ptr [rdi + rdx - 16], xmm0",
-                "ret",
-                "23:",
-                "vmovq qword ptr [rdi], xmm0",
-                "vmovq qword ptr [rdi + rdx - 8], xmm0",
-                "ret",
-                "24:",
-                "vmovd dword ptr [rdi], xmm0",
-                "vmovd dword ptr [rdi + rdx - 4], xmm0",
-                "ret",
-                ".p2align 6",
-                "22:",
+                "jae 24f",
                 "cmp edx, 8",
-                "jae 23b",
+                "jae 23f",
                 "cmp edx, 4",
-                "jae 24b",
+                "jae 22f",
                 "test edx, edx",
                 "je 28f",
                 "mov r9, rdx",
@@ -674,6 +661,19 @@ macro_rules! set_entry {
                 "mov byte ptr [rdi + r9], sil",
                 "mov byte ptr [rdi + rdx - 1], sil",
                 "28:",
+                "ret",
+                ".p2align 6",
+                "22:",
+                "vmovd dword ptr [rdi], xmm0",
+                "vmovd dword ptr [rdi + rdx - 4], xmm0",
+                "ret",
+                "23:",
+                "vmovq qword ptr [rdi], xmm0",
+                "vmovq qword ptr [rdi + rdx - 8], xmm0",
+                "ret",
+                "24:",
+                "vmovdqu xmmword ptr [rdi], xmm0",
+                "vmovdqu xmmword ptr [rdi + rdx - 16], xmm0",
                 "ret",
                 // Above 64 bytes each block stores its head before it tests for the next class.
                 ".p2align 6",
