@@ -9,7 +9,9 @@
  *        fnptr   the same functions called through volatile function pointers
  *        cabi    blockmem_copy/_move/_set with BLOCKMEM_HINT_AUTO (IMPL blockmem) or
  *                plain calls to the system library (IMPL libc), in a process without
- *                the shim
+ *                the shim. The names are parenthesised: the functions with their hint
+ *                argument, as a caller passing a hint meets them (with the constant
+ *                AUTO, the header's macros call the cmem functions instead)
  *        cmem    the same with blockmem_memcpy/_memmove/_memset, the C ABI in the C
  *                functions' own shape (no hint argument). Built with -DLIBC_AS_CMEM,
  *                the driver's cmem loops call memcpy/memmove/memset instead: the lab
@@ -123,17 +125,17 @@ __attribute__((noinline, aligned(64))) static void replay(const struct job *j, u
     int cabi = door == CABI && use_blockmem, cmem = door == CMEM && (use_blockmem || CMEM_LIBC);
     if (j->op == 2) {
         if (door == FNPTR) for (; c < e; c++) fp_memset(dst + c->dst, SET_BYTE, c->n);
-        else if (cabi) for (; c < e; c++) blockmem_set(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO);
+        else if (cabi) for (; c < e; c++) (blockmem_set)(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO);
         else if (cmem) for (; c < e; c++) blockmem_memset(dst + c->dst, SET_BYTE, c->n);
         else for (; c < e; c++) memset(dst + c->dst, SET_BYTE, c->n);
     } else if (j->op == 1) {
         if (door == FNPTR) REPLAY_COPY(fp_memmove(dst + c->dst, s, c->n))
-        else if (cabi) REPLAY_COPY(blockmem_move(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
+        else if (cabi) REPLAY_COPY((blockmem_move)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
         else if (cmem) REPLAY_COPY(blockmem_memmove(dst + c->dst, s, c->n))
         else REPLAY_COPY(memmove(dst + c->dst, s, c->n))
     } else {
         if (door == FNPTR) REPLAY_COPY(fp_memcpy(dst + c->dst, s, c->n))
-        else if (cabi) REPLAY_COPY(blockmem_copy(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
+        else if (cabi) REPLAY_COPY((blockmem_copy)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
         else if (cmem) REPLAY_COPY(blockmem_memcpy(dst + c->dst, s, c->n))
         else REPLAY_COPY(memcpy(dst + c->dst, s, c->n))
     }

@@ -10,7 +10,10 @@
 //! * `fnptr`: the same functions through function pointers (qsort-style callers,
 //!   languages that take `memcpy`'s address);
 //! * `cabi`: `blockmem_copy`/`_move`/`_set` from `libblockmem_ffi.so` with
-//!   `BLOCKMEM_HINT_AUTO`, against plain glibc calls in the same kind of process;
+//!   `BLOCKMEM_HINT_AUTO` passed as their fourth argument, as a caller passing hints
+//!   meets them, against plain glibc calls in the same kind of process (a call with
+//!   the constant `BLOCKMEM_HINT_AUTO` written in C compiles, through the header's
+//!   macros, to the `cmem` functions);
 //! * `cmem`: `blockmem_memcpy`/`_memmove`/`_memset`, the same library in the C
 //!   functions' own shape (no hint argument to set), against glibc called from the
 //!   very same loops (a second build of the driver, with the three names defined to
