@@ -1247,30 +1247,27 @@ mod tests {
         assert_eq!(img[..9], BODIES[..9]);
         assert_eq!(img[9..13], (0x1000 + i32::from(AT)).to_le_bytes());
         assert_eq!(img[13], 0xc3);
-        let (slot, len) = image(&c, LEVEL_AVX512);
-        assert_eq!((&slot[..8], len), (&SLOT_AVX512[..], 8));
+        let (slot, slot_len) = image(&c, LEVEL_AVX512);
+        assert_eq!((&slot[..8], slot_len), (&SLOT_AVX512[..], 8));
         assert!(matches!(planned(&c, &DESC, 0), Ok(Plan::Nothing)));
 
-        // Once written, the entry is bound for AVX2 and for nothing else.
-        let mut bound = code();
-        bound.0[..len].copy_from_slice(&img[..len]);
-        assert!(matches!(
-            planned(&bound, &DESC, LEVEL_AVX2),
-            Ok(Plan::Bound(Binding::Avx2))
-        ));
-        assert_eq!(
-            planned(&bound, &DESC, LEVEL_AVX512).err(),
-            Some(BindError::Unrecognised)
-        );
-        bound.0[..8].copy_from_slice(&SLOT_AVX512);
-        assert!(matches!(
-            planned(&bound, &DESC, LEVEL_AVX512),
-            Ok(Plan::Bound(Binding::Avx512))
-        ));
-        assert_eq!(
-            planned(&bound, &DESC, LEVEL_AVX2).err(),
-            Some(BindError::Unrecognised)
-        );
+        // Once written, the entry is bound for its level and for nothing else.
+        for (start, binding, level, other) in [
+            (&img[..len], Binding::Avx2, LEVEL_AVX2, LEVEL_AVX512),
+            (&SLOT_AVX512[..], Binding::Avx512, LEVEL_AVX512, LEVEL_AVX2),
+        ] {
+            let mut bound = code();
+            bound.0[..start.len()].copy_from_slice(start);
+            assert!(
+                matches!(planned(&bound, &DESC, level), Ok(Plan::Bound(b)) if b == binding),
+                "{binding:?}"
+            );
+            assert_eq!(
+                planned(&bound, &DESC, other).err(),
+                Some(BindError::Unrecognised),
+                "{binding:?}"
+            );
+        }
     }
 
     #[test]
