@@ -184,9 +184,9 @@ macro_rules! entry_flag_test {
 
 /// The descriptor of an entry's AVX2 bodies, [`Avx2Bodies`], under the hidden name
 /// `NAME_avx2` in a read-only section: their offset from the entry (label 30), their
-/// length (to label 39, after their last `ret`) and the ends of their jumps to
-/// `general` (label 81, then `exits`: two more label differences or zeros). Every value
-/// is a difference of two labels of the entry, so it needs no relocation.
+/// length (to label 39, after their last instruction) and the end of their one jump
+/// out, to `general` (label 81; the two other exits are unused, zero). Every value is
+/// a difference of two labels of the entry, so it needs no relocation.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! entry_avx2_bodies {
