@@ -24,8 +24,8 @@ DRIVER = r"""
 #include <string.h>
 #ifdef CABI
 #include "blockmem.h"
-#define COPY(d, s, n) blockmem_copy(d, s, n, BLOCKMEM_HINT_AUTO)
-#define SET(d, c, n) blockmem_set(d, c, n, BLOCKMEM_HINT_AUTO)
+#define COPY(d, s, n) (blockmem_copy)(d, s, n, BLOCKMEM_HINT_AUTO)
+#define SET(d, c, n) (blockmem_set)(d, c, n, BLOCKMEM_HINT_AUTO)
 #else
 #define COPY(d, s, n) memcpy(d, s, n)
 #define SET(d, c, n) memset(d, c, n)
