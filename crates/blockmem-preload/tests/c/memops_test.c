@@ -712,7 +712,8 @@ static int check_profile(const char *dir) {
 
 /* Prints the first eight bytes of each assembly entry, "slot NAME xx xx ...", for the
  * tests to decode (`blockmem::arch::x86_64::entry::binding_of`): whether the constructor
- * bound the entries to this CPU's bodies or left them on their flag test. */
+ * bound the entries to this CPU's bodies or left them on their flag test; and fails if
+ * any mapping is writable and executable. */
 static void print_slots(void) {
 #ifdef USE_BLOCKMEM_API
     const char *names[] = {"blockmem_copy",   "blockmem_move",    "blockmem_set",
@@ -739,6 +740,23 @@ static void print_slots(void) {
             printf(" %02x", fns[i][k]);
         printf("\n");
     }
+    /* Binding opens pages of code for writing only while it writes (an AVX2 binding
+     * copies the bodies, which may reach into the next page): none stays writable. */
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (!maps) {
+        fprintf(stderr, "FAIL cannot read /proc/self/maps\n");
+        failures++;
+        return;
+    }
+    char line[512];
+    while (fgets(line, sizeof line, maps)) {
+        char perms[5] = "";
+        if (sscanf(line, "%*s %4s", perms) == 1 && perms[1] == 'w' && perms[2] == 'x') {
+            fprintf(stderr, "FAIL writable code: %s", line);
+            failures++;
+        }
+    }
+    fclose(maps);
 }
 
 /* ---- main -------------------------------------------------------------------------- */

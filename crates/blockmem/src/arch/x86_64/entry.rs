@@ -941,11 +941,17 @@ pub unsafe fn bind(entries: &[Entry], flag: *const u8, level: u8) -> Result<Bind
             Plan::Nothing => return Ok(Binding::Flag),
         }
     }
-    // The bytes each entry's plan writes from its start: the slot, or the AVX2 bodies.
-    // SAFETY: as above.
-    let written = |e: &Entry| match unsafe { plan(e, flag, level) } {
-        Ok(Plan::Write { len, .. }) => usize::from(len),
-        _ => 0,
+    // The bytes a binding to `level` writes from an entry's start, the slot or the AVX2
+    // bodies: from the level and the descriptor alone, so that the pages opened are the
+    // pages closed (the plan of an entry once written says it is bound, and writes
+    // nothing).
+    let written = |e: &Entry| {
+        if level == crate::dispatch::wide::LEVEL_AVX2 {
+            // SAFETY: the descriptor is a static beside the entry; checked by `plan`.
+            usize::from(unsafe { (*e.avx2).len })
+        } else {
+            8
+        }
     };
     // The first and the last page an entry's writes touch.
     let span = |e: &Entry| {
