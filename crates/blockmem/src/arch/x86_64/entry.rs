@@ -33,9 +33,9 @@
 //! to AVX-512 it becomes `lea rax, [rdi]` (the return value, one instruction of eight
 //! bytes) and the call falls straight into the size search. Bound to AVX2, the entry
 //! starts with its AVX2 bodies: the constructor copies them over the AVX-512 bodies
-//! (which a CPU bound for AVX2 never runs), moving the `rel32` of their jumps to
+//! (which a CPU bound for AVX2 never runs), moving the `rel32` of their one jump to
 //! `general` by the distance they move (a descriptor beside each entry, `NAME_avx2`,
-//! gives their place, length and those jumps), and writes the slot last. A `jmp` from
+//! gives their place, length and that jump), and writes the slot last. A `jmp` from
 //! the slot to the bodies would cost every call a taken branch: a 64-byte copy in a C
 //! loop took 2.44 ns that way against 2.17 with the same body at the entry and glibc's
 //! AVX2 function's 2.16 (2-vCPU EPYC Zen 4 KVM guest, AVX-512 masked on both sides).
@@ -182,17 +182,19 @@ macro_rules! entry_flag_test {
     };
 }
 
-/// The descriptor of an entry's AVX2 bodies, [`Avx2Bodies`], under the hidden name
-/// `NAME_avx2` in a read-only section: their offset from the entry (label 30), their
-/// length (to label 39, after their last instruction) and the end of their one jump
-/// out, to `general` (label 81; the two other exits are unused, zero). Every value is
-/// a difference of two labels of the entry, so it needs no relocation.
+/// The end of an entry's AVX2 bodies: their one jump out (label 35: `vzeroupper`, then
+/// `{general}`, with the upper halves clean for the general path's SSE code), and the
+/// descriptor of the bodies, [`Avx2Bodies`], under the hidden name `NAME_avx2` in a
+/// read-only section: their offset from the entry (label 30), their length (to label
+/// 39, after the jump out) and the end of that jump (label 81). Every value is a
+/// difference of two labels of the entry, so it needs no relocation; `bind` moves the
+/// jump with the bodies.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! entry_avx2_bodies {
     ($name:ident) => {
         concat!(
-            ".pushsection .rodata.",
+            "35:\nvzeroupper\njmp {general}\n81:\n39:\n.pushsection .rodata.",
             stringify!($name),
             "_avx2,\"a\",@progbits\n.p2align 1\n.globl ",
             stringify!($name),
@@ -200,7 +202,7 @@ macro_rules! entry_avx2_bodies {
             stringify!($name),
             "_avx2\n",
             stringify!($name),
-            "_avx2:\n.short 30b - 98b, 39b - 30b, 81b - 30b, 0, 0\n.popsection"
+            "_avx2:\n.short 30b - 98b, 39b - 30b, 81b - 30b\n.popsection"
         )
     };
 }
@@ -486,14 +488,7 @@ macro_rules! copy_entry {
                 "vmovdqu ymmword ptr [r9 + 96], ymm11",
                 "vzeroupper",
                 "ret",
-                // Out, with the upper halves clean for the general path's SSE code: above 2 KiB,
-                // and overlapping ranges above 256 bytes. The bodies' only jump out (`bind` moves
-                // it with them).
-                "35:",
-                "vzeroupper",
-                "jmp {general}",
-                "81:",
-                "39:",
+                // Out (label 35) above 2 KiB and for overlapping ranges above 256 bytes.
                 $crate::entry_avx2_bodies!($name),
                 flag = sym $flag,
                 general = sym $general,
@@ -725,13 +720,7 @@ macro_rules! set_entry {
                 "vmovdqu ymmword ptr [rcx + 96], ymm0",
                 "vzeroupper",
                 "ret",
-                // Out, above 2 KiB, with the upper halves clean for the general path's SSE code
-                // (the bodies' only jump out, which `bind` moves with them).
-                "35:",
-                "vzeroupper",
-                "jmp {general}",
-                "81:",
-                "39:",
+                // Out (label 35) above 2 KiB.
                 $crate::entry_avx2_bodies!($name),
                 flag = sym $flag,
                 general = sym $general,
@@ -793,11 +782,10 @@ pub struct Avx2Bodies {
     /// Their offset from the entry (label 30, a 64-byte line's start, after the flag
     /// test).
     pub at: u16,
-    /// Their length, to the end of their last `ret`.
+    /// Their length, to the end of their jump out.
     pub len: u16,
-    /// For each of their jumps out (to `general`), the offset from the bodies of the end
-    /// of its `rel32`; 0 for none.
-    pub exits: [u16; 3],
+    /// The end of the `rel32` of their one jump out (to `general`), from the bodies.
+    pub exit: u16,
 }
 
 /// An assembly entry, for [`bind`]: made by [`entry!`](crate::entry).
@@ -875,20 +863,19 @@ pub unsafe fn slot_of(entry: *const u8) -> [u8; 8] {
 }
 
 /// Byte `k` of the AVX2 bodies `d` of the code at `entry` as they run from the entry's
-/// start: their own bytes, with the `rel32` of each jump out moved by `d.at`, the
+/// start: their own bytes, with the `rel32` of their jump out moved by `d.at`, the
 /// distance they move (a relative jump keeps its target from the new place).
 ///
 /// # Safety
-/// `entry + d.at .. entry + d.at + d.len` is readable, and each nonzero exit lies in
+/// `entry + d.at .. entry + d.at + d.len` is readable, and the exit lies in
 /// `4..=d.len`.
 unsafe fn relocated(entry: *const u8, d: &Avx2Bodies, k: usize) -> u8 {
     // SAFETY: the caller's contract.
     let byte = |i: usize| unsafe { core::ptr::read_volatile(entry.add(usize::from(d.at) + i)) };
-    for e in d.exits.iter().map(|&e| usize::from(e)).filter(|&e| e != 0) {
-        if (e - 4..e).contains(&k) {
-            let rel = i32::from_le_bytes([byte(e - 4), byte(e - 3), byte(e - 2), byte(e - 1)]);
-            return rel.wrapping_add(i32::from(d.at)).to_le_bytes()[k + 4 - e];
-        }
+    let e = usize::from(d.exit);
+    if (e - 4..e).contains(&k) {
+        let rel = i32::from_le_bytes([byte(e - 4), byte(e - 3), byte(e - 2), byte(e - 1)]);
+        return rel.wrapping_add(i32::from(d.at)).to_le_bytes()[k + 4 - e];
     }
     byte(k)
 }
@@ -903,7 +890,7 @@ unsafe fn relocated(entry: *const u8, d: &Avx2Bodies, k: usize) -> u8 {
 ///
 /// For AVX-512 the slot becomes [`SLOT_AVX512`] and the call falls into the bodies
 /// after it. For AVX2 the AVX2 bodies are copied over the AVX-512 bodies, which such
-/// a CPU never runs (its flag sends every unbound call to the AVX2 bodies), their jumps
+/// a CPU never runs (its flag sends every unbound call to the AVX2 bodies), their jump
 /// out moved by the distance the code moves; the slot is written last. A jump from the
 /// slot to the AVX2 bodies would cost every call a taken branch: in a C loop on a
 /// 2-vCPU EPYC (Zen 4) KVM guest, with glibc and blockmem both on their AVX2
@@ -1146,27 +1133,21 @@ unsafe fn plan(entry: &Entry, flag: *const u8, level: u8) -> Result<Plan, BindEr
 
 /// Whether `d` describes AVX2 bodies in the code `byte` reads (offsets from the
 /// entry): they start with [`AVX2_FIRST`] after `room` bytes (the space before the
-/// flag test, where they will be copied, which must hold them), and each exit ends a
+/// flag test, where they will be copied, which must hold them), and the exit ends a
 /// `jmp rel32` or `jcc rel32` whose target lies outside them.
 fn avx2_fits(d: &Avx2Bodies, room: usize, byte: &dyn Fn(usize) -> u8) -> bool {
-    let (at, len) = (usize::from(d.at), usize::from(d.len));
+    let (at, len, e) = (usize::from(d.at), usize::from(d.len), usize::from(d.exit));
     if len < 8 || len > room || at < len || (0..3).any(|k| byte(at + k) != AVX2_FIRST[k]) {
         return false;
     }
-    d.exits
-        .iter()
-        .map(|&e| usize::from(e))
-        .filter(|&e| e != 0)
-        .all(|e| {
-            if !(6..=len).contains(&e) {
-                return false;
-            }
-            let b = |k: usize| byte(at + e - k);
-            let jump = b(5) == JMP_REL32 || (b(6) == 0x0f && b(5) & 0xf0 == 0x80);
-            let rel = i64::from(i32::from_le_bytes([b(4), b(3), b(2), b(1)]));
-            let target = e as i64 + rel;
-            jump && (target < 0 || target >= len as i64)
-        })
+    if !(6..=len).contains(&e) {
+        return false;
+    }
+    let b = |k: usize| byte(at + e - k);
+    let jump = b(5) == JMP_REL32 || (b(6) == 0x0f && b(5) & 0xf0 == 0x80);
+    let rel = i64::from(i32::from_le_bytes([b(4), b(3), b(2), b(1)]));
+    let target = e as i64 + rel;
+    jump && (target < 0 || target >= len as i64)
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -1189,7 +1170,7 @@ mod tests {
     const DESC: Avx2Bodies = Avx2Bodies {
         at: AT,
         len: 14,
-        exits: [13, 0, 0],
+        exit: 13,
     };
 
     fn code() -> Code {
@@ -1291,15 +1272,9 @@ mod tests {
                 ..DESC
             },
             // An exit that ends no jump.
-            Avx2Bodies {
-                exits: [12, 0, 0],
-                ..DESC
-            },
+            Avx2Bodies { exit: 12, ..DESC },
             // An exit past the bodies' end.
-            Avx2Bodies {
-                exits: [13, 15, 0],
-                ..DESC
-            },
+            Avx2Bodies { exit: 15, ..DESC },
         ];
         for d in wrong {
             assert_eq!(
