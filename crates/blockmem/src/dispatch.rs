@@ -728,10 +728,10 @@ unsafe fn copy_wide_inline<const K: u8>(
 #[inline(always)]
 unsafe fn set_wide_inline(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     use crate::arch::x86_64::masked;
-    // SAFETY: forwarded contract. One compare takes 1..=64 (a zero-byte set, like one
-    // whose store would straddle a page, goes to `set_wide`, which takes the ladder).
+    // SAFETY: forwarded contract. One compare takes 1..=64 (a zero-byte set goes to
+    // `set_wide`, which returns without a store).
     unsafe {
-        if n.wrapping_sub(1) < masked::MAX && masked::page_safe(dst) {
+        if n.wrapping_sub(1) < masked::MAX {
             masked::set_masked(dst, byte, n);
             return dst;
         }

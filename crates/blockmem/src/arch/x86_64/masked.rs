@@ -1,35 +1,46 @@
 //! Small copies and sets with AVX-512BW masked byte loads and stores.
 //!
-//! For a set of `n <= 64` bytes, `bzhi` builds a mask of the low `n` bits and one
-//! masked store writes exactly `n` bytes: no size ladder, so no branch to mispredict.
-//! A copy takes one branch: up to 32 bytes one masked 32-byte load and store, 33–64
-//! two overlapping 32-byte ones. A masked-out byte is neither read nor written, but
-//! the access still fetches every cache line its full width spans: a 64-byte masked
-//! copy at a random address pulls in a second line for most small calls. Scattered
-//! over cold memory (1–16-byte copies, 256 MiB, random addresses) that made it 12%
-//! slower than glibc (46 against 41 ns per call), with the 32-byte form 1–4% faster.
-//! It costs ~0.6 ns per call on L1-resident data (`Memcpy_Fleet` replayed hot: 1.8–1.9x
-//! libc against 2.1–2.2x; cold: 0.91–0.95x against 0.87–0.89x; same host, alternating
-//! builds). The set keeps its single 64-byte store: its cold replay already matched
-//! libc (1.00–1.07x).
+//! For a set of `n <= 64` bytes, `bzhi` builds a mask of `n` bits and one masked
+//! store writes exactly `n` bytes: no size ladder, so no branch to mispredict. With
+//! sizes that vary call to call (the fleetbench distributions: 70% of memsets are 1–32
+//! bytes, spread over six rungs of a ladder), a ladder mispredicts about once per call
+//! (~15 cycles); the masked path costs the same for every size. Masked-out bytes cannot
+//! fault, so a buffer flush against an unmapped page is safe (the guard-page tests run
+//! this path).
 //!
-//! With sizes that vary call to call (the fleetbench distributions: 70% of memsets are
-//! 1–32 bytes, spread over six rungs of a ladder), a ladder mispredicts about once
-//! per call (~15 cycles); the masked path costs the same for every size. Masked-out
-//! bytes cannot fault, so a buffer flush against an unmapped page is safe (the
-//! guard-page tests run this path).
+//! A masked-out byte is neither read nor written, but the access still fetches every
+//! cache line its full width spans. Scattered over cold memory (8-byte copies at
+//! random addresses in 1 GiB, a C loop, 2-vCPU EPYC Zen 4 KVM guest) a masked 64-byte
+//! load and store took 44.7 ns a call where their window crossed into a second line
+//! and 25.4 where it did not; two 8-byte moves took 22.8. So the window is chosen to
+//! lie in the lines the bytes lie in:
+//! * a set's 64-byte window is the line itself (the mask shifted by the destination's
+//!   offset in it) when the bytes fit in one line, else the 64 bytes that end with the
+//!   last one: exact, for one shift and a conditional move. Random 1–15-byte sets
+//!   scattered over 1 GiB took 10.2 ns a call against 16.6 with the window at the
+//!   destination, which is what glibc's evex memset stores (16.8); hot, 2.9–3.1 ns
+//!   against 2.8–3.1. The window crosses a page only where the bytes do, so no test
+//!   of the page is needed.
+//! * a copy has two pointers, whose offsets in their lines differ, and the data's
+//!   place in the register ties the two windows together; a window chosen for both
+//!   (the shift computed from both offsets) was slower cold than the narrow one,
+//!   whose addresses need no computation. So copies of 1–15 bytes take one masked
+//!   16-byte access (a second line for 15 in 64 random addresses, at most), 16–32 two
+//!   overlapping 16-byte ones and 33–64 two 32-byte ones (exact). With one masked
+//!   32-byte access for 1–31 bytes, as before, random 1–15-byte copies scattered over
+//!   1 GiB took 26.2 ns a call against glibc's 22.5 and 22.7 with the 16-byte one; hot,
+//!   the extra test at 16 bytes costs sizes that straddle it a misprediction (random
+//!   1–31-byte copies: 5.3 ns a call against 3.0, glibc 7.7).
 //!
 //! A masked access whose bytes straddle a page boundary is slow even when both pages
 //! are mapped and every selected byte lies in the first: 20-40 TSC ticks against 4 on a
-//! 2-vCPU Intel Xeon KVM guest (measured with the selected bytes on either side). With
-//! the fleet's scattered buffers 1.5% of pointers sit in the last 63 bytes of a page. A
-//! set near a page's end takes a short unmasked ladder instead (glibc's evex memset
-//! makes the same check). A copy does not: it has two pointers to check, and with the
-//! check the Memcpy_Fleet replay measured 0.5 ns per call slower (3.5-3.7 ns against
-//! 3.0).
+//! 2-vCPU Intel Xeon KVM guest (measured with the selected bytes on either side). A
+//! set's window never does (above). A copy's 16-byte access can: checking two pointers
+//! cost the Memcpy_Fleet replay 0.5 ns per call (3.5-3.7 ns against 3.0), more than
+//! the rare assist saves.
 //!
-//! The masked paths (up to 64 bytes) are inline assembly on zmm16/ymm16-17 and k1
-//! (the 32-byte EVEX forms need AVX-512VL, part of the `AVX512BW` feature): touching
+//! The masked paths (up to 64 bytes) are inline assembly on zmm16/ymm16-17/xmm16-17
+//! and k1 (the 16- and 32-byte EVEX forms need AVX-512VL, part of the `AVX512BW` feature): touching
 //! only EVEX-only registers leaves the upper halves of ymm0-15 clean, so they return
 //! without `vzeroupper`, which the compiler adds after any use of zmm0-15. Measured
 //! with a C harness against glibc (random 1-64-byte calls, three runs): memcpy
@@ -47,12 +58,7 @@
 //! Used by the dispatcher's inline path when the CPU has AVX-512BW and BMI2; not a
 //! kernel of its own (every kernel keeps the portable ladder).
 
-use core::arch::x86_64::{
-    __m256i, __m512i, _mm256_set1_epi8, _mm256_storeu_si256, _mm512_loadu_epi8, _mm512_set1_epi8,
-    _mm512_storeu_epi8,
-};
-
-use crate::arch::all::small::{set_le32, SMALL_MAX};
+use core::arch::x86_64::{__m512i, _mm512_loadu_epi8, _mm512_set1_epi8, _mm512_storeu_epi8};
 
 /// Largest size the single masked access handles.
 pub const MAX: usize = 64;
@@ -67,8 +73,8 @@ pub const COPY_WIDE_MAX: usize = 2048;
 pub const SET_WIDE_MAX: usize = 2048;
 
 /// Copies (or moves: every load completes before the first store) `n <= 64` bytes,
-/// touching only the cache lines the bytes lie in when `n > 32`, at most one line
-/// more when `n <= 32` (see the module docs), and none of the caller's when `n == 0`.
+/// touching only the cache lines the bytes lie in when `n >= 16`, at most one line
+/// more when `n < 16` (see the module docs), and none of the caller's when `n == 0`.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= 64`; the CPU supports
@@ -76,7 +82,7 @@ pub const SET_WIDE_MAX: usize = 2048;
 #[inline(always)]
 pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
     debug_assert!(n <= MAX);
-    if n <= 32 {
+    if n < 16 {
         // A masked access with every byte masked out still looks its line up: a
         // zero-byte copy at cold addresses cost 57 ns against glibc's 7, and 8.7% of
         // Memcpy_Fleet's calls are zero bytes. With n == 0 (`bzhi` sets ZF) the
@@ -88,9 +94,9 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
         // (a run of zero-byte copies took 5.5 ns per call with one line, 2.0 with
         // two; glibc 1.7). Nothing is read or written either way, and a zero-byte
         // call never looks at the caller's pointers.
-        // SAFETY: the mask selects exactly bytes [0, n) of each 32-byte access, which
+        // SAFETY: the mask selects exactly bytes [0, n) of each 16-byte access, which
         // are valid per the contract; masked-out bytes are not accessed (no fault, no
-        // write). In ymm16, an EVEX-only register as in `set_le64`: no `vzeroupper`
+        // write). In xmm16, an EVEX-only register as in `set_masked`: no `vzeroupper`
         // on return.
         unsafe {
             core::arch::asm!(
@@ -101,23 +107,40 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
                 "bzhi {m:e}, {m:e}, {n:e}",
                 "cmovz {s}, {u}",
                 "cmovz {d}, {t}",
-                "kmovd k1, {m:e}",
-                "vmovdqu8 ymm16 {{k1}}{{z}}, ymmword ptr [{s}]",
-                "vmovdqu8 ymmword ptr [{d}] {{k1}}, ymm16",
+                "kmovw k1, {m:e}",
+                "vmovdqu8 xmm16 {{k1}}{{z}}, xmmword ptr [{s}]",
+                "vmovdqu8 xmmword ptr [{d}] {{k1}}, xmm16",
                 n = in(reg) n,
                 t = out(reg) _,
                 u = out(reg) _,
                 m = out(reg) _,
                 s = inout(reg) src => _,
                 d = inout(reg) dst => _,
-                out("ymm16") _,
+                out("xmm16") _,
                 out("k1") _,
                 options(nostack)
             );
         }
-    } else {
-        // 33..=64: [0, 32) and [n-32, n), both loads before either store (a move's
+    } else if n <= 32 {
+        // 16..=32: [0, 16) and [n-16, n), both loads before either store (a move's
         // ranges may overlap); they touch exactly the lines the bytes lie in.
+        // SAFETY: both accesses lie in [0, n), valid per the contract.
+        unsafe {
+            core::arch::asm!(
+                "vmovdqu64 xmm16, xmmword ptr [{s}]",
+                "vmovdqu64 xmm17, xmmword ptr [{s} + {n} - 16]",
+                "vmovdqu64 xmmword ptr [{d}], xmm16",
+                "vmovdqu64 xmmword ptr [{d} + {n} - 16], xmm17",
+                s = in(reg) src,
+                d = in(reg) dst,
+                n = in(reg) n,
+                out("xmm16") _,
+                out("xmm17") _,
+                options(nostack, preserves_flags)
+            );
+        }
+    } else {
+        // 33..=64: [0, 32) and [n-32, n), as the 16..=32 pair.
         // SAFETY: both accesses lie in [0, n), valid per the contract.
         unsafe {
             core::arch::asm!(
@@ -143,77 +166,59 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
 #[inline(always)]
 pub unsafe fn set_le64(dst: *mut u8, byte: u8, n: usize) {
     debug_assert!(n <= MAX);
-    // A zero-byte set takes the ladder too, which touches nothing: a fully masked
-    // store would still look its line up (see `copy_le64`). Unlike a copy's, the
-    // test is a branch: zero-byte sets are rare (0.08% of Memset_Fleet's calls), and
-    // `copy_le64`'s branch-free redirection cost the hot replay 3%.
-    if crosses_page(dst as usize) | (n == 0) {
-        // SAFETY: forwarded contract.
-        return unsafe { set_le64_unmasked(dst, byte, n) };
+    // A zero-byte set returns: a fully masked store would still look its line up (see
+    // `copy_le64`). Unlike a copy's, the test is a branch: zero-byte sets are rare
+    // (0.08% of Memset_Fleet's calls), and `copy_le64`'s branch-free redirection cost
+    // the hot replay 3%.
+    if n == 0 {
+        return;
     }
-    // SAFETY: 1 <= n <= 64 and the 64 bytes at dst lie in one page.
+    // SAFETY: 1 <= n <= 64.
     unsafe { set_masked(dst, byte, n) }
 }
 
-/// Sets `n` bytes, `1 <= n <= 64`, with one masked 64-byte store.
+/// Sets `n` bytes, `1 <= n <= 64`, with one masked 64-byte store whose window lies in
+/// the lines the bytes lie in: the line itself (`dst` rounded down to 64 bytes, the
+/// mask shifted by `dst`'s offset in it) when the bytes fit in one line, else the 64
+/// bytes that end with the last one. A store at `dst` itself would fetch the next
+/// line as well for most small sets (see the module docs); and since the window
+/// crosses a page only where the bytes do, no test of the page is needed.
 ///
 /// # Safety
-/// `dst` valid for `n` writes, `1 <= n <= 64`, `dst` not within the last 63 bytes of
-/// a page (see [`page_safe`]); CPU features as for [`copy_le64`].
+/// `dst` valid for `n` writes, `1 <= n <= 64`; CPU features as for [`copy_le64`].
 #[inline(always)]
 pub unsafe fn set_masked(dst: *mut u8, byte: u8, n: usize) {
     // zmm16 (EVEX-only): using only zmm16-31 leaves the upper halves of ymm0-15 clean,
     // so no `vzeroupper` is needed on return (glibc's evex memset does the same).
-    // SAFETY: the mask (`bzhi` of all ones at n) selects exactly bytes [0, n), valid
-    // per the contract; masked-out bytes are not written and cannot fault.
+    // SAFETY: the window starts `sh = min(dst % 64, 64 - n)` bytes below `dst` and the
+    // mask (`bzhi` of all ones at n, shifted left by `sh`) selects exactly its bytes
+    // [sh, sh + n), which are [dst, dst + n), valid per the contract; masked-out bytes
+    // are not written and cannot fault.
     unsafe {
         core::arch::asm!(
+            "mov {a:e}, {d:e}",
+            "and {a:e}, 63",
+            "mov {t:e}, 64",
+            "sub {t:e}, {n:e}",
+            "cmp {a:e}, {t:e}",
+            "cmova {a:e}, {t:e}",
+            "sub {d}, {a}",
             "vpbroadcastb zmm16, {b:e}",
             "mov {m}, -1",
             "bzhi {m}, {m}, {n}",
+            "shlx {m}, {m}, {a}",
             "kmovq k1, {m}",
             "vmovdqu8 zmmword ptr [{d}] {{k1}}, zmm16",
             b = in(reg) byte as u32,
             n = in(reg) n,
-            d = in(reg) dst,
+            d = inout(reg) dst => _,
+            a = out(reg) _,
+            t = out(reg) _,
             m = out(reg) _,
             out("zmm16") _,
             out("k1") _,
             options(nostack)
         );
-    }
-}
-
-/// True if a 64-byte access at `p` stays within one page (see the module docs: a
-/// masked access that straddles two is slow even where no selected byte does).
-#[inline(always)]
-pub fn page_safe(p: *const u8) -> bool {
-    !crosses_page(p as usize)
-}
-
-/// True if a 64-byte access at `p` would straddle a page boundary.
-#[inline(always)]
-fn crosses_page(p: usize) -> bool {
-    p & 4095 > 4096 - 64
-}
-
-/// [`set_le64`] without masks, for a destination near a page's end or no bytes.
-///
-/// # Safety
-/// As [`set_le64`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
-#[inline(never)]
-#[cold]
-unsafe fn set_le64_unmasked(dst: *mut u8, byte: u8, n: usize) {
-    // SAFETY: n <= 32 is the ladder's contract; above, both 32-byte stores lie in
-    // [0, n) for 32 < n <= 64.
-    unsafe {
-        if n <= SMALL_MAX {
-            return set_le32(dst, byte, n);
-        }
-        let v = _mm256_set1_epi8(byte as i8);
-        _mm256_storeu_si256(dst as *mut __m256i, v);
-        _mm256_storeu_si256(dst.add(n - 32) as *mut __m256i, v);
     }
 }
 
