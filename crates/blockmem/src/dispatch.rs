@@ -2,7 +2,8 @@
 //! published [`Plan`], then a direct call to the kernel it names.
 //!
 //! ```text
-//!   AVX-512BW + BMI2:  n <= 64 one masked access; copy/move n <= 512 and set/zero
+//!   AVX-512BW + BMI2:  set n <= 64 one masked store, copy n < 16 one masked access,
+//!                      n <= 64 two 16- or 32-byte ones; copy/move n <= 512 and set/zero
 //!                      n <= 2048 64-byte blocks (arch::x86_64::masked), inline
 //!   otherwise          n <= 32 scalar head/tail, n <= 128 SSE2 head/tail, inline
 //!   above that         the plan's `unknown` row for the op's family and the hint:
@@ -939,8 +940,7 @@ unsafe fn copy_above_c<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint
     unsafe { copy_wide::<K>(dst, src, n, Hint::from_c(hint)) }
 }
 
-/// A C entry's set above its inline sizes (as [`copy_above_c`]); a small set whose
-/// masked store would cross a page comes here too and stays on [`set_wide`].
+/// A C entry's set above its inline sizes (as [`copy_above_c`]).
 ///
 /// # Safety
 /// As [`set_wide`].
@@ -1087,7 +1087,7 @@ pub mod wide {
     }
 
     /// A set the C entries of [`set_entry!`](crate::set_entry) do not handle inline
-    /// (more than 512 bytes, or a small one whose masked store would straddle a page).
+    /// (more than 2048 bytes).
     ///
     /// # Safety
     /// As [`super::set`] and [`copy`].

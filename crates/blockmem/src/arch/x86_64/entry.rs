@@ -12,9 +12,9 @@
 //! other paths; 16–128-byte copies and sets in a tight loop ran at 0.6–0.9× glibc's
 //! speed that way on a 2-vCPU Intel Xeon KVM guest. Here each size class is found by
 //! a binary search ending in its own straight-line block, in glibc's order: 64–128
-//! bytes with two compares and no taken branch, 1–31 bytes (copies: one masked
-//! access) and 129–256 with one taken branch, 32–63 and 257–512 with two; 513–2048
-//! bytes (a loop) with three.
+//! bytes with two compares and no taken branch, 1–63 bytes (sets: one masked store)
+//! and 129–256 with one taken branch, copies of 1–15 bytes (one masked access) and
+//! 32–63 with one, 16–31 and 257–512 with two; 513–2048 bytes (a loop) with three.
 //!
 //! ## Binding: the flag test leaves the call
 //!
@@ -61,10 +61,18 @@
 //!
 //! The trades, measured on that guest in tight loops of plain calls through the PLT
 //! and with the lab's `doors` experiment:
-//! * copies keep one masked path below 32 bytes (branch-free for the random sizes of
-//!   every fleet distribution); a glibc-like ladder below 64 bytes lost the random
-//!   sizes (the shim's fleet geometric mean fell from 1.7× to 1.3×). Exactly 32 bytes
-//!   goes with the 32–63-byte pair of 32-byte accesses, which is shorter than the mask.
+//! * copies take one masked 16-byte access below 16 bytes and two overlapping 16-byte
+//!   ones from 16 to 31, not one masked 32-byte access for all of 1–31: a masked
+//!   access fetches every line its window spans, and a 32-byte window at a random
+//!   address reaches into a line the bytes do not for about half of the small calls
+//!   (see `masked`). With the lab's `doors` (21 rounds, two runs of each build,
+//!   alternated) the fleet distributions on cold lines went from 0.98–0.99× glibc's
+//!   speed (copies, geometric mean) and 0.96–0.99× (moves) to 1.03–1.06× and
+//!   1.03–1.05×; hot, the test at 16 bytes mispredicts where sizes straddle it, and
+//!   copies fell from 1.75× to 1.53–1.54×, moves from 1.80× to 1.53× (still far ahead:
+//!   a glibc-like ladder below 64 bytes lost the random sizes, the shim's fleet
+//!   geometric mean falling from 1.7× to 1.3×). Fixed sizes in a loop did not move.
+//!   Exactly 32 bytes goes with the 32–63-byte pair of 32-byte accesses.
 //! * 64–128-byte copies are the fall-through and the masked path is one taken branch
 //!   away. With the masked path as the fall-through instead (1–31 bytes with no taken
 //!   branch, 65–128 with two) the fleet distributions ran 1.84× glibc's speed through
@@ -78,25 +86,31 @@
 //! * copies return on `n == 0` before the masked load: a masked load from an
 //!   inaccessible page costs a fault-suppression assist of hundreds of cycles even
 //!   with every byte masked out, and `memcpy(d, NULL, 0)` is common.
+//! * a set below 64 bytes stores one masked 64-byte window placed in the lines its
+//!   bytes lie in (`masked::set_masked`): the destination's own line when the bytes
+//!   fit in it, else the 64 bytes ending with the last one. glibc's memset stores its
+//!   window at the destination, which reaches into the next line for most small sets.
+//!   With `doors` as above, the memset distributions on cold lines went from 0.95–1.00×
+//!   to 1.02–1.03× (geometric mean), hot stayed at 0.98–1.00×, and 1–32-byte sets in a
+//!   loop through the shim went from 0.91× to 1.00× (the page test they no longer
+//!   need: the window crosses a page only where the bytes do).
 //! * sets below 64 bytes do not test for zero, as glibc's do not: an empty masked
 //!   store costs the assist only where the page is not writable (`memset(NULL, c, 0)`
 //!   or an untouched zero page: 78 ns, as glibc's; 0.9 ns on a written page), while the
 //!   test cost every small set a micro-op (8% in a loop of random 1–32-byte sets) and
 //!   a misprediction where zeros come at random (0.68× glibc's speed for 0–32 bytes).
-//!   Where the 64-byte store would straddle a page, zero returns before the unmasked
-//!   stores.
+//!   A zero-byte set's window is the destination's line, in its page.
 //!
 //! ```text
 //!   unbound slot: flag 1 -> after the slot; flag 2 -> AVX2 bodies; else `general`
 //!   copy  64 <= n <= 128  two 64-byte loads from both ends, then the stores
-//!         n <= 31   n == 0 returns; one masked 32-byte load and store
+//!         n < 16    n == 0 returns; one masked 16-byte load and store
+//!         n < 32    two 16-byte loads from both ends, then the stores
 //!         n < 64    two 32-byte loads from both ends, then the stores
 //!         n <= 256, 512
 //!                   4 or 8 64-byte loads from both ends, then the stores
 //!   set   broadcast once; 64 <= n <= 128 two 64-byte stores from both ends;
-//!         n < 64    one masked 64-byte store, or, where that store would straddle a
-//!                   page, unmasked stores from both ends (1–3 bytes, 4, 8, 16 or 32
-//!                   at each end; n == 0 returns)
+//!         n < 64    one masked 64-byte store, its window in the bytes' lines
 //!         n <= 256, 512   4 or 8 64-byte stores from both ends, the first 2 or 4 stored
 //!                   before the test for the next class (as glibc's memset)
 //!   513..=2048      copy: the first 64 and last 256 bytes loaded first, 256-byte blocks
@@ -134,11 +148,10 @@
 //!
 //! Every load precedes every store in each block up to 512 bytes (AVX-512) or 256
 //! (AVX2), so overlapping ranges are copied as a move; the loops take disjoint ranges
-//! only. The AVX-512 bodies write only zmm16-24, ymm16-17, xmm16 and k1 (and rcx,
+//! only. The AVX-512 bodies write only zmm16-24, ymm16-17, xmm16-17 and k1 (and rcx,
 //! r8-r10): the upper halves of ymm0-15 stay clean and no `vzeroupper` is needed
 //! (glibc's evex functions do the same). The copies are the same accesses, block for
-//! block, as `masked::copy_le512`, which the Rust API inlines, except that 32 bytes
-//! take the pair; the sets differ in the order of their tests and the test of zero. The
+//! block, as `masked::copy_le512`, which the Rust API inlines; the sets differ in the order of their tests and the test of zero. The
 //! differential tests run every size through the C entries too, and every size to 160
 //! bytes against an inaccessible page (`pagedge`).
 

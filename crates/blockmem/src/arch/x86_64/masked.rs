@@ -25,8 +25,8 @@
 //!   place in the register ties the two windows together; a window chosen for both
 //!   (the shift computed from both offsets) was slower cold than the narrow one,
 //!   whose addresses need no computation. So copies of 1–15 bytes take one masked
-//!   16-byte access (a second line for 15 in 64 random addresses, at most), 16–32 two
-//!   overlapping 16-byte ones and 33–64 two 32-byte ones (exact). With one masked
+//!   16-byte access (a second line for 15 in 64 random addresses, at most), 16–31 two
+//!   overlapping 16-byte ones and 32–64 two 32-byte ones (exact). With one masked
 //!   32-byte access for 1–31 bytes, as before, random 1–15-byte copies scattered over
 //!   1 GiB took 26.2 ns a call against glibc's 22.5 and 22.7 with the 16-byte one; hot,
 //!   the extra test at 16 bytes costs sizes that straddle it a misprediction (random
@@ -121,8 +121,8 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
                 options(nostack)
             );
         }
-    } else if n <= 32 {
-        // 16..=32: [0, 16) and [n-16, n), both loads before either store (a move's
+    } else if n < 32 {
+        // 16..=31: [0, 16) and [n-16, n), both loads before either store (a move's
         // ranges may overlap); they touch exactly the lines the bytes lie in.
         // SAFETY: both accesses lie in [0, n), valid per the contract.
         unsafe {
@@ -140,7 +140,7 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
             );
         }
     } else {
-        // 33..=64: [0, 32) and [n-32, n), as the 16..=32 pair.
+        // 32..=64: [0, 32) and [n-32, n), as the 16..=31 pair.
         // SAFETY: both accesses lie in [0, n), valid per the contract.
         unsafe {
             core::arch::asm!(
@@ -234,7 +234,7 @@ unsafe fn st(p: *mut u8, v: __m512i) {
     unsafe { _mm512_storeu_epi8(p as *mut i8, v) }
 }
 
-/// Copies (or moves) `n <= 512` bytes: one masked access up to 64 bytes, else two,
+/// Copies (or moves) `n <= 512` bytes: up to 64 bytes as [`copy_le64`], else two,
 /// four or eight 64-byte accesses from both ends (overlapping in the middle). Every
 /// load is issued before the first store, so overlapping ranges are handled like a
 /// move. It replaces the dispatcher's SSE2 ladder (65–128 bytes) and the indirect call
