@@ -49,6 +49,12 @@ static CURRENT: AtomicPtr<Plan> = AtomicPtr::new(core::ptr::null_mut());
 /// the inline ladder reads it on every call.
 static FEATURES: AtomicU32 = AtomicU32::new(0);
 const READY: u32 = 1 << 31;
+/// Which inline path the entries take, from [`FEATURES`]: 0 before a plan is published,
+/// [`SMALL_WIDE`] where [`wide_small`] holds, [`SMALL_NARROW`] otherwise. A byte read
+/// with one `cmp` on every call (see [`small_path`]).
+static SMALL: AtomicU8 = AtomicU8::new(0);
+const SMALL_WIDE: u8 = 1;
+const SMALL_NARROW: u8 = 2;
 /// 0 = not initialised, 1 = a caller is initialising, 2 = published.
 static STATE: AtomicU8 = AtomicU8::new(0);
 /// 0 = no forced kernel, else KernelId as u8 + 1.
@@ -140,6 +146,12 @@ fn recompile() {
     policy::compile(table, f, forced(), llc_default(), slot);
     CURRENT.store(slot as *const Plan as *mut Plan, Ordering::Release);
     FEATURES.store(f.bits() | READY, Ordering::Release);
+    let path = if wide_small(f.bits()) {
+        SMALL_WIDE
+    } else {
+        SMALL_NARROW
+    };
+    SMALL.store(path, Ordering::Release);
 }
 
 fn publish(t: *const Table, source: Source) {
@@ -598,6 +610,34 @@ fn opaque(mut p: *mut u8) -> *mut u8 {
     p
 }
 
+/// [`SMALL`], read at its own address (`rip`-relative). A Rust program that inlines
+/// [`copy`] reaches a static of this crate through its GOT, as a shared object does:
+/// an atomic load would be two dependent loads and a test of the mask, six
+/// instructions before the size test, where every instruction of a small call counts
+/// (on cold lines too: the calls a core keeps in flight, and so their misses, fall
+/// with the instructions each takes). The symbol is defined in the same program or
+/// shared object, so the linker resolves the reference itself.
+#[inline(always)]
+fn small_path() -> u8 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let v: u32;
+        // SAFETY: reads one byte of a static; an atomic byte load on x86-64 is a plain
+        // `mov`. Not `pure`: the byte changes when a plan is published.
+        unsafe {
+            core::arch::asm!(
+                "movzx {v:e}, byte ptr [rip + {s}]",
+                v = out(reg) v,
+                s = sym SMALL,
+                options(nostack, preserves_flags, readonly)
+            );
+        }
+        v as u8
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    SMALL.load(Ordering::Relaxed)
+}
+
 /// What a copy entry may assume about its ranges (the `K` of [`copy_entry`]).
 const DISJOINT: u8 = 0;
 /// The ranges may overlap: memmove.
@@ -617,16 +657,16 @@ const FORGIVE: u8 = 2;
 /// [`DISJOINT`].
 #[inline(always)]
 unsafe fn copy_entry<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
-    let f = FEATURES.load(Ordering::Relaxed);
+    let path = small_path();
     // SAFETY: forwarded contract; the wide path runs only where the published mask has
     // its features; the ladder's rungs are overlap-safe and need only SSE2.
     unsafe {
         #[cfg(target_arch = "x86_64")]
-        if wide_small(f) {
+        if path == SMALL_WIDE {
             return copy_wide_inline::<K>(dst, src, n, hint);
         }
         if n <= INLINE_MAX {
-            if f == 0 {
+            if path == 0 {
                 return first_small(Op::Copy, dst, src, 0, n);
             }
             copy_narrow(dst, src, n);
@@ -825,15 +865,15 @@ unsafe extern "C" fn copy_large<const K: u8>(
 /// `dst` valid for `n` writes.
 #[inline(always)]
 unsafe fn set_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
-    let f = FEATURES.load(Ordering::Relaxed);
+    let path = small_path();
     // SAFETY: as in `copy_entry`.
     unsafe {
         #[cfg(target_arch = "x86_64")]
-        if wide_small(f) {
+        if path == SMALL_WIDE {
             return set_wide_inline(dst, byte, n, hint);
         }
         if n <= INLINE_MAX {
-            if f == 0 {
+            if path == 0 {
                 return first_small(Op::Set, dst, core::ptr::null(), byte, n);
             }
             set_narrow(dst, byte, n);
