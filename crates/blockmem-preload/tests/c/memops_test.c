@@ -363,8 +363,49 @@ static void run_grid(int quick) {
 /* ---- at a page's end ------------------------------------------------------------- */
 
 /* Sizes up to 160 bytes whose destination (or source) ends 0..64 bytes before an
- * inaccessible page: the assembly entries' masked paths must not straddle it, and take
- * their unmasked stores from both ends there. Any access past the end faults. */
+ * inaccessible page, then whose destination starts 0..64 bytes after one: a masked
+ * access may select no byte beyond the range (masked-out bytes cannot fault, so the
+ * bytes themselves are checked), and a set's window, which may start below its
+ * destination, must stay in the destination's lines. Any byte written past either
+ * end, or read or written in the inaccessible page, fails or faults. */
+static void run_pagestart(long page) {
+    unsigned char *m = mmap(NULL, 3 * (size_t)page, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m, (size_t)page, PROT_NONE)) {
+        fprintf(stderr, "cannot map the page-start buffers\n");
+        exit(2);
+    }
+    unsigned char *start = m + page, *other = m + 2 * page + 100;
+    static unsigned char want[4096];
+    for (size_t o = 0; o < NOPS; o++) {
+        const struct op *op = &OPS[o];
+        if (op->repeat)
+            continue;
+        for (size_t n = 0; n <= 160; n++)
+            for (size_t slack = 0; slack <= 64; slack++)
+                for (int src_at_start = 0; src_at_start < 2; src_at_start++) {
+                    if (src_at_start && (op->kind == K_SET || op->kind == K_ZERO))
+                        continue;
+                    /* The destination (or the source) starts slack bytes into the page. */
+                    unsigned char *d = src_at_start ? other : start + slack;
+                    const unsigned char *s = src_at_start ? start + slack : other;
+                    unsigned char *region = src_at_start ? m + 2 * page : start;
+                    int c = set_byte(n);
+                    ref_fill(start, (size_t)page, 7);
+                    ref_fill(m + 2 * page, (size_t)page, 8);
+                    ref_copy(want, region, (size_t)page);
+                    expect_disjoint(op, want + (d - region), s, n, c);
+                    void *got = op->call(d, s, n, c, n);
+                    check_return(op, got, d, n, slack, src_at_start);
+                    long at = ref_first_diff(region, want, (size_t)page);
+                    if (at >= 0)
+                        fail("bytes at a page's start", op, n, slack, src_at_start,
+                             at - (d - region), want[at], region[at]);
+                }
+    }
+    munmap(m, 3 * (size_t)page);
+}
+
 static void run_pagedge(void) {
     long page = sysconf(_SC_PAGESIZE);
     unsigned char *m = mmap(NULL, 4 * (size_t)page, PROT_READ | PROT_WRITE,
@@ -401,6 +442,7 @@ static void run_pagedge(void) {
                 }
     }
     munmap(m, 4 * (size_t)page);
+    run_pagestart(page);
 }
 
 /* ---- large sizes ------------------------------------------------------------------- */

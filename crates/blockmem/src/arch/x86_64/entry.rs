@@ -544,16 +544,18 @@ macro_rules! set_entry {
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
                 "ret",
                 // 1..=63 bytes: one masked store whose window lies in the lines the
-                // bytes lie in (see `masked::set_masked`); rax holds dst.
+                // bytes lie in (see `masked::set_masked`): the later of dst's line and
+                // dst + n - 64 (a signed compare: user addresses are below 2^47, and
+                // the second is negative only for a dst in the first line, where the
+                // line wins), the mask shifted by dst - window; rax holds dst.
                 ".p2align 6",
                 "1:",
-                "mov ecx, edi",
-                "and ecx, 63",
-                "mov r8d, 64",
-                "sub r8d, edx",
-                "cmp ecx, r8d",
-                "cmova ecx, r8d",
-                "sub rdi, rcx",
+                "lea rcx, [rdi + rdx - 64]",
+                "and rdi, -64",
+                "cmp rdi, rcx",
+                "cmovl rdi, rcx",
+                "mov ecx, eax",
+                "sub ecx, edi",
                 "mov r8, -1",
                 "bzhi r8, r8, rdx",
                 "shlx r8, r8, rcx",
