@@ -516,3 +516,71 @@ fn doors_replays_every_door_and_verifies_every_call() {
     let fleet = results.iter().filter(|r| r["workload"].is_string()).count();
     assert_eq!(fleet, 30 * 2 * 4 * 2);
 }
+
+/// `neighbour`: with two CPUs, one record per method, op and size, each verified (the
+/// bytes of the call, the rest of both lines, the neighbour's count) and carrying the
+/// neighbour's times; pinned to one CPU, a clear refusal when named and a skip with a
+/// warning in the default set's place.
+#[test]
+fn neighbour_measures_beside_another_cpu_or_says_why_not() {
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("n.json");
+    let two = {
+        // SAFETY: a plain bit set filled by the call.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: as above; pid 0 is this thread.
+        let ok = unsafe { libc::sched_getaffinity(0, size, &mut set) } == 0;
+        // SAFETY: reads the set just filled.
+        ok && unsafe { libc::CPU_COUNT(&set) } >= 2
+    };
+    if two {
+        lab()
+            .args([
+                "neighbour",
+                "--reps",
+                "3",
+                "--methods",
+                "libc,auto",
+                "--quiet",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("neighbour: another core"));
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let results = v["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2 * 2 * 4);
+        for r in results {
+            assert_eq!(r["verified"], true, "{r}");
+            assert!(r["neighbour_ns"].as_f64().unwrap() > 0.0, "{r}");
+            assert!(r["alone_ns"].as_f64().unwrap() > 0.0, "{r}");
+            assert_eq!(r["samples_ns"].as_array().unwrap().len(), 3);
+        }
+        assert!(results
+            .iter()
+            .any(|r| r["method"] == "auto" && r["ratio_neighbour_libc_over_auto"].is_number()));
+    }
+    // One CPU: pin the child before it starts.
+    let pinned = || {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("blockmem"));
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                let mut one: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(0, &mut one);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+                Ok(())
+            });
+        }
+        c
+    };
+    let out = pinned()
+        .args(["lab", "neighbour", "--reps", "1", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("neighbour needs two CPUs"), "{err}");
+}

@@ -81,7 +81,8 @@ fn experiment_names() -> Vec<&'static str> {
     reuse        copy, then read the destination (seed 003 Fig. 3)\n  \
     pollution    cost of re-reading a warm working set after a copy (seed 004)\n  \
     zero         set/zero 4 KiB..256 MiB, hot and clean (seed 004)\n  \
-    fleet        fleetbench size distributions\n\n\
+    fleet        fleetbench size distributions\n  \
+    neighbour    small copies and sets beside another core's line (seed 004)\n\n\
     Named only (not in the default set):\n  \
     policy       auto vs libc vs the per-cell best kernel (run `blockmem calibrate` first)\n  \
     probe        cache-probe cost and accuracy (seed 003 Table 2)\n\n\

@@ -6,6 +6,7 @@
 pub mod alignment;
 pub mod doors;
 pub mod fleet;
+pub mod neighbour;
 pub mod policy;
 pub mod pollution;
 pub mod probe;
@@ -45,11 +46,13 @@ pub enum Experiment {
     Probe,
     /// Small calls through each door (shim, C ABI, function pointer) against libc.
     Doors,
+    /// Seed 004 at the scale of one call: a small copy or set beside another core's line.
+    Neighbour,
 }
 
 impl Experiment {
     /// Every experiment, in order. The default set is [`Experiment::DEFAULT`].
-    pub const ALL: [Experiment; 10] = [
+    pub const ALL: [Experiment; 11] = [
         Experiment::Temperature,
         Experiment::Sizes,
         Experiment::Alignment,
@@ -57,6 +60,7 @@ impl Experiment {
         Experiment::Pollution,
         Experiment::Zero,
         Experiment::Fleet,
+        Experiment::Neighbour,
         Experiment::Policy,
         Experiment::Probe,
         Experiment::Doors,
@@ -65,7 +69,7 @@ impl Experiment {
     /// What `blockmem lab` runs without naming experiments: the seed reproductions.
     /// `policy` (minutes; meaningful after `blockmem calibrate`) and `probe` run when
     /// named.
-    pub const DEFAULT: [Experiment; 7] = [
+    pub const DEFAULT: [Experiment; 8] = [
         Experiment::Temperature,
         Experiment::Sizes,
         Experiment::Alignment,
@@ -73,6 +77,7 @@ impl Experiment {
         Experiment::Pollution,
         Experiment::Zero,
         Experiment::Fleet,
+        Experiment::Neighbour,
     ];
 
     /// The name on the command line and in JSON.
@@ -88,6 +93,7 @@ impl Experiment {
             Experiment::Policy => "policy",
             Experiment::Probe => "probe",
             Experiment::Doors => "doors",
+            Experiment::Neighbour => "neighbour",
         }
     }
 
@@ -104,6 +110,7 @@ impl Experiment {
             Experiment::Policy => "auto and auto_hinted against libc and the per-cell best kernel over sizes × states × reuse (seed 003 Fig. 4)",
             Experiment::Doors => "fleet distributions and fixed-size loops through the LD_PRELOAD shim, the C ABI and function pointers, from a C driver, against libc through the same door",
             Experiment::Probe => "cost of the timed-load cache probe and how well the first line predicts the block (seed 003 Table 2)",
+            Experiment::Neighbour => "another core's time per store to a line while small copies and sets fill the bytes just before it (seed 004, one call at a time)",
         }
     }
 
@@ -125,6 +132,7 @@ impl Experiment {
             Experiment::Policy => policy::run(ctx),
             Experiment::Probe => probe::run(ctx),
             Experiment::Doors => doors::run(ctx)?,
+            Experiment::Neighbour => neighbour::run(ctx)?,
         })
     }
 
@@ -141,6 +149,7 @@ impl Experiment {
             Experiment::Policy => policy::tables(recs),
             Experiment::Probe => probe::tables(recs),
             Experiment::Doors => doors::tables(recs),
+            Experiment::Neighbour => neighbour::tables(recs),
         }
     }
 }
