@@ -362,6 +362,22 @@ static void run_grid(int quick) {
 
 /* ---- at a page's end ------------------------------------------------------------- */
 
+/* One call of op at d (from s, n bytes) whose page-sized region holds d: afterwards the
+ * region must hold exactly what the call writes. */
+static void check_in_region(const struct op *op, unsigned char *region, long page,
+                            unsigned char *d, const unsigned char *s, size_t n, size_t slack,
+                            int src_flag, const char *what) {
+    static unsigned char want[4096];
+    int c = set_byte(n);
+    ref_copy(want, region, (size_t)page);
+    expect_disjoint(op, want + (d - region), s, n, c);
+    void *got = op->call(d, s, n, c, n);
+    check_return(op, got, d, n, slack, src_flag);
+    long at = ref_first_diff(region, want, (size_t)page);
+    if (at >= 0)
+        fail(what, op, n, slack, src_flag, at - (d - region), want[at], region[at]);
+}
+
 /* Sizes up to 160 bytes whose destination (or source) ends 0..64 bytes before an
  * inaccessible page, then whose destination starts 0..64 bytes after one: a masked
  * access may select no byte beyond the range (masked-out bytes cannot fault, so the
@@ -376,7 +392,6 @@ static void run_pagestart(long page) {
         exit(2);
     }
     unsigned char *start = m + page, *other = m + 2 * page + 100;
-    static unsigned char want[4096];
     for (size_t o = 0; o < NOPS; o++) {
         const struct op *op = &OPS[o];
         if (op->repeat)
@@ -389,18 +404,10 @@ static void run_pagestart(long page) {
                     /* The destination (or the source) starts slack bytes into the page. */
                     unsigned char *d = src_at_start ? other : start + slack;
                     const unsigned char *s = src_at_start ? start + slack : other;
-                    unsigned char *region = src_at_start ? m + 2 * page : start;
-                    int c = set_byte(n);
                     ref_fill(start, (size_t)page, 7);
                     ref_fill(m + 2 * page, (size_t)page, 8);
-                    ref_copy(want, region, (size_t)page);
-                    expect_disjoint(op, want + (d - region), s, n, c);
-                    void *got = op->call(d, s, n, c, n);
-                    check_return(op, got, d, n, slack, src_at_start);
-                    long at = ref_first_diff(region, want, (size_t)page);
-                    if (at >= 0)
-                        fail("bytes at a page's start", op, n, slack, src_at_start,
-                             at - (d - region), want[at], region[at]);
+                    check_in_region(op, src_at_start ? m + 2 * page : start, page, d, s, n,
+                                    slack, src_at_start, "bytes at a page's start");
                 }
     }
     munmap(m, 3 * (size_t)page);
@@ -416,7 +423,6 @@ static void run_pagedge(void) {
         exit(2);
     }
     unsigned char *dend = m + page, *send = m + 3 * page;
-    static unsigned char want[4096];
     for (size_t o = 0; o < NOPS; o++) {
         const struct op *op = &OPS[o];
         if (op->repeat)
@@ -428,17 +434,10 @@ static void run_pagedge(void) {
                         continue;
                     unsigned char *d = dend - n - slack - (src_at_edge ? 7 : 0);
                     const unsigned char *s = src_at_edge ? send - n - slack : send - n - 2 * 64 - 5;
-                    int c = set_byte(n);
                     ref_fill(m, (size_t)page, 5);
                     ref_fill(send - page, (size_t)page, 6);
-                    ref_copy(want, m, (size_t)page);
-                    expect_disjoint(op, want + (d - m), s, n, c);
-                    void *got = op->call(d, s, n, c, n);
-                    check_return(op, got, d, n, slack, src_at_edge);
-                    long at = ref_first_diff(m, want, (size_t)page);
-                    if (at >= 0)
-                        fail("bytes at a page's end", op, n, slack, src_at_edge, at - (d - m),
-                             want[at], m[at]);
+                    check_in_region(op, m, page, d, s, n, slack, src_at_edge,
+                                    "bytes at a page's end");
                 }
     }
     munmap(m, 4 * (size_t)page);

@@ -85,6 +85,25 @@ pub const COPY_WIDE_MAX: usize = 2048;
 /// Largest size [`set_le2k`] handles.
 pub const SET_WIDE_MAX: usize = 2048;
 
+/// Copies `[src, src + n)` to `dst` as two `$w`-byte accesses in `$reg`16/17 from both
+/// ends, both loads first: `$w <= n <= 2 * $w`. An `unsafe` expression (the caller
+/// states why the accesses are valid).
+macro_rules! head_tail {
+    ($reg:literal, $ptr:literal, $w:literal, $dst:expr, $src:expr, $n:expr) => {
+        core::arch::asm!(
+            concat!("vmovdqu64 ", $reg, "16, ", $ptr, " ptr [{s}]"),
+            concat!("vmovdqu64 ", $reg, "17, ", $ptr, " ptr [{s} + {n} - ", $w, "]"),
+            concat!("vmovdqu64 ", $ptr, " ptr [{d}], ", $reg, "16"),
+            concat!("vmovdqu64 ", $ptr, " ptr [{d} + {n} - ", $w, "], ", $reg, "17"),
+            s = in(reg) $src,
+            d = in(reg) $dst,
+            n = in(reg) $n,
+            out("zmm16") _,
+            out("zmm17") _,
+            options(nostack, preserves_flags)
+        )
+    };
+}
 /// Copies (or moves: every load completes before the first store) `n <= 64` bytes,
 /// touching only the cache lines the bytes lie in when `n >= 16`, at most one line
 /// more when `n < 16` (see the module docs), and none of the caller's when `n == 0`.
@@ -138,37 +157,11 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
         // 16..=31: [0, 16) and [n-16, n), both loads before either store (a move's
         // ranges may overlap); they touch exactly the lines the bytes lie in.
         // SAFETY: both accesses lie in [0, n), valid per the contract.
-        unsafe {
-            core::arch::asm!(
-                "vmovdqu64 xmm16, xmmword ptr [{s}]",
-                "vmovdqu64 xmm17, xmmword ptr [{s} + {n} - 16]",
-                "vmovdqu64 xmmword ptr [{d}], xmm16",
-                "vmovdqu64 xmmword ptr [{d} + {n} - 16], xmm17",
-                s = in(reg) src,
-                d = in(reg) dst,
-                n = in(reg) n,
-                out("xmm16") _,
-                out("xmm17") _,
-                options(nostack, preserves_flags)
-            );
-        }
+        unsafe { head_tail!("xmm", "xmmword", 16, dst, src, n) }
     } else {
         // 32..=64: [0, 32) and [n-32, n), as the 16..=31 pair.
-        // SAFETY: both accesses lie in [0, n), valid per the contract.
-        unsafe {
-            core::arch::asm!(
-                "vmovdqu64 ymm16, ymmword ptr [{s}]",
-                "vmovdqu64 ymm17, ymmword ptr [{s} + {n} - 32]",
-                "vmovdqu64 ymmword ptr [{d}], ymm16",
-                "vmovdqu64 ymmword ptr [{d} + {n} - 32], ymm17",
-                s = in(reg) src,
-                d = in(reg) dst,
-                n = in(reg) n,
-                out("ymm16") _,
-                out("ymm17") _,
-                options(nostack, preserves_flags)
-            );
-        }
+        // SAFETY: as above.
+        unsafe { head_tail!("ymm", "ymmword", 32, dst, src, n) }
     }
 }
 
