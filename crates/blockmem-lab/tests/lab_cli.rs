@@ -551,7 +551,7 @@ fn neighbour_measures_beside_another_cpu_or_says_why_not() {
             .stdout(predicate::str::contains("neighbour: another core"));
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let results = v["results"].as_array().unwrap();
-        assert_eq!(results.len(), 2 * 2 * 4);
+        assert_eq!(results.len(), 2 * 3 * 4);
         for r in results {
             assert_eq!(r["verified"], true, "{r}");
             assert!(r["neighbour_ns"].as_f64().unwrap() > 0.0, "{r}");

@@ -4,18 +4,20 @@
 //!
 //! A thread on a second CPU increments a counter in a line again and again; on the
 //! first CPU the method under test copies or sets `n` bytes that end 8 bytes before
-//! that line, call after call, until the neighbour has done its increments. Every byte
+//! that line (for copies, also the other way round: the source ends there), call after
+//! call, until the neighbour has done its increments. Every byte
 //! of a call lies in the line before the counter's, so a call that touches only the
 //! lines its bytes lie in never takes the counter's line from the neighbour. A masked
 //! vector access whose window reaches past the bytes does: a masked-out byte is neither
 //! read nor written, but the access still takes its line. glibc's masked `memset`
 //! stores 64 bytes from the destination; blockmem's set places its window in the
 //! destination's line (`blockmem::arch::x86_64::masked`). On a 2-vCPU AMD EPYC Zen 4
-//! KVM guest (glibc 2.36, 21 samples) the neighbour took 0.28 ns per increment alone,
-//! 0.30 beside blockmem's sets of 4-40 bytes and 1.8-2.1 beside glibc's (5.9-6.9x);
-//! beside copies 0.30-0.39 with either, except blockmem's 4-byte copy at offset 52,
-//! whose masked 16-byte window reaches 4 bytes into the counter's line: 1.73 (glibc's
-//! copies of 1-15 bytes are exact moves of 1-8 bytes).
+//! KVM guest (glibc 2.36, 21 samples) the neighbour took 0.27-0.31 ns per increment
+//! alone and beside blockmem's sets of 4-40 bytes, 2.7-3.1 beside glibc's (8.8-9.8x);
+//! beside copies the same as alone with either, except blockmem's 4-byte copies at
+//! offset 52, whose masked 16-byte window reaches 4 bytes into the counter's line:
+//! 1.31 with the destination there, 1.36 with the source (glibc's copies of 1-15
+//! bytes are exact moves of 1-8 bytes).
 //!
 //! Per cell the record's samples are the caller's time per call; `neighbour_ns` is the
 //! neighbour's time per increment in the same sample, `alone_ns` its time with the
@@ -127,10 +129,13 @@ fn neighbour(shared: &Shared, counter: usize, cpu: usize) {
     }
 }
 
-/// One cell: an op, a size and the entries to measure (None: the caller stays idle).
+/// One cell: an op, a size, and which of the call's ranges lies before the neighbour's
+/// line (the destination, or for a copy the source: a read that shares the line rather
+/// than taking it).
 struct Job {
     op: Op,
     n: usize,
+    src_side: bool,
 }
 
 /// One sample: starts the neighbour and calls `entry` until it is done. Returns (the
@@ -182,14 +187,17 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
         None => vec![Method::libc().map_err(anyhow::Error::msg)?, Method::auto()],
     };
     let reps = ctx.reps.unwrap_or(if ctx.quick { 11 } else { 21 }).max(1);
-    let jobs: Vec<Job> = [Op::Copy, Op::Set]
+    let jobs: Vec<Job> = [(Op::Copy, false), (Op::Copy, true), (Op::Set, false)]
         .into_iter()
-        .flat_map(|op| SIZES.map(|n| Job { op, n }))
+        .flat_map(|(op, src_side)| SIZES.map(|n| Job { op, n, src_side }))
         .collect();
     // Two lines: the calls' (0) and the neighbour's (1), on a page of their own.
     let mut block = Buffer::new(4096);
     let mut src = Buffer::new(4096);
     src.fill_random(&mut fastrand::Rng::with_seed(0x4e1));
+    // Where a copy whose source lies before the neighbour's line writes.
+    let mut out_buf = Buffer::new(4096);
+    let out_ptr = out_buf.as_mut_ptr();
     let base = block.as_mut_ptr();
     let shared = Shared {
         phase: AtomicU8::new(IDLE),
@@ -218,10 +226,14 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             let mut alone = Vec::new();
             let mut verified = vec![true; m];
             let mut count = 0u64;
-            // SAFETY: `base` is a page of ours; the counter lies in it.
+            // SAFETY: `base` is a page of ours; the counter lies in it. A source before
+            // the neighbour's line holds the source pattern from the start.
             unsafe {
                 std::ptr::write_bytes(base, 0x5a, 128);
                 (base.add(COUNTER) as *mut u64).write_volatile(0);
+                if job.src_side {
+                    std::ptr::copy_nonoverlapping(src.as_ptr(), base.add(off), job.n);
+                }
             }
             for _ in 0..reps {
                 // SAFETY: the caller idles.
@@ -230,16 +242,29 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
                 count += INCREMENTS;
                 for j in ctx.runner.method_order(m) {
                     let Some(e) = entries[j] else { continue };
-                    // SAFETY: `base + off .. + n` lies in the block's first line;
-                    // `src` holds 4096 bytes.
-                    let (c, ns) =
-                        unsafe { sample(shared, Some(e), base.add(off), src.as_ptr(), job.n) };
+                    // `base + off .. + n` lies in the block's first line; `src` and
+                    // `out_buf` hold 4096 bytes each.
+                    let (d, from) = if job.src_side {
+                        (out_ptr, base.wrapping_add(off) as *const u8)
+                    } else {
+                        (base.wrapping_add(off), src.as_ptr())
+                    };
+                    // SAFETY: as above.
+                    let (c, ns) = unsafe { sample(shared, Some(e), d, from, job.n) };
                     count += INCREMENTS;
                     caller[j].push(c);
                     neigh[j].push(ns);
-                    verified[j] &= check(&block, &src, job, off, count);
+                    verified[j] &= check(&block, &src, job, off, count)
+                        && (!job.src_side
+                            || out_buf.as_slice()[..job.n] == src.as_slice()[..job.n]);
                     // SAFETY: as above; the neighbour is idle.
-                    unsafe { std::ptr::write_bytes(base.add(off), 0x5a, job.n) };
+                    unsafe {
+                        if job.src_side {
+                            std::ptr::write_bytes(out_ptr, 0, job.n);
+                        } else {
+                            std::ptr::write_bytes(base.add(off), 0x5a, job.n);
+                        }
+                    }
                 }
                 pb.inc(1);
             }
@@ -277,8 +302,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     Ok(out)
 }
 
-/// The block after a sample: the call's bytes, the rest of both lines untouched (0x5a),
-/// and the counter at `count`.
+/// The block after a sample: the call's bytes (or, for a source before the line, the
+/// source pattern, unchanged), the rest of both lines untouched (0x5a), and the
+/// counter at `count`.
 fn check(block: &Buffer, src: &Buffer, job: &Job, off: usize, count: u64) -> bool {
     let b = block.as_slice();
     let want = |i: usize| -> u8 {
@@ -321,7 +347,12 @@ fn record(
     }
     let s = Summary::of(caller);
     let mut extras = serde_json::Map::new();
-    extras.insert("dst_offset_in_line".into(), json!(off));
+    let side = if job.src_side {
+        "src_offset"
+    } else {
+        "dst_offset"
+    };
+    extras.insert(side.into(), json!(off));
     extras.insert(
         "neighbour_ns".into(),
         json!(crate::lab::state::median(neigh)),
@@ -366,7 +397,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         |r| r.method.clone(),
     );
     let mut header = vec![
-        "op, bytes (offset in line)".to_string(),
+        "op, bytes (the range before the line, its offset in its line)".to_string(),
         "alone".to_string(),
     ];
     header.extend(methods.iter().map(|m| format!("beside {m}")));
@@ -374,22 +405,26 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
     header.push("caller ns per call".into());
     let mut t = Table::new(
         "neighbour: another core's ns per increment of a counter in the next line, while this core copies or sets bytes just before that line",
-        "lower = less disturbed; libc / auto > 1: auto takes the neighbour's line less often; [95% interval]; the caller's own time per call in the last column",
+        "lower = less disturbed; libc / auto > 1: auto takes (or shares) the neighbour's line less often; [95% interval]; the caller's own time per call in the last column",
         header,
     );
-    for (op, n) in distinct(
+    // (side, offset): which range lies before the neighbour's line.
+    let side = |r: &Record| match r.extra_f64("src_offset") {
+        Some(o) => ("src", o as usize),
+        None => ("dst", r.extra_f64("dst_offset").unwrap_or(0.0) as usize),
+    };
+    for (op, n, (at, off)) in distinct(
         &recs.iter().map(|r| (*r).clone()).collect::<Vec<_>>(),
-        |r| (r.op.clone(), r.size),
+        |r| (r.op.clone(), r.size, side(r)),
     ) {
         let cell: Vec<&Record> = recs
             .iter()
             .copied()
-            .filter(|r| r.op == op && r.size == n)
+            .filter(|r| r.op == op && r.size == n && side(r) == (at, off))
             .collect();
         let Some(first) = cell.first() else { continue };
-        let off = first.extra_f64("dst_offset_in_line").unwrap_or(0.0);
         let mut row = vec![
-            format!("{op} {n} B ({off:.0})"),
+            format!("{op} {n} B ({at} at {off})"),
             format!("{:.2}", first.extra_f64("alone_ns").unwrap_or(f64::NAN)),
         ];
         for m in &methods {

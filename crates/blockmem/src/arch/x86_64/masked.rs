@@ -35,10 +35,11 @@
 //! The same holds between cores: a window that reaches into a line another core is
 //! writing takes that line from it. With `blockmem lab neighbour` (another CPU
 //! incrementing a counter in the line after the call's bytes; 2-vCPU EPYC Zen 4 KVM
-//! guest) the neighbour ran 5.9-6.9x slower beside glibc's memset of 4-40 bytes than
+//! guest) the neighbour ran 6-10x slower beside glibc's memset of 4-40 bytes than
 //! beside blockmem's, which does not disturb it. A copy of 1-15 bytes whose 16-byte
-//! window crosses into the next line still does (4 bytes at offset 52 of a line: the
-//! neighbour 6x slower; glibc copies such sizes with exact 1-8-byte moves). Exact
+//! window crosses into the next line still does, from its destination or its source
+//! (4 bytes at offset 52 of a line: the neighbour about 5x slower; glibc copies such
+//! sizes with exact 1-8-byte moves). Exact
 //! windows for both pointers need the data moved between lanes (a `vpshufb` whose
 //! control comes from a table) and about twenty more instructions on the smallest
 //! path: measured in a C loop, random 1-15-byte copies took 3.3 ns a call hot (2.9
@@ -106,6 +107,7 @@ macro_rules! head_tail {
         )
     };
 }
+
 /// Copies (or moves: every load completes before the first store) `n <= 64` bytes,
 /// touching only the cache lines the bytes lie in when `n >= 16`, at most one line
 /// more when `n < 16` (see the module docs), and none of the caller's when `n == 0`.
