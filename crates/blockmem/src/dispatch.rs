@@ -610,31 +610,16 @@ fn opaque(mut p: *mut u8) -> *mut u8 {
     p
 }
 
-/// [`SMALL`], read at its own address (`rip`-relative). A Rust program that inlines
-/// [`copy`] reaches a static of this crate through its GOT, as a shared object does:
-/// an atomic load would be two dependent loads and a test of the mask, six
-/// instructions before the size test, where every instruction of a small call counts
-/// (on cold lines too: the calls a core keeps in flight, and so their misses, fall
-/// with the instructions each takes). The symbol is defined in the same program or
-/// shared object, so the linker resolves the reference itself.
+/// [`SMALL`]: one byte load and a compare before the size test, where the feature word
+/// took a load, a copy and a test of its mask (a Rust program that inlines [`copy`]
+/// reaches a static of this crate through its GOT, as a shared object does, so each
+/// costs a second load first). Every instruction of a small call counts, on cold lines
+/// too: the calls a core keeps in flight, and so their misses, fall with the
+/// instructions each takes. (A `rip`-relative read in inline assembly would save the
+/// GOT load, but code inlined into a Rust `dylib` cannot refer to the static that way:
+/// the linker refuses the relocation.)
 #[inline(always)]
 fn small_path() -> u8 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let v: u32;
-        // SAFETY: reads one byte of a static; an atomic byte load on x86-64 is a plain
-        // `mov`. Not `pure`: the byte changes when a plan is published.
-        unsafe {
-            core::arch::asm!(
-                "movzx {v:e}, byte ptr [rip + {s}]",
-                v = out(reg) v,
-                s = sym SMALL,
-                options(nostack, preserves_flags, readonly)
-            );
-        }
-        v as u8
-    }
-    #[cfg(not(target_arch = "x86_64"))]
     SMALL.load(Ordering::Relaxed)
 }
 
