@@ -102,12 +102,17 @@ fn restore(old: &libc::cpu_set_t) {
 struct Shared {
     phase: AtomicU8,
     ns: AtomicU64,
+    /// The neighbour's pinning: 0 not yet, 1 done, 2 refused.
+    pinned: AtomicU8,
 }
 
 /// The neighbour: on GO, `INCREMENTS` read-modify-writes of the counter at `counter`,
 /// timed; then DONE. Returns on EXIT.
 fn neighbour(shared: &Shared, counter: usize, cpu: usize) {
-    let _ = pin(cpu);
+    let ok = pin(cpu).is_some();
+    shared
+        .pinned
+        .store(if ok { 1 } else { 2 }, Ordering::Release);
     let p = counter as *mut u64;
     loop {
         match shared.phase.load(Ordering::Acquire) {
@@ -202,6 +207,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     let shared = Shared {
         phase: AtomicU8::new(IDLE),
         ns: AtomicU64::new(0),
+        pinned: AtomicU8::new(0),
     };
     let Some(old) = pin(cpus[0]) else {
         anyhow::bail!(
@@ -212,11 +218,18 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     };
     let pb = ctx.bar(jobs.len() * reps, NAME, "samples");
     let mut out = Vec::new();
-    std::thread::scope(|s| {
+    let pinned = std::thread::scope(|s| {
         let counter = base as usize + COUNTER;
         let shared = &shared;
-        s.spawn(move || neighbour(shared, counter, cpus[1]));
-        for job in &jobs {
+        let cpu = cpus[1];
+        s.spawn(move || neighbour(shared, counter, cpu));
+        let pinned = loop {
+            match shared.pinned.load(Ordering::Acquire) {
+                0 => std::hint::spin_loop(),
+                p => break p == 1,
+            }
+        };
+        for job in jobs.iter().filter(|_| pinned) {
             let entries: Vec<Option<Entry>> = methods.iter().map(|m| m.entry(job.op)).collect();
             let m = methods.len();
             let off = 56 - job.n;
@@ -296,9 +309,16 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             }
         }
         shared.phase.store(EXIT, Ordering::Release);
+        pinned
     });
     pb.finish_and_clear();
     restore(&old);
+    if !pinned {
+        anyhow::bail!(
+            "neighbour: cannot pin its second thread to CPU {}: the two would share a CPU",
+            cpus[1]
+        );
+    }
     Ok(out)
 }
 
