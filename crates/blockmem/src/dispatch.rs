@@ -21,7 +21,7 @@
 //! Nothing here allocates, locks or calls `memcpy`; every path is async-signal-safe and
 //! works before any initialisation has run.
 
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
@@ -45,13 +45,9 @@ static PLANS: [Plan; 4] = [
 static NEXT_PLAN: AtomicUsize = AtomicUsize::new(0);
 /// The published plan (null until the first initialisation).
 static CURRENT: AtomicPtr<Plan> = AtomicPtr::new(core::ptr::null_mut());
-/// The feature mask in force, with [`READY`] set once a plan is published (0 before):
-/// the inline ladder reads it on every call.
-static FEATURES: AtomicU32 = AtomicU32::new(0);
-const READY: u32 = 1 << 31;
-/// Which inline path the entries take, from [`FEATURES`]: 0 before a plan is published,
-/// [`SMALL_WIDE`] where [`wide_small`] holds, [`SMALL_NARROW`] otherwise. A byte read
-/// with one `cmp` on every call (see [`small_path`]).
+/// Which inline path the entries take under the feature mask in force: 0 before a plan
+/// is published, [`SMALL_WIDE`] where [`wide_small`] holds, [`SMALL_NARROW`] otherwise.
+/// Read on every call (see [`small_path`]).
 static SMALL: AtomicU8 = AtomicU8::new(0);
 const SMALL_WIDE: u8 = 1;
 const SMALL_NARROW: u8 = 2;
@@ -145,7 +141,6 @@ fn recompile() {
     let table = unsafe { &*t };
     policy::compile(table, f, forced(), llc_default(), slot);
     CURRENT.store(slot as *const Plan as *mut Plan, Ordering::Release);
-    FEATURES.store(f.bits() | READY, Ordering::Release);
     let path = if wide_small(f.bits()) {
         SMALL_WIDE
     } else {
@@ -579,10 +574,10 @@ const SET_WIDE_MAX: usize = INLINE_MAX;
 /// and 512 for move (a move of disjoint ranges stays inline up to 2048 too: see
 /// `runs_inline`), else 128 (64 on targets other than x86-64).
 pub fn inline_max(op: Op) -> usize {
-    if FEATURES.load(Ordering::Relaxed) == 0 {
+    if small_path() == 0 {
         plan();
     }
-    match (wide_small(FEATURES.load(Ordering::Relaxed)), op) {
+    match (small_path() == SMALL_WIDE, op) {
         (false, _) => INLINE_MAX,
         (true, Op::Copy) => COPY_WIDE_MAX,
         (true, Op::Move) => WIDE_MAX,
@@ -610,10 +605,10 @@ fn opaque(mut p: *mut u8) -> *mut u8 {
     p
 }
 
-/// [`SMALL`]: one byte load and a compare before the size test, where the feature word
-/// took a load, a copy and a test of its mask (a Rust program that inlines [`copy`]
-/// reaches a static of this crate through its GOT, as a shared object does, so each
-/// costs a second load first). Every instruction of a small call counts, on cold lines
+/// [`SMALL`]: one byte load and a compare before the size test, rather than the feature
+/// mask and a test of two of its bits (a Rust program that inlines [`copy`] reaches a
+/// static of this crate through its GOT, as a shared object does, so either costs a
+/// load of the address first). Every instruction of a small call counts, on cold lines
 /// too: the calls a core keeps in flight, and so their misses, fall with the
 /// instructions each takes. (A `rip`-relative read in inline assembly would save the
 /// GOT load, but code inlined into a Rust `dylib` cannot refer to the static that way:
@@ -632,7 +627,7 @@ const MOVE: u8 = 1;
 const FORGIVE: u8 = 2;
 
 /// The entry every door shares (the Rust API, the C ABI, the preload shim's
-/// `memcpy`/`memmove`): one relaxed load of the feature word, then, with AVX-512BW,
+/// `memcpy`/`memmove`): one relaxed load of [`SMALL`], then, with AVX-512BW,
 /// a jump to [`copy_wide`], which holds the masked and 64-byte paths inline; without,
 /// the SSE2 ladder up to [`INLINE_MAX`]. Above the inline sizes, [`copy_large`]: the
 /// plan. Returns `dst`, so that a C entry ends in a tail jump.
@@ -698,7 +693,7 @@ unsafe fn set_narrow(dst: *mut u8, byte: u8, n: usize) {
     }
 }
 
-/// The first small call of a process (no feature word yet): publish a plan, so that
+/// The first small call of a process ([`SMALL`] still 0): publish a plan, so that
 /// later calls take the path of the CPU, and run this one on the narrow ladder (which
 /// every x86-64 CPU runs, and which cannot recurse into an initialisation).
 #[cold]
@@ -1041,8 +1036,8 @@ unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, h
 
 /// The AVX-512 entries, for a C entry point that checks once, at load, which entry
 /// bodies may run ([`wide::level`]) and keeps the answer in a flag of its own: its exported
-/// function is then a byte test and a jump here, without reading the feature word
-/// (which a shared object reaches through its GOT: two dependent loads per call).
+/// function is then a byte test and a jump here, without reading [`SMALL`] (which a
+/// shared object reaches through its GOT: two dependent loads per call).
 #[cfg(target_arch = "x86_64")]
 pub mod wide {
     use super::{copy_wide_inline, set_wide_inline, Hint, DISJOINT, FORGIVE, MOVE};

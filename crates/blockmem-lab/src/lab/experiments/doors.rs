@@ -480,15 +480,25 @@ fn record(
 
 /// The ratio of a cell (libc over auto), from the auto record.
 fn ratio_of(r: &Record) -> Option<(f64, Option<(f64, f64)>)> {
-    let ratio = r.extra_f64("ratio_libc_over_auto")?;
-    let ci = r.extras.get("ratio_ci95").and_then(|v| {
+    ratio_with_ci(r, "ratio_libc_over_auto", "ratio_ci95")
+}
+
+/// A ratio and its interval, from a record's extras `ratio` and `ci` (`[lo, hi]`).
+pub(super) fn ratio_with_ci(
+    r: &Record,
+    ratio: &str,
+    ci: &str,
+) -> Option<(f64, Option<(f64, f64)>)> {
+    let x = r.extra_f64(ratio)?;
+    let ci = r.extras.get(ci).and_then(|v| {
         let a = v.as_array()?;
         Some((a.first()?.as_f64()?, a.get(1)?.as_f64()?))
     });
-    Some((ratio, ci))
+    Some((x, ci))
 }
 
-fn fmt_ratio((r, ci): (f64, Option<(f64, f64)>)) -> String {
+/// `r [lo–hi]`, or `r` without an interval.
+pub(super) fn fmt_ratio((r, ci): (f64, Option<(f64, f64)>)) -> String {
     match ci {
         Some((lo, hi)) => format!("{r:.2} [{lo:.2}–{hi:.2}]"),
         None => format!("{r:.2}"),

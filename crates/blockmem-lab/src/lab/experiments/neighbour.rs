@@ -408,14 +408,15 @@ fn record(
 /// One table: per op and size, the neighbour's ns per increment alone and beside each
 /// method, the ratio libc/auto of the latter, and the caller's ns per call.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
-    let recs: Vec<&Record> = recs.iter().filter(|r| r.experiment == NAME).collect();
+    let recs: Vec<Record> = recs
+        .iter()
+        .filter(|r| r.experiment == NAME)
+        .cloned()
+        .collect();
     if recs.is_empty() {
         return Vec::new();
     }
-    let methods = distinct(
-        &recs.iter().map(|r| (*r).clone()).collect::<Vec<_>>(),
-        |r| r.method.clone(),
-    );
+    let methods = distinct(&recs, |r| r.method.clone());
     let mut header = vec![
         "op, bytes (the range before the line, its offset in its line)".to_string(),
         "alone".to_string(),
@@ -433,13 +434,9 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         Some(o) => ("src", o as usize),
         None => ("dst", r.extra_f64("dst_offset").unwrap_or(0.0) as usize),
     };
-    for (op, n, (at, off)) in distinct(
-        &recs.iter().map(|r| (*r).clone()).collect::<Vec<_>>(),
-        |r| (r.op.clone(), r.size, side(r)),
-    ) {
+    for (op, n, (at, off)) in distinct(&recs, |r| (r.op.clone(), r.size, side(r))) {
         let cell: Vec<&Record> = recs
             .iter()
-            .copied()
             .filter(|r| r.op == op && r.size == n && side(r) == (at, off))
             .collect();
         let Some(first) = cell.first() else { continue };
@@ -455,18 +452,14 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         }
         let auto = cell.iter().find(|r| r.method == "auto");
         row.push(
-            match auto.and_then(|r| r.extra_f64("ratio_neighbour_libc_over_auto")) {
-                Some(x) => {
-                    let ci = auto
-                        .and_then(|r| r.extras.get("ratio_neighbour_ci95"))
-                        .and_then(|v| Some((v.get(0)?.as_f64()?, v.get(1)?.as_f64()?)));
-                    match ci {
-                        Some((lo, hi)) => format!("{x:.2} [{lo:.2}–{hi:.2}]"),
-                        None => format!("{x:.2}"),
-                    }
-                }
-                None => "–".into(),
-            },
+            auto.and_then(|r| {
+                super::doors::ratio_with_ci(
+                    r,
+                    "ratio_neighbour_libc_over_auto",
+                    "ratio_neighbour_ci95",
+                )
+            })
+            .map_or("–".into(), super::doors::fmt_ratio),
         );
         row.push(
             methods
