@@ -36,7 +36,7 @@ use std::time::Instant;
 use blockmem::kernel::Op;
 use serde_json::json;
 
-use super::{distinct, Ctx};
+use super::{distinct, records_of, Ctx};
 use crate::lab::mem::Buffer;
 use crate::lab::method::{Entry, Method};
 use crate::lab::report::Table;
@@ -408,15 +408,10 @@ fn record(
 /// One table: per op and size, the neighbour's ns per increment alone and beside each
 /// method, the ratio libc/auto of the latter, and the caller's ns per call.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
-    let recs: Vec<Record> = recs
-        .iter()
-        .filter(|r| r.experiment == NAME)
-        .cloned()
-        .collect();
+    let (recs, methods) = records_of(recs, NAME);
     if recs.is_empty() {
         return Vec::new();
     }
-    let methods = distinct(&recs, |r| r.method.clone());
     let mut header = vec![
         "op, bytes (the range before the line, its offset in its line)".to_string(),
         "alone".to_string(),
