@@ -32,8 +32,14 @@
  * it against a byte loop (the bytes written and 32 guard bytes on each side; the lab
  * asks for it in the first round of each door and implementation, the same code on the
  * same calls as every later round); then it takes SAMPLES
- * timed samples, each replaying the whole sequence reps_per_sample times (after an
- * eviction sweep of EVICT_BYTES for a cold job). It prints one line per job:
+ * timed samples, each replaying the whole sequence reps_per_sample times. Before each
+ * sample of a cold job every line the calls touch is flushed (clflush, then mfence) and
+ * the cache is filled by a read sweep of EVICT_BYTES: the lab's `clean` state. The sweep
+ * alone, sized from the measured effective LLC, left part of the calls' lines in an LLC
+ * that could hold more than a core's measured share (on a 2-vCPU AMD EPYC (Zen 4) KVM
+ * guest, 32 MiB reported, 7-15 MiB measured: one process's samples of the same job
+ * differed by 1.3-1.8x, and a cell's 95% interval over 15 rounds spanned 0.61-1.22).
+ * It prints one line per job:
  *   name <TAB> op <TAB> hot|cold <TAB> verified 0|1 (- unchecked) <TAB> ns per call,
  *   comma-separated
  */
@@ -161,6 +167,25 @@ static int verify(const struct job *j, unsigned char *src, unsigned char *dst, u
     return 1;
 }
 
+/* Flushes every line a job's calls touch (sources and destinations), so that a cold
+ * sample starts with none of them in any cache, whatever the sweep leaves. */
+static void flush_calls(const struct job *j, unsigned char *src, unsigned char *dst) {
+#if defined(__x86_64__) || defined(__i386__)
+    for (uint64_t i = 0; i < j->ncalls; i++) {
+        const struct call *c = &j->calls[i];
+        const unsigned char *s = (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;
+        const unsigned char *ranges[2] = {s, dst + c->dst};
+        for (int r = 0; r < 2; r++) {
+            uintptr_t a = (uintptr_t)ranges[r] & ~(uintptr_t)63, end = (uintptr_t)ranges[r] + c->n;
+            for (; a < end; a += 64) __builtin_ia32_clflush((const void *)a);
+        }
+    }
+    __builtin_ia32_mfence();
+#else
+    (void)j, (void)src, (void)dst;
+#endif
+}
+
 static void evict(unsigned char *buf, size_t len) {
     static volatile unsigned char sink __attribute__((unused));
     unsigned char x = 0;
@@ -242,7 +267,10 @@ int main(int argc, char **argv) {
         printf("%s\t%s\t%s\t%s\t", j->name, j->op == 0 ? "copy" : j->op == 1 ? "move" : "set",
                j->cold ? "cold" : "hot", ok);
         for (int s = 0; s < samples; s++) {
-            if (j->cold && ev) evict(ev, evict_len);
+            if (j->cold) {
+                flush_calls(j, src, dst);
+                if (ev) evict(ev, evict_len);
+            }
             uint64_t t0 = now_ns();
             for (uint32_t r = 0; r < j->reps; r++) replay(j, src, dst);
             uint64_t t1 = now_ns();

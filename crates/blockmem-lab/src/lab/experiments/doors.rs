@@ -22,7 +22,8 @@
 //!
 //! Workloads: every fleetbench distribution (hot: 65,536 calls drawn over one buffer's
 //! worth of addresses, a sequence too long for the branch predictor to learn; cold:
-//! calls scattered over twice the effective LLC, evicted before each sample), and fixed
+//! calls scattered over twice the effective LLC, before each sample every line they
+//! touch flushed and the cache filled by a read sweep, the lab's `clean` state), and fixed
 //! sizes from 1 B to 4 KiB repeated in a tight loop on hot buffers,
 //! the case where a predictable branch ladder is at its best.
 //!
@@ -71,7 +72,8 @@ pub const FIXED: [usize; 13] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 204
 /// on, the time no longer falls with the length.
 pub(crate) const HOT_CALLS: usize = 1 << 16;
 /// Calls drawn per distribution on a cold working set (each a cache miss or more,
-/// whatever the branches do; every sample follows an eviction sweep).
+/// whatever the branches do; every sample follows a flush of their lines and an
+/// eviction sweep).
 const COLD_CALLS: usize = 4000;
 /// Identical calls per fixed-size loop pass (the loop is meant to be predictable).
 const FIXED_CALLS: usize = 1000;
