@@ -106,45 +106,63 @@ static uint64_t now_ns(void) {
  * whole replay, so each is its own loop, with nothing tested per call but the source
  * arena: the tight loop a program would run. (One loop testing the door per call gave
  * each door a different path through the caller; the C ABI's had two taken branches
- * more than glibc's.) */
-#define REPLAY_COPY(CALL)                                                                         \
-    for (; c < e; c++) {                                                                          \
-        const unsigned char *s = (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src; \
-        CALL;                                                                                     \
-    }
-/* Where the loops lie moves a tight loop's time by up to 10% either way on some CPUs
- * (on a 2-vCPU AMD EPYC (Zen 4) KVM guest, one driver build ran 64-byte sets through
- * blockmem_memset at 1.11x glibc's speed and another, differing only elsewhere in the
- * file, at 0.91x), for glibc and blockmem alike. So the lab builds the driver several
- * times with LAYOUT_PAD bytes of padding before the loops (and no alignment of their
- * own) and uses another build in each round: a cell's median is over layouts, not one
- * layout's luck. */
+ * more than glibc's.)
+ *
+ * Where a loop lies moves a tight loop's time by up to 10% either way on some CPUs: on
+ * a 2-vCPU AMD EPYC (Zen 4) KVM guest a loop that crosses a 64-byte line costs a cycle
+ * a call more than one within a line (its op-cache entries are per line), so one
+ * driver build ran 64-byte sets through blockmem_memset at 1.11x glibc's speed and
+ * another, differing only elsewhere in the file, at 0.91x. So every loop is its own
+ * function starting a line, with LAYOUT_PAD bytes of padding before it; the lab builds
+ * the driver with several paddings and uses another build in each round, so a cell's
+ * median is over layouts, and both sides of a door meet the same layouts. (With the
+ * loops one after another in one function, the C ABI's set loop, one instruction
+ * longer than the plain memset loop it is compared with, crossed a line in two of the
+ * four layouts and that loop in one: `blockmem_set` in a tight loop measured 0.91-0.93x
+ * from 1 to 256 bytes, the same entry through `memset` 1.00x.) */
 #ifndef LAYOUT_PAD
 #define LAYOUT_PAD 0
 #endif
 #define STR_(x) #x
 #define STR(x) STR_(x)
-__attribute__((noinline, aligned(64))) static void replay(const struct job *j, unsigned char *src,
-                                                          unsigned char *dst) {
-    __asm__ volatile(".skip " STR(LAYOUT_PAD) ", 0x90");
-    const struct call *c = j->calls, *e = c + j->ncalls;
-    int cabi = door == CABI && use_blockmem, cmem = door == CMEM && (use_blockmem || CMEM_LIBC);
-    if (j->op == 2) {
-        if (door == FNPTR) for (; c < e; c++) fp_memset(dst + c->dst, SET_BYTE, c->n);
-        else if (cabi) for (; c < e; c++) (blockmem_set)(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO);
-        else if (cmem) for (; c < e; c++) blockmem_memset(dst + c->dst, SET_BYTE, c->n);
-        else for (; c < e; c++) memset(dst + c->dst, SET_BYTE, c->n);
-    } else if (j->op == 1) {
-        if (door == FNPTR) REPLAY_COPY(fp_memmove(dst + c->dst, s, c->n))
-        else if (cabi) REPLAY_COPY((blockmem_move)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
-        else if (cmem) REPLAY_COPY(blockmem_memmove(dst + c->dst, s, c->n))
-        else REPLAY_COPY(memmove(dst + c->dst, s, c->n))
-    } else {
-        if (door == FNPTR) REPLAY_COPY(fp_memcpy(dst + c->dst, s, c->n))
-        else if (cabi) REPLAY_COPY((blockmem_copy)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
-        else if (cmem) REPLAY_COPY(blockmem_memcpy(dst + c->dst, s, c->n))
-        else REPLAY_COPY(memcpy(dst + c->dst, s, c->n))
+typedef void (*loop_fn)(const struct call *, const struct call *, const unsigned char *,
+                        unsigned char *);
+#define LOOP(NAME, CALL)                                                                          \
+    __attribute__((noinline, aligned(64))) static void NAME(                                      \
+        const struct call *c, const struct call *e, const unsigned char *src, unsigned char *dst) { \
+        __asm__ volatile(".skip " STR(LAYOUT_PAD) ", 0x90");                                      \
+        for (; c < e; c++) {                                                                      \
+            const unsigned char *s __attribute__((unused)) =                                      \
+                (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;              \
+            CALL;                                                                                 \
+        }                                                                                         \
     }
+LOOP(set_fnptr, fp_memset(dst + c->dst, SET_BYTE, c->n))
+LOOP(set_cabi, (blockmem_set)(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO))
+LOOP(set_cmem, blockmem_memset(dst + c->dst, SET_BYTE, c->n))
+LOOP(set_plain, memset(dst + c->dst, SET_BYTE, c->n))
+LOOP(move_fnptr, fp_memmove(dst + c->dst, s, c->n))
+LOOP(move_cabi, (blockmem_move)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
+LOOP(move_cmem, blockmem_memmove(dst + c->dst, s, c->n))
+LOOP(move_plain, memmove(dst + c->dst, s, c->n))
+LOOP(copy_fnptr, fp_memcpy(dst + c->dst, s, c->n))
+LOOP(copy_cabi, (blockmem_copy)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
+LOOP(copy_cmem, blockmem_memcpy(dst + c->dst, s, c->n))
+LOOP(copy_plain, memcpy(dst + c->dst, s, c->n))
+
+/* The loop for op (0 copy, 1 move, 2 set) through this process's door. */
+static loop_fn loop_for(uint32_t op) {
+    static const loop_fn loops[3][4] = {
+        {copy_fnptr, copy_cabi, copy_cmem, copy_plain},
+        {move_fnptr, move_cabi, move_cmem, move_plain},
+        {set_fnptr, set_cabi, set_cmem, set_plain},
+    };
+    int cabi = door == CABI && use_blockmem, cmem = door == CMEM && (use_blockmem || CMEM_LIBC);
+    return loops[op][door == FNPTR ? 0 : cabi ? 1 : cmem ? 2 : 3];
+}
+
+static void replay(const struct job *j, unsigned char *src, unsigned char *dst) {
+    loop_for(j->op)(j->calls, j->calls + j->ncalls, src, dst);
 }
 
 /* Runs each call alone against a byte-loop reference; returns 1 if all were right. */
