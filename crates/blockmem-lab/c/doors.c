@@ -123,6 +123,11 @@ static uint64_t now_ns(void) {
 #ifndef LAYOUT_PAD
 #define LAYOUT_PAD 0
 #endif
+/* A call's source: in the source arena, or (an overlapping move) in the destination's. */
+static inline const unsigned char *call_src(const struct call *c, const unsigned char *src,
+                                            unsigned char *dst) {
+    return (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;
+}
 #define STR_(x) #x
 #define STR(x) STR_(x)
 typedef void (*loop_fn)(const struct call *, const struct call *, const unsigned char *,
@@ -132,8 +137,7 @@ typedef void (*loop_fn)(const struct call *, const struct call *, const unsigned
         const struct call *c, const struct call *e, const unsigned char *src, unsigned char *dst) { \
         __asm__ volatile(".skip " STR(LAYOUT_PAD) ", 0x90");                                      \
         for (; c < e; c++) {                                                                      \
-            const unsigned char *s __attribute__((unused)) =                                      \
-                (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;              \
+            const unsigned char *s __attribute__((unused)) = call_src(c, src, dst);               \
             CALL;                                                                                 \
         }                                                                                         \
     }
@@ -176,7 +180,7 @@ static int verify(const struct job *j, unsigned char *src, unsigned char *dst, u
         for (uint64_t k = lo; k < hi; k++) dst[k] = (unsigned char)(k * 131 + i);
         for (uint64_t k = lo; k < hi; k++) want[k - lo] = dst[k];
         /* Expected bytes from memory as it is before the call: memmove's semantics. */
-        const unsigned char *s = (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;
+        const unsigned char *s = call_src(c, src, dst);
         for (uint64_t k = 0; k < c->n; k++) want[c->dst - lo + k] = j->op == 2 ? SET_BYTE : s[k];
         replay(&one, src, dst);
         for (uint64_t k = lo; k < hi; k++)
@@ -191,8 +195,7 @@ static void flush_calls(const struct job *j, unsigned char *src, unsigned char *
 #if defined(__x86_64__) || defined(__i386__)
     for (uint64_t i = 0; i < j->ncalls; i++) {
         const struct call *c = &j->calls[i];
-        const unsigned char *s = (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;
-        const unsigned char *ranges[2] = {s, dst + c->dst};
+        const unsigned char *ranges[2] = {call_src(c, src, dst), dst + c->dst};
         for (int r = 0; r < 2; r++) {
             uintptr_t a = (uintptr_t)ranges[r] & ~(uintptr_t)63, end = (uintptr_t)ranges[r] + c->n;
             for (; a < end; a += 64) __builtin_ia32_clflush((const void *)a);
