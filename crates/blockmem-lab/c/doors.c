@@ -1,7 +1,7 @@
 /* The driver of the lab's `doors` experiment: replays the calls of a job file
  * through one door, the way a C program meets a memcpy.
  *
- *   doors JOBS DOOR IMPL SAMPLES EVICT_BYTES CHECK
+ *   doors JOBS DOOR IMPL SAMPLES EVICT_BYTES CHECK LAYOUT
  *
  * DOOR   plain   direct calls to memcpy/memmove/memset (built with -fno-builtin, so
  *                every one is a real call through the PLT): the implementation is the
@@ -29,12 +29,14 @@
  *   source lies in the destination arena (an overlapping move).
  *
  * For each job the driver first runs every call once, untimed, and with CHECK 1 checks
- * it against a byte loop (the bytes written and 32 guard bytes on each side; the lab
- * asks for it in the first round of each door and implementation, the same code on the
- * same calls as every later round); then it takes SAMPLES
- * timed samples, each replaying the whole sequence reps_per_sample times. Before each
- * sample of a cold job every line the calls touch is flushed (clflush, then mfence) and
- * the cache is filled by a read sweep of EVICT_BYTES: the lab's `clean` state. The sweep
+ * it against a byte loop (the bytes written and 32 guard bytes on each side, each call
+ * through the next copy of the loop, so that every copy is checked; the lab asks for it
+ * in the first round of each door and implementation, the same code on the same calls
+ * as every later round); then it takes SAMPLES timed samples, each replaying the whole
+ * sequence reps_per_sample times, sample s with copy LAYOUT + s of the loop (see
+ * LAYOUTS below). Before each sample of a cold job every line the calls touch is
+ * flushed (clflush, then mfence) and the cache is filled by a read sweep of
+ * EVICT_BYTES: the lab's `clean` state. The sweep
  * alone, sized from the measured effective LLC, left part of the calls' lines in an LLC
  * that could hold more than a core's measured share (on a 2-vCPU AMD EPYC (Zen 4) KVM
  * guest, 32 MiB reported, 7-15 MiB measured: one process's samples of the same job
@@ -108,39 +110,47 @@ static uint64_t now_ns(void) {
  * each door a different path through the caller; the C ABI's had two taken branches
  * more than glibc's.)
  *
- * Where a loop lies moves a tight loop's time by up to 10% either way on some CPUs: on
- * a 2-vCPU AMD EPYC (Zen 4) KVM guest a loop that crosses a 64-byte line costs a cycle
- * a call more than one within a line (its op-cache entries are per line), so one
- * driver build ran 64-byte sets through blockmem_memset at 1.11x glibc's speed and
- * another, differing only elsewhere in the file, at 0.91x. So every loop is its own
- * function starting a line, with LAYOUT_PAD bytes of padding before it; the lab builds
- * the driver with several paddings and uses another build in each round, so a cell's
- * median is over layouts, and both sides of a door meet the same layouts. (With the
- * loops one after another in one function, the C ABI's set loop, one instruction
- * longer than the plain memset loop it is compared with, crossed a line in two of the
- * four layouts and that loop in one: `blockmem_set` in a tight loop measured 0.91-0.93x
- * from 1 to 256 bytes, the same entry through `memset` 1.00x.) */
-#ifndef LAYOUT_PAD
-#define LAYOUT_PAD 0
-#endif
+ * Where a loop lies moves a tight loop's time by up to 15% either way: on a 2-vCPU AMD
+ * EPYC (Zen 4) KVM guest, the same replay of the Memset_0 calls took 4.6 to 5.4 ns a
+ * call from one placement of the caller's loop to another, for glibc's memset and for
+ * blockmem's alike, and not at the same placements (the two callees' branches share
+ * the predictor with the loop's differently); a loop that crosses a 64-byte line costs
+ * a cycle a call more than one within a line (its op-cache entries are per line). A
+ * comparison at one placement, or a few, measures that luck: with four placements, the
+ * C ABI's set loop (one instruction longer than the plain memset loop it is compared
+ * with) read 0.90-0.96x in one run and 1.00x in the next. So every loop exists LAYOUTS
+ * times, each copy its own function starting a 64-byte line with 4 x k bytes of
+ * padding before the loop (k = 0 .. LAYOUTS-1: every 4-byte position in a line, each
+ * copy at another address), and each timed sample runs the next copy: a cell's samples
+ * cover the placements a program's loop could have, and both sides of a door meet the
+ * same ones in the same order. */
+#define LAYOUTS 16
 /* A call's source: in the source arena, or (an overlapping move) in the destination's. */
 static inline const unsigned char *call_src(const struct call *c, const unsigned char *src,
                                             unsigned char *dst) {
     return (c->src & SRC_IN_DST) ? dst + (c->src & ~SRC_IN_DST) : src + c->src;
 }
-#define STR_(x) #x
-#define STR(x) STR_(x)
 typedef void (*loop_fn)(const struct call *, const struct call *, const unsigned char *,
                         unsigned char *);
-#define LOOP(NAME, CALL)                                                                          \
-    __attribute__((noinline, aligned(64))) static void NAME(                                      \
+#define LOOP_AT(NAME, K, CALL)                                                                    \
+    __attribute__((noinline, aligned(64))) static void NAME##_##K(                                \
         const struct call *c, const struct call *e, const unsigned char *src, unsigned char *dst) { \
-        __asm__ volatile(".skip " STR(LAYOUT_PAD) ", 0x90");                                      \
+        __asm__ volatile(".fill 4 * " #K ", 1, 0x90");                                            \
         for (; c < e; c++) {                                                                      \
             const unsigned char *s __attribute__((unused)) = call_src(c, src, dst);               \
             CALL;                                                                                 \
         }                                                                                         \
     }
+#define LOOP(NAME, CALL)                                                                          \
+    LOOP_AT(NAME, 0, CALL) LOOP_AT(NAME, 1, CALL) LOOP_AT(NAME, 2, CALL) LOOP_AT(NAME, 3, CALL)   \
+    LOOP_AT(NAME, 4, CALL) LOOP_AT(NAME, 5, CALL) LOOP_AT(NAME, 6, CALL) LOOP_AT(NAME, 7, CALL)   \
+    LOOP_AT(NAME, 8, CALL) LOOP_AT(NAME, 9, CALL) LOOP_AT(NAME, 10, CALL) LOOP_AT(NAME, 11, CALL) \
+    LOOP_AT(NAME, 12, CALL) LOOP_AT(NAME, 13, CALL) LOOP_AT(NAME, 14, CALL)                       \
+    LOOP_AT(NAME, 15, CALL)                                                                       \
+    static const loop_fn NAME[LAYOUTS] = {                                                       \
+        NAME##_0,  NAME##_1,  NAME##_2,  NAME##_3,  NAME##_4,  NAME##_5,  NAME##_6,  NAME##_7,  \
+        NAME##_8,  NAME##_9,  NAME##_10, NAME##_11, NAME##_12, NAME##_13, NAME##_14, NAME##_15, \
+    };
 LOOP(set_fnptr, fp_memset(dst + c->dst, SET_BYTE, c->n))
 LOOP(set_cabi, (blockmem_set)(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO))
 LOOP(set_cmem, blockmem_memset(dst + c->dst, SET_BYTE, c->n))
@@ -154,9 +164,9 @@ LOOP(copy_cabi, (blockmem_copy)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
 LOOP(copy_cmem, blockmem_memcpy(dst + c->dst, s, c->n))
 LOOP(copy_plain, memcpy(dst + c->dst, s, c->n))
 
-/* The loop for op (0 copy, 1 move, 2 set) through this process's door. */
-static loop_fn loop_for(uint32_t op) {
-    static const loop_fn loops[3][4] = {
+/* The copies of the loop for op (0 copy, 1 move, 2 set) through this process's door. */
+static const loop_fn *loops_for(uint32_t op) {
+    static const loop_fn *const loops[3][4] = {
         {copy_fnptr, copy_cabi, copy_cmem, copy_plain},
         {move_fnptr, move_cabi, move_cmem, move_plain},
         {set_fnptr, set_cabi, set_cmem, set_plain},
@@ -165,8 +175,9 @@ static loop_fn loop_for(uint32_t op) {
     return loops[op][door == FNPTR ? 0 : cabi ? 1 : cmem ? 2 : 3];
 }
 
-static void replay(const struct job *j, unsigned char *src, unsigned char *dst) {
-    loop_for(j->op)(j->calls, j->calls + j->ncalls, src, dst);
+/* One replay of a job's calls with the loop's copy number `layout` (mod LAYOUTS). */
+static void replay(const struct job *j, unsigned char *src, unsigned char *dst, unsigned layout) {
+    loops_for(j->op)[layout % LAYOUTS](j->calls, j->calls + j->ncalls, src, dst);
 }
 
 /* Runs each call alone against a byte-loop reference; returns 1 if all were right. */
@@ -182,7 +193,7 @@ static int verify(const struct job *j, unsigned char *src, unsigned char *dst, u
         /* Expected bytes from memory as it is before the call: memmove's semantics. */
         const unsigned char *s = call_src(c, src, dst);
         for (uint64_t k = 0; k < c->n; k++) want[c->dst - lo + k] = j->op == 2 ? SET_BYTE : s[k];
-        replay(&one, src, dst);
+        replay(&one, src, dst, (unsigned)i); /* every copy of the loop, in turn */
         for (uint64_t k = lo; k < hi; k++)
             if (dst[k] != want[k - lo]) return 0;
     }
@@ -232,7 +243,8 @@ static void read_exact(FILE *f, void *p, size_t len) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) die("usage: doors JOBS plain|fnptr|cabi|cmem libc|blockmem SAMPLES EVICT_BYTES 0|1");
+    if (argc != 8)
+        die("usage: doors JOBS plain|fnptr|cabi|cmem libc|blockmem SAMPLES EVICT_BYTES 0|1 LAYOUT");
     door = !strcmp(argv[2], "plain") ? PLAIN : !strcmp(argv[2], "fnptr") ? FNPTR
          : !strcmp(argv[2], "cabi") ? CABI : !strcmp(argv[2], "cmem") ? CMEM
          : (die("unknown door"), PLAIN);
@@ -240,6 +252,7 @@ int main(int argc, char **argv) {
     if (!use_blockmem && strcmp(argv[3], "libc")) die("unknown implementation");
     int samples = atoi(argv[4]), check = atoi(argv[6]);
     size_t evict_len = strtoull(argv[5], NULL, 10);
+    unsigned layout = (unsigned)strtoul(argv[7], NULL, 10);
     if (samples < 1) die("SAMPLES must be at least 1");
     check_binding();
 
@@ -284,7 +297,7 @@ int main(int argc, char **argv) {
     for (uint32_t i = 0; i < njobs; i++) {
         struct job *j = &jobs[i];
         const char *ok = !check ? "-" : verify(j, src, dst, want) ? "1" : "0";
-        replay(j, src, dst); /* warm-up (and page faults) */
+        replay(j, src, dst, layout); /* warm-up (and page faults) */
         printf("%s\t%s\t%s\t%s\t", j->name, j->op == 0 ? "copy" : j->op == 1 ? "move" : "set",
                j->cold ? "cold" : "hot", ok);
         for (int s = 0; s < samples; s++) {
@@ -293,7 +306,7 @@ int main(int argc, char **argv) {
                 if (ev) evict(ev, evict_len);
             }
             uint64_t t0 = now_ns();
-            for (uint32_t r = 0; r < j->reps; r++) replay(j, src, dst);
+            for (uint32_t r = 0; r < j->reps; r++) replay(j, src, dst, layout + (unsigned)s);
             uint64_t t1 = now_ns();
             printf("%s%.4f", s ? "," : "", (double)(t1 - t0) / ((double)j->ncalls * j->reps));
         }

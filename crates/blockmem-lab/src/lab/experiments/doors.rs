@@ -30,9 +30,13 @@
 //! Each driver process measures one implementation through one door over all
 //! workloads; processes alternate (libc first in even rounds, blockmem first in odd
 //! ones), so a neighbour's burst of load falls on both. The ratio of a cell is the
-//! median over rounds of libc's time over blockmem's in the same round. Every call is
-//! checked once (in the first round's processes), untimed, against a byte loop with guard bytes on both sides, and the
-//! driver refuses to run if `memcpy` is not bound to the object it is meant to measure.
+//! median over rounds of libc's time over blockmem's in the same round. Each of a
+//! round's samples runs another of the driver's 16 copies of the replay loop (the
+//! loop's placement moves a call's time by up to 15% either way; `docs/METHOD.md`),
+//! the same copies on both sides. Every call is checked once (in the first round's
+//! processes, each call through the next copy of the loop), untimed, against a byte
+//! loop with guard bytes on both sides, and the driver refuses to run if `memcpy` is
+//! not bound to the object it is meant to measure.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -204,13 +208,13 @@ fn objects() -> anyhow::Result<Objects> {
     )
 }
 
-/// Padding before the driver's loops, one build each (see `LAYOUT_PAD` in
-/// `c/doors.c`): four positions in a 64-byte line. Round `r` runs build `r % 4`.
-const LAYOUT_PADS: [u32; 4] = [0, 16, 32, 48];
+/// Copies of each replay loop in the driver, at different placements (`LAYOUTS` in
+/// `c/doors.c`); sample `s` of round `r` runs copy `r * SAMPLES + s` (mod this).
+const LAYOUTS: usize = 16;
 
-/// One layout's two builds of the driver: the one every door uses, and the one glibc
-/// is measured with through the `cmem` door (`-DLIBC_AS_CMEM`: the same loops as
-/// blockmem's, calling glibc).
+/// The driver's two builds: the one every door uses, and the one glibc is measured
+/// with through the `cmem` door (`-DLIBC_AS_CMEM`: the same loops as blockmem's,
+/// calling glibc).
 struct Driver {
     plain: PathBuf,
     libc_as_cmem: PathBuf,
@@ -227,35 +231,24 @@ impl Driver {
     }
 }
 
-/// Compiles the driver into `dir`, twice per layout: `-fno-builtin` keeps every call a
-/// real call; without alignment of loops and jumps, the padding moves every loop.
-fn build_drivers(dir: &Path, ffi_dir: &Path) -> anyhow::Result<Vec<Driver>> {
+/// Compiles the driver into `dir`, twice (see [`Driver`]). `-fno-builtin` keeps every
+/// call a real call; without alignment of loops and jumps, each copy's padding moves
+/// its loop.
+fn build_drivers(dir: &Path, ffi_dir: &Path) -> anyhow::Result<Driver> {
     std::fs::write(dir.join("doors.c"), DRIVER_C)?;
     std::fs::write(dir.join("blockmem.h"), HEADER)?;
     // The library's SONAME is `libblockmem.so.0` (what an installed copy is called);
     // the driver finds it through a link in its own directory.
     std::os::unix::fs::symlink(ffi_dir.join(FFI_NAME), dir.join(FFI_SONAME))?;
-    LAYOUT_PADS
-        .iter()
-        .map(|&pad| {
-            Ok(Driver {
-                plain: build_driver(dir, ffi_dir, pad, false)?,
-                libc_as_cmem: build_driver(dir, ffi_dir, pad, true)?,
-            })
-        })
-        .collect()
+    Ok(Driver {
+        plain: build_driver(dir, ffi_dir, false)?,
+        libc_as_cmem: build_driver(dir, ffi_dir, true)?,
+    })
 }
 
-/// One build of the driver with `pad` bytes before its loops (and with the `cmem`
-/// loops calling glibc, if `libc_as_cmem`).
-fn build_driver(
-    dir: &Path,
-    ffi_dir: &Path,
-    pad: u32,
-    libc_as_cmem: bool,
-) -> anyhow::Result<PathBuf> {
-    let suffix = if libc_as_cmem { "-libc" } else { "" };
-    let exe = dir.join(format!("doors-{pad}{suffix}"));
+/// One build of the driver (with the `cmem` loops calling glibc, if `libc_as_cmem`).
+fn build_driver(dir: &Path, ffi_dir: &Path, libc_as_cmem: bool) -> anyhow::Result<PathBuf> {
+    let exe = dir.join(if libc_as_cmem { "doors-libc" } else { "doors" });
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let mut cmd = Command::new(&cc);
     if libc_as_cmem {
@@ -268,7 +261,6 @@ fn build_driver(
             "-fno-align-loops",
             "-fno-align-jumps",
         ])
-        .arg(format!("-DLAYOUT_PAD={pad}"))
         .arg("-o")
         .arg(&exe)
         .arg(dir.join("doors.c"))
@@ -288,7 +280,8 @@ fn build_driver(
 }
 
 /// One driver process: per job, (verified, ns per call samples). `check`: verify every
-/// call first (else the verdict is `None`).
+/// call first (else the verdict is `None`); `layout`: the loop copy of the first sample.
+#[allow(clippy::too_many_arguments)]
 fn run_driver(
     exe: &Path,
     jobs_file: &Path,
@@ -297,6 +290,7 @@ fn run_driver(
     shim: &Path,
     evict: usize,
     check: bool,
+    layout: usize,
 ) -> anyhow::Result<Vec<(Option<bool>, Vec<f64>)>> {
     let mut cmd = Command::new(exe);
     cmd.arg(jobs_file)
@@ -305,6 +299,7 @@ fn run_driver(
         .arg(SAMPLES.to_string())
         .arg(evict.to_string())
         .arg(if check { "1" } else { "0" })
+        .arg((layout % LAYOUTS).to_string())
         .env_remove("LD_PRELOAD")
         .env_remove("BLOCKMEM_TRACE")
         .env_remove("BLOCKMEM_STATS")
@@ -354,7 +349,7 @@ const SAMPLES: usize = 3;
 pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     let objs = objects()?;
     let tmp = tempfile::tempdir().context("cannot create a scratch directory")?;
-    let exes = build_drivers(tmp.path(), &objs.ffi_dir)?;
+    let driver = build_drivers(tmp.path(), &objs.ffi_dir)?;
     // Every shipped distribution, or the files `--fleet-dir` names (all of them).
     let given = ctx.fleet_dir.as_deref().map(|p| (p, "--fleet-dir"));
     let dists = fleet::load(given, false)?;
@@ -373,12 +368,16 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
             for k in 0..2 {
                 let i = if round % 2 == 0 { k } else { 1 - k };
                 pb.set_message(format!("{door} {}", IMPLS[i]));
-                // Every call is verified in each layout's first round: later rounds run
-                // the same code on the same calls (and verifying 65,536 calls per
-                // distribution every time would take most of the experiment's time).
-                let check = round < LAYOUT_PADS.len();
-                let exe = exes[round % exes.len()].for_run(door, IMPLS[i]);
-                let res = run_driver(exe, &jobs_file, door, IMPLS[i], &objs.shim, evict, check)?;
+                // Every call is verified in the first round, each through another copy
+                // of the loop: later rounds run the same code on the same calls (and
+                // verifying 65,536 calls per distribution every time would take most
+                // of the experiment's time).
+                let check = round == 0;
+                let exe = driver.for_run(door, IMPLS[i]);
+                let layout = round * SAMPLES;
+                let res = run_driver(
+                    exe, &jobs_file, door, IMPLS[i], &objs.shim, evict, check, layout,
+                )?;
                 if res.len() != jobs.len() {
                     bail!(
                         "the doors driver reported {} jobs of {}",
