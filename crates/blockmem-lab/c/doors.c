@@ -113,9 +113,9 @@ static uint64_t now_ns(void) {
  * Where a loop lies moves a tight loop's time by up to 15% either way: on a 2-vCPU AMD
  * EPYC (Zen 4) KVM guest, the same replay of the Memset_0 calls took 4.6 to 5.4 ns a
  * call from one placement of the caller's loop to another, for glibc's memset and for
- * blockmem's alike, and not at the same placements (the two callees' branches share
- * the predictor with the loop's differently); a loop that crosses a 64-byte line costs
- * a cycle a call more than one within a line (its op-cache entries are per line). A
+ * blockmem's alike, and not at the same placements; a tight loop that crosses a 64-byte
+ * line costs a cycle a call more than one within a line (its op-cache entries are per
+ * line). A
  * comparison at one placement, or a few, measures that luck: with four placements, the
  * C ABI's set loop (one instruction longer than the plain memset loop it is compared
  * with) read 0.90-0.96x in one run and 1.00x in the next. So every loop exists LAYOUTS
