@@ -7,19 +7,20 @@
  *                every one is a real call through the PLT): the implementation is the
  *                one the dynamic linker bound, glibc's or, under LD_PRELOAD, the shim's
  *        fnptr   the same functions called through volatile function pointers
- *        cabi    blockmem_copy/_move/_set with BLOCKMEM_HINT_AUTO (IMPL blockmem) or
- *                plain calls to the system library (IMPL libc), in a process without
- *                the shim. The names are parenthesised: the functions with their hint
- *                argument, as a caller passing a hint meets them (with the constant
- *                AUTO, the header's macros call the cmem functions instead)
+ *        cabi    blockmem_copy/_move/_set with BLOCKMEM_HINT_AUTO, in a process
+ *                without the shim. The names are parenthesised: the functions with
+ *                their hint argument, as a caller passing a hint meets them (with the
+ *                constant AUTO, the header's macros call the cmem functions instead)
  *        cmem    the same with blockmem_memcpy/_memmove/_memset, the C ABI in the C
- *                functions' own shape (no hint argument). Built with -DLIBC_AS_CMEM,
- *                the driver's cmem loops call memcpy/memmove/memset instead: the lab
- *                measures glibc with that build, so both sides of the door run the
- *                same loop, byte for byte but for the call's target
- * IMPL   libc | blockmem: what the door must reach. For plain and fnptr the driver
- *        checks with dladdr which object defines the bound memcpy, and fails if it is
- *        not the one named (a missing or ignored LD_PRELOAD must not pass for glibc).
+ *                functions' own shape (no hint argument)
+ *                For IMPL libc the lab preloads doors_libc.c's library, which binds
+ *                these names to the system library's memcpy/memmove/memset: every
+ *                door runs one binary and the same loops on both sides, and only the
+ *                call's target differs
+ * IMPL   libc | blockmem: what the door must reach. The driver checks with dladdr
+ *        which object defines the bound memcpy (plain, fnptr) or blockmem_memcpy
+ *        (cabi, cmem), and fails if it is not the one named (a missing or ignored
+ *        LD_PRELOAD must not pass for glibc, nor for blockmem).
  *
  * The job file (written by `blockmem lab doors`, little-endian):
  *   "BMDOORS1" u32 version=1 u32 njobs u64 arena_bytes
@@ -55,15 +56,6 @@
 #include <time.h>
 
 #include "blockmem.h"
-
-#ifdef LIBC_AS_CMEM
-#define blockmem_memcpy memcpy
-#define blockmem_memmove memmove
-#define blockmem_memset memset
-#define CMEM_LIBC 1
-#else
-#define CMEM_LIBC 0
-#endif
 
 typedef void *(*copy_fn)(void *, const void *, size_t);
 typedef void *(*set_fn)(void *, int, size_t);
@@ -171,8 +163,7 @@ static const loop_fn *loops_for(uint32_t op) {
         {move_fnptr, move_cabi, move_cmem, move_plain},
         {set_fnptr, set_cabi, set_cmem, set_plain},
     };
-    int cabi = door == CABI && use_blockmem, cmem = door == CMEM && (use_blockmem || CMEM_LIBC);
-    return loops[op][door == FNPTR ? 0 : cabi ? 1 : cmem ? 2 : 3];
+    return loops[op][door == FNPTR ? 0 : door == CABI ? 1 : door == CMEM ? 2 : 3];
 }
 
 /* One replay of a job's calls with the loop's copy number `layout` (mod LAYOUTS). */
@@ -225,16 +216,30 @@ static void evict(unsigned char *buf, size_t len) {
     sink = x;
 }
 
-static void check_binding(void) {
-    int want_shim = (door == PLAIN || door == FNPTR) && use_blockmem;
+/* Fails unless `name`, as this process bound it, is defined by an object whose path
+ * contains `blockmem_object` (want 1) or by another one (want 0). */
+static void expect_binding(const char *name, const char *blockmem_object, int want) {
     Dl_info info;
-    void *f = dlsym(RTLD_DEFAULT, "memcpy");
-    if (!f || !dladdr(f, &info) || !info.dli_fname) die("cannot tell which object defines memcpy");
-    int is_shim = strstr(info.dli_fname, "blockmem_preload") != NULL;
-    if (is_shim != want_shim) {
-        fprintf(stderr, "doors: memcpy is bound to %s, not to %s: check LD_PRELOAD\n",
-                info.dli_fname, want_shim ? "the blockmem shim" : "the system library");
+    void *f = dlsym(RTLD_DEFAULT, name);
+    if (!f || !dladdr(f, &info) || !info.dli_fname) {
+        fprintf(stderr, "doors: cannot tell which object defines %s\n", name);
         exit(2);
+    }
+    if ((strstr(info.dli_fname, blockmem_object) != NULL) != want) {
+        fprintf(stderr, "doors: %s is bound to %s, not to %s: check LD_PRELOAD\n", name,
+                info.dli_fname, want ? "blockmem" : "the system library");
+        exit(2);
+    }
+}
+
+static void check_binding(void) {
+    if (door == PLAIN || door == FNPTR) {
+        expect_binding("memcpy", "blockmem_preload", use_blockmem);
+    } else {
+        /* The C ABI library is libblockmem.so.0, a link to libblockmem_ffi.so; the
+         * shim is in neither process. */
+        expect_binding("blockmem_memcpy", "libblockmem", use_blockmem);
+        expect_binding("memcpy", "blockmem_preload", 0);
     }
 }
 

@@ -11,14 +11,17 @@
 //!   languages that take `memcpy`'s address);
 //! * `cabi`: `blockmem_copy`/`_move`/`_set` from `libblockmem_ffi.so` with
 //!   `BLOCKMEM_HINT_AUTO` passed as their fourth argument, as a caller passing hints
-//!   meets them, against plain glibc calls in the same kind of process (a call with
-//!   the constant `BLOCKMEM_HINT_AUTO` written in C compiles, through the header's
-//!   macros, to the `cmem` functions);
+//!   meets them (a call with the constant `BLOCKMEM_HINT_AUTO` written in C compiles,
+//!   through the header's macros, to the `cmem` functions);
 //! * `cmem`: `blockmem_memcpy`/`_memmove`/`_memset`, the same library in the C
-//!   functions' own shape (no hint argument to set), against glibc called from the
-//!   very same loops (a second build of the driver, with the three names defined to
-//!   glibc's): where the caller's loops lie moves a tight loop's time, and in the
-//!   `cabi` door the two sides' loops differ.
+//!   functions' own shape (no hint argument to set).
+//!
+//! Through the C ABI's doors glibc is measured with the very same loops: a library
+//! built from `c/doors_libc.c` and preloaded into the driver binds the C ABI's names to
+//! glibc's `memcpy`/`memmove`/`memset` (IFUNCs, so the driver's GOT holds glibc's
+//! addresses and no instruction is added). Where the caller's code lies moves a call's
+//! time (`docs/METHOD.md`), so every door runs one binary on both sides and only the
+//! call's target differs.
 //!
 //! Workloads: every fleetbench distribution (hot: 65,536 calls drawn over one buffer's
 //! worth of addresses, a sequence too long for the branch predictor to learn; cold:
@@ -56,6 +59,9 @@ pub const NAME: &str = "doors";
 
 /// The driver's source and the C ABI header it includes.
 const DRIVER_C: &str = include_str!("../../../c/doors.c");
+/// The library that gives the C ABI's names to the system library's functions,
+/// preloaded into the driver when it measures glibc through the `cabi` and `cmem` doors.
+const LIBC_NAMES_C: &str = include_str!("../../../c/doors_libc.c");
 const HEADER: &str = include_str!("../../../../blockmem-ffi/include/blockmem.h");
 
 /// The C ABI library the `cabi` and `cmem` doors link.
@@ -212,62 +218,54 @@ fn objects() -> anyhow::Result<Objects> {
 /// `c/doors.c`); sample `s` of round `r` runs copy `r * SAMPLES + s` (mod this).
 const LAYOUTS: usize = 16;
 
-/// The driver's two builds: the one every door uses, and the one glibc is measured
-/// with through the `cmem` door (`-DLIBC_AS_CMEM`: the same loops as blockmem's,
-/// calling glibc).
+/// The driver and the library that measures glibc through the C ABI's doors.
 struct Driver {
-    plain: PathBuf,
-    libc_as_cmem: PathBuf,
+    exe: PathBuf,
+    libc_names: PathBuf,
 }
 
-impl Driver {
-    /// The build that measures `imp` through `door`.
-    fn for_run(&self, door: &str, imp: &str) -> &Path {
-        if door == "cmem" && imp == "libc" {
-            &self.libc_as_cmem
-        } else {
-            &self.plain
-        }
-    }
-}
-
-/// Compiles the driver into `dir`, twice (see [`Driver`]). `-fno-builtin` keeps every
-/// call a real call; without alignment of loops and jumps, each copy's padding moves
-/// its loop.
+/// Compiles the driver and `c/doors_libc.c` into `dir`. `-fno-builtin` keeps every
+/// call a real call; without alignment of loops and jumps, each loop copy's padding
+/// moves its loop.
 fn build_drivers(dir: &Path, ffi_dir: &Path) -> anyhow::Result<Driver> {
     std::fs::write(dir.join("doors.c"), DRIVER_C)?;
+    std::fs::write(dir.join("doors_libc.c"), LIBC_NAMES_C)?;
     std::fs::write(dir.join("blockmem.h"), HEADER)?;
     // The library's SONAME is `libblockmem.so.0` (what an installed copy is called);
     // the driver finds it through a link in its own directory.
     std::os::unix::fs::symlink(ffi_dir.join(FFI_NAME), dir.join(FFI_SONAME))?;
-    Ok(Driver {
-        plain: build_driver(dir, ffi_dir, false)?,
-        libc_as_cmem: build_driver(dir, ffi_dir, true)?,
-    })
+    let exe = dir.join("doors");
+    let libc_names = dir.join("libdoors-libc.so");
+    cc(&[
+        "-O2",
+        "-fno-builtin",
+        "-fno-align-loops",
+        "-fno-align-jumps",
+        "-o",
+        &exe.to_string_lossy(),
+        &dir.join("doors.c").to_string_lossy(),
+        &format!("-I{}", dir.display()),
+        &ffi_dir.join(FFI_NAME).to_string_lossy(),
+        &format!("-Wl,-rpath,{}", dir.display()),
+        "-ldl",
+    ])?;
+    cc(&[
+        "-O2",
+        "-fno-builtin",
+        "-shared",
+        "-fPIC",
+        "-o",
+        &libc_names.to_string_lossy(),
+        &dir.join("doors_libc.c").to_string_lossy(),
+    ])?;
+    Ok(Driver { exe, libc_names })
 }
 
-/// One build of the driver (with the `cmem` loops calling glibc, if `libc_as_cmem`).
-fn build_driver(dir: &Path, ffi_dir: &Path, libc_as_cmem: bool) -> anyhow::Result<PathBuf> {
-    let exe = dir.join(if libc_as_cmem { "doors-libc" } else { "doors" });
+/// Runs the C compiler (`$CC`, else `cc`) with `args`.
+fn cc(args: &[&str]) -> anyhow::Result<()> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let mut cmd = Command::new(&cc);
-    if libc_as_cmem {
-        cmd.arg("-DLIBC_AS_CMEM");
-    }
-    let out = cmd
-        .args([
-            "-O2",
-            "-fno-builtin",
-            "-fno-align-loops",
-            "-fno-align-jumps",
-        ])
-        .arg("-o")
-        .arg(&exe)
-        .arg(dir.join("doors.c"))
-        .arg(format!("-I{}", dir.display()))
-        .arg(ffi_dir.join(FFI_NAME))
-        .arg(format!("-Wl,-rpath,{}", dir.display()))
-        .arg("-ldl")
+    let out = Command::new(&cc)
+        .args(args)
         .output()
         .with_context(|| format!("cannot run the C compiler '{cc}' (set CC to another)"))?;
     if !out.status.success() {
@@ -276,14 +274,14 @@ fn build_driver(dir: &Path, ffi_dir: &Path, libc_as_cmem: bool) -> anyhow::Resul
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Ok(exe)
+    Ok(())
 }
 
 /// One driver process: per job, (verified, ns per call samples). `check`: verify every
 /// call first (else the verdict is `None`); `layout`: the loop copy of the first sample.
 #[allow(clippy::too_many_arguments)]
 fn run_driver(
-    exe: &Path,
+    driver: &Driver,
     jobs_file: &Path,
     door: &str,
     imp: &str,
@@ -292,7 +290,7 @@ fn run_driver(
     check: bool,
     layout: usize,
 ) -> anyhow::Result<Vec<(Option<bool>, Vec<f64>)>> {
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(&driver.exe);
     cmd.arg(jobs_file)
         .arg(if door == "shim" { "plain" } else { door })
         .arg(if imp == "libc" { "libc" } else { "blockmem" })
@@ -304,8 +302,14 @@ fn run_driver(
         .env_remove("BLOCKMEM_TRACE")
         .env_remove("BLOCKMEM_STATS")
         .env_remove("BLOCKMEM_DISABLE");
-    if imp != "libc" && matches!(door, "shim" | "fnptr") {
-        cmd.env("LD_PRELOAD", shim);
+    // blockmem through the shim's doors: the shim preloaded; glibc through the C ABI's
+    // doors: the C ABI's names bound to glibc's functions (`c/doors_libc.c`).
+    if matches!(door, "shim" | "fnptr") {
+        if imp != "libc" {
+            cmd.env("LD_PRELOAD", shim);
+        }
+    } else if imp == "libc" {
+        cmd.env("LD_PRELOAD", &driver.libc_names);
     }
     // `blockmem lab --mask-features`: the shim and the C ABI library run as the smaller
     // host too (glibc follows `GLIBC_TUNABLES`, inherited from the lab's environment).
@@ -373,10 +377,9 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
                 // verifying 65,536 calls per distribution every time would take most
                 // of the experiment's time).
                 let check = round == 0;
-                let exe = driver.for_run(door, IMPLS[i]);
                 let layout = round * SAMPLES;
                 let res = run_driver(
-                    exe, &jobs_file, door, IMPLS[i], &objs.shim, evict, check, layout,
+                    &driver, &jobs_file, door, IMPLS[i], &objs.shim, evict, check, layout,
                 )?;
                 if res.len() != jobs.len() {
                     bail!(
