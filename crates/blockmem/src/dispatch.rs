@@ -749,14 +749,23 @@ unsafe fn copy_wide_inline<const K: u8>(
 #[inline(always)]
 unsafe fn set_wide_inline(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     use crate::arch::x86_64::masked;
-    // SAFETY: forwarded contract. One compare takes 1..=64 (a zero-byte set goes to
-    // `set_wide`, which returns without a store).
+    // SAFETY: forwarded contract. Above 128 bytes first, as the C entries' sets (where
+    // sizes come at random, fewer mispredicted tests: `arch::x86_64::entry`); then one
+    // compare takes 1..=64 (a zero-byte set goes to `set_wide`, which returns without a
+    // store).
     unsafe {
+        if n > 2 * masked::MAX {
+            if n <= WIDE_MAX {
+                masked::set_65_512(dst, byte, n);
+                return dst;
+            }
+            return set_wide(dst, byte, n, hint);
+        }
         if n.wrapping_sub(1) < masked::MAX {
             masked::set_masked(dst, byte, n);
             return dst;
         }
-        if n > masked::MAX && n <= WIDE_MAX {
+        if n > masked::MAX {
             masked::set_65_512(dst, byte, n);
             return dst;
         }
