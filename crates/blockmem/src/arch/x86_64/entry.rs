@@ -11,13 +11,13 @@
 //! without `#[target_feature]` cannot inline one with it), the register moves of its
 //! other paths; 16–128-byte copies and sets in a tight loop ran at 0.6–0.9× glibc's
 //! speed that way on a 2-vCPU Intel Xeon KVM guest. Here each size class is found by
-//! a binary search ending in its own straight-line block. Copies take glibc's order:
-//! 64–128 bytes with two compares and no taken branch, 1–63 bytes and 129–256 with one
-//! taken branch, 1–15 bytes (one masked access) and 32–63 with one, 16–31 and 257–512
-//! with two; 513–2048 bytes (a loop) with three. Sets test for more than 128 bytes
-//! first (see the trades below): 64–128 bytes with two compares and no taken branch,
-//! 1–63 (one masked store) with two compares and one taken branch, 129–256 with one
-//! compare and one taken branch.
+//! a binary search ending in its own straight-line block. Each tests for more than 128
+//! bytes first, then for less than 64 (glibc's functions test for less than 64 first;
+//! see the trades below): 64–128 bytes with two compares and no taken branch, 129–256
+//! with one compare and one taken branch, 1–63 bytes with two compares and one taken
+//! branch (sets: one masked store); below 64, copies of 1–15 bytes (one masked access)
+//! and 32–63 take one more taken branch, 16–31 two; 257–512 bytes two taken branches,
+//! 513–2048 (a loop) three.
 //!
 //! ## Binding: the flag test leaves the call
 //!
@@ -97,8 +97,8 @@
 //!   to 1.02–1.03× (geometric mean), hot stayed at 0.98–1.00×, and 1–32-byte sets in a
 //!   loop through the shim went from 0.91× to 1.00× (the page test they no longer
 //!   need: the window crosses a page only where the bytes do).
-//! * sets test for more than 128 bytes before they test for less than 64, the
-//!   reverse of glibc's memset. Where sizes come at random, each test mispredicts
+//! * copies and sets test for more than 128 bytes before they test for less than 64,
+//!   the reverse of glibc's functions. Where sizes come at random, each test mispredicts
 //!   about as often as its rarer side comes, so a search pays, per call, the sum over
 //!   its tests of the share of calls reaching the test times the rarer side's share
 //!   among them. With the small sets the common class (S, below 64 bytes), then the
@@ -110,7 +110,10 @@
 //!   of each order alternated, 2-vCPU EPYC Zen 4 KVM guest) the memset distributions
 //!   hot went from 0.96–1.05× glibc's speed (geometric mean 1.00–1.01 in every door) to
 //!   1.02–1.11× (1.06–1.07), and one size in a tight loop stayed at 0.98–1.03× from 1
-//!   byte to 4 KiB.
+//!   byte to 4 KiB. The copy and move distributions, the same way: hot 1.11–1.97× ->
+//!   1.12–2.03× (geometric mean 1.49–1.54 -> 1.54–1.58), every one faster but
+//!   Memcpy_0 (half its calls at 513–2048 bytes, where the model loses 0.04 a call:
+//!   1.45–1.48× -> 1.40–1.47×); one size in a loop 0.95× or above either way.
 //! * sets below 64 bytes do not test for zero, as glibc's do not: an empty masked
 //!   store costs the assist only where the page is not writable (`memset(NULL, c, 0)`
 //!   or an untouched zero page: 78 ns, as glibc's; 0.9 ns on a written page), while the
@@ -120,7 +123,8 @@
 //!
 //! ```text
 //!   unbound slot: flag 1 -> after the slot; flag 2 -> AVX2 bodies; else `general`
-//!   copy  64 <= n <= 128  two 64-byte loads from both ends, then the stores
+//!   copy  n > 128 first, then n < 64;
+//!         64 <= n <= 128  two 64-byte loads from both ends, then the stores
 //!         n < 16    n == 0 returns; one masked 16-byte load and store
 //!         n < 32    two 16-byte loads from both ends, then the stores
 //!         n < 64    two 32-byte loads from both ends, then the stores
@@ -169,7 +173,8 @@
 //! only. The AVX-512 bodies write only zmm16-24, ymm16-17, xmm16-17 and k1 (and rcx,
 //! r8-r10): the upper halves of ymm0-15 stay clean and no `vzeroupper` is needed
 //! (glibc's evex functions do the same). The copies are the same accesses, block for
-//! block, as `masked::copy_le512`, which the Rust API inlines; the sets differ in the order of their tests and the test of zero. The
+//! block, as `masked::copy_le512`, which the Rust API inlines; the order of the tests
+//! differs, and the sets' test of zero. The
 //! differential tests run every size through the C entries too, and every size to 160
 //! bytes against an inaccessible page (`pagedge`).
 
@@ -286,10 +291,11 @@ macro_rules! copy_entry {
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
                 $crate::entry_head!($name),
-                "cmp rdx, 64",
-                "jb 1f",
+                // Above 128 first, then below 64 (see the module docs).
                 "cmp rdx, 128",
                 "ja 4f",
+                "cmp rdx, 64",
+                "jb 1f",
                 "vmovdqu64 zmm16, zmmword ptr [rsi]",
                 "vmovdqu64 zmm17, zmmword ptr [rsi + rdx - 64]",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
