@@ -15,9 +15,9 @@
 //! bytes first, then for less than 64 (glibc's functions test for less than 64 first;
 //! see the trades below): 64–128 bytes with two compares and no taken branch, 129–256
 //! with one compare and one taken branch, 1–63 bytes with two compares and one taken
-//! branch (sets: one masked store); below 64, copies of 1–15 bytes (one masked access)
-//! and 32–63 take one more taken branch, 16–31 two; 257–512 bytes two taken branches,
-//! 513–2048 (a loop) three.
+//! branch (sets: one masked store; copies of 1–15 bytes: one masked access), copies of
+//! 16–63 bytes with two taken branches, 257–512 bytes with two, 513–2048 (a loop) with
+//! three.
 //!
 //! ## Binding: the flag test leaves the call
 //!
