@@ -35,13 +35,13 @@
  * in the first round of each door and implementation, the same code on the same calls
  * as every later round); then it takes SAMPLES timed samples, each replaying the whole
  * sequence reps_per_sample times, sample s with copy LAYOUT + s of the loop (see
- * LAYOUTS below). Before each sample of a cold job every line the calls touch is
- * flushed (clflush, then mfence) and the cache is filled by a read sweep of
- * EVICT_BYTES: the lab's `clean` state. The sweep
- * alone, sized from the measured effective LLC, left part of the calls' lines in an LLC
- * that could hold more than a core's measured share (on a 2-vCPU AMD EPYC (Zen 4) KVM
- * guest, 32 MiB reported, 7-15 MiB measured: one process's samples of the same job
- * differed by 1.3-1.8x, and a cell's 95% interval over 15 rounds spanned 0.61-1.22).
+ * LAYOUTS below, taken modulo LAYOUTS). Before each sample of a cold job every line the
+ * calls touch is flushed (clflush, then mfence) and the cache is filled by a read sweep
+ * of EVICT_BYTES: the lab's `clean` state. The sweep alone, sized from the measured
+ * effective LLC, left part of the calls' lines in an LLC that could hold more than a
+ * core's measured share (on a 2-vCPU AMD EPYC (Zen 4) KVM guest, 32 MiB reported, 7-15
+ * MiB measured: one process's samples of the same job differed by 1.3-1.8x, and a
+ * cell's 95% interval over 15 rounds spanned 0.61-1.22).
  * It prints one line per job:
  *   name <TAB> op <TAB> hot|cold <TAB> verified 0|1 (- unchecked) <TAB> ns per call,
  *   comma-separated

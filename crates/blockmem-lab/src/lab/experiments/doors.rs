@@ -214,10 +214,6 @@ fn objects() -> anyhow::Result<Objects> {
     )
 }
 
-/// Copies of each replay loop in the driver, at different placements (`LAYOUTS` in
-/// `c/doors.c`); sample `s` of round `r` runs copy `r * SAMPLES + s` (mod this).
-const LAYOUTS: usize = 16;
-
 /// The driver and the library that measures glibc through the C ABI's doors.
 struct Driver {
     exe: PathBuf,
@@ -278,7 +274,9 @@ fn cc(args: &[&str]) -> anyhow::Result<()> {
 }
 
 /// One driver process: per job, (verified, ns per call samples). `check`: verify every
-/// call first (else the verdict is `None`); `layout`: the loop copy of the first sample.
+/// call first (else the verdict is `None`); `layout`: the copy of the replay loop the
+/// first sample runs (the driver takes it modulo its number of copies, `LAYOUTS` in
+/// `c/doors.c`; sample `s` runs `layout + s`).
 #[allow(clippy::too_many_arguments)]
 fn run_driver(
     driver: &Driver,
@@ -297,7 +295,7 @@ fn run_driver(
         .arg(SAMPLES.to_string())
         .arg(evict.to_string())
         .arg(if check { "1" } else { "0" })
-        .arg((layout % LAYOUTS).to_string())
+        .arg(layout.to_string())
         .env_remove("LD_PRELOAD")
         .env_remove("BLOCKMEM_TRACE")
         .env_remove("BLOCKMEM_STATS")
