@@ -492,7 +492,10 @@ fn doors_replays_every_door_and_verifies_every_call() {
         .assert()
         .success()
         .stdout(predicate::str::contains("doors: fleet distributions"))
-        .stdout(predicate::str::contains("doors: one size repeated"));
+        .stdout(predicate::str::contains("doors: one size repeated"))
+        .stdout(predicate::str::contains(
+            "doors: one size at scattered addresses",
+        ));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let results = v["results"].as_array().unwrap();
     let mut doors = std::collections::BTreeSet::new();

@@ -287,9 +287,16 @@ pub fn cell_name(r: &Record) -> String {
         }
         _ => {}
     }
-    if r.extras.contains_key("loop") {
-        s.push_str(", one size in a tight loop");
-        return s;
+    match r.extra_str("loop") {
+        "" => {}
+        "fixed size" => {
+            s.push_str(", one size in a tight loop");
+            return s;
+        }
+        _ => {
+            s.push_str(", one size at scattered addresses");
+            return s;
+        }
     }
     if let Some(ws) = r.extra_f64("app_ws") {
         let _ = write!(s, ", then a {} working set re-read", fmt_size(ws as usize));

@@ -25,10 +25,12 @@
 //!
 //! Workloads: every fleetbench distribution (hot: 65,536 calls drawn over one buffer's
 //! worth of addresses, a sequence too long for the branch predictor to learn; cold:
-//! calls scattered over twice the effective LLC, before each sample every line they
+//! calls scattered over 64 MiB, before each sample every line they
 //! touch flushed and the cache filled by a read sweep, the lab's `clean` state), and fixed
-//! sizes from 1 B to 4 KiB repeated in a tight loop on hot buffers,
-//! the case where a predictable branch ladder is at its best.
+//! sizes from 1 B to 4 KiB: repeated in a tight loop on hot buffers, the case where a
+//! predictable branch ladder is at its best, and cold, 4,000 calls of the size at
+//! addresses scattered as the cold distributions' calls (at any byte offset), which
+//! shows what each size class costs when its lines come from memory.
 //!
 //! Each driver process measures one implementation through one door over all
 //! workloads; processes alternate (libc first in even rounds, blockmem first in odd
@@ -85,8 +87,18 @@ pub(crate) const HOT_CALLS: usize = 1 << 16;
 /// whatever the branches do; every sample follows a flush of their lines and an
 /// eviction sweep).
 const COLD_CALLS: usize = 4000;
+/// Bytes of each arena the cold calls are scattered over. Every line they touch is
+/// flushed before each sample, so the span sets only how many pages (TLB entries,
+/// DRAM rows) the calls spread over; a constant keeps one run's cold workload the
+/// next one's, where twice the measured effective LLC moved with the measurement
+/// (7–28 MiB from run to run on a 2-vCPU AMD EPYC (Zen 4) KVM guest).
+const COLD_SPAN: usize = 64 << 20;
 /// Identical calls per fixed-size loop pass (the loop is meant to be predictable).
 const FIXED_CALLS: usize = 1000;
+
+/// How a fixed-size job's calls are laid out, in JSON (`loop`) and in the tables.
+const LOOP_HOT: &str = "fixed size";
+const LOOP_COLD: &str = "one size, scattered";
 
 /// The doors, in report order.
 pub const DOORS: [&str; 4] = ["shim", "cabi", "cmem", "fnptr"];
@@ -112,8 +124,11 @@ fn op_code(op: Op) -> u32 {
     }
 }
 
-/// The workloads: each distribution hot and cold, then each fixed size hot for copy
-/// and set. Offsets leave 64 bytes before every destination for the guard bytes.
+/// The workloads: each distribution hot and cold, then each fixed size for copy and
+/// set, hot (the same call over and over) and cold (`COLD_CALLS` calls of that size at
+/// addresses drawn over the cold span, at any byte offset in a line, as the cold
+/// distributions' calls). Offsets leave 64 bytes before every destination for the
+/// guard bytes.
 fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
     let mut out = Vec::new();
     for d in dists {
@@ -152,6 +167,28 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 cold: false,
                 reps: if n >= 1024 { 8 } else { 32 },
                 calls: vec![one; FIXED_CALLS],
+                mean: n as f64,
+            });
+        }
+    }
+    let mut rng = fastrand::Rng::with_seed(0xc01d);
+    for op in [Op::Copy, Op::Set] {
+        for &n in fixed {
+            let slots = cold_span - n - 128;
+            let calls = (0..COLD_CALLS)
+                .map(|_| fleet::Call {
+                    n,
+                    src: 64 + rng.usize(..slots),
+                    dst: 64 + rng.usize(..slots),
+                    overlap: false,
+                })
+                .collect();
+            out.push(Job {
+                name: format!("cold_{n}"),
+                op,
+                cold: true,
+                reps: 1,
+                calls,
                 mean: n as f64,
             });
         }
@@ -356,8 +393,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     let given = ctx.fleet_dir.as_deref().map(|p| (p, "--fleet-dir"));
     let dists = fleet::load(given, false)?;
     let llc = ctx.runner.states.hier.llc_effective;
-    let cold_span = (llc * 2).clamp(16 << 20, 128 << 20);
-    let jobs = jobs(&dists, cold_span, ctx.quick);
+    let jobs = jobs(&dists, COLD_SPAN, ctx.quick);
     let jobs_file = tmp.path().join("jobs.bin");
     write_jobs(&jobs_file, &jobs)?;
     let rounds = ctx.reps.unwrap_or(if ctx.quick { 5 } else { 11 });
@@ -434,9 +470,12 @@ fn record(
     let s = Summary::of(rounds);
     let mut extras = serde_json::Map::new();
     extras.insert("door".into(), json!(door));
-    let fixed = job.name.starts_with("fixed_");
+    let fixed = job.name.starts_with("fixed_") || job.name.starts_with("cold_");
     if fixed {
-        extras.insert("loop".into(), json!("fixed size"));
+        extras.insert(
+            "loop".into(),
+            json!(if job.cold { LOOP_COLD } else { LOOP_HOT }),
+        );
     } else {
         extras.insert("workload".into(), json!(job.name));
         extras.insert(
@@ -551,8 +590,9 @@ fn ratio_table(
     t
 }
 
-/// Two tables: distributions (rows) × door and working set, and fixed sizes × door and
-/// op; each cell libc's time over auto's with its 95% interval, and a geometric mean.
+/// Three tables: distributions (rows) × door and working set, and fixed sizes × door and
+/// op, hot and cold; each cell libc's time over auto's with its 95% interval, and a
+/// geometric mean.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
     let autos: Vec<&Record> = recs
         .iter()
@@ -601,7 +641,21 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         cols.iter().map(|(d, w)| format!("{d} {w}")).collect(),
         rows,
     );
-    // Fixed sizes.
+    let hot = sizes_table(
+        &autos,
+        LOOP_HOT,
+        "doors: one size repeated in a tight loop (hot), libc time / blockmem time",
+    );
+    let cold = sizes_table(
+        &autos,
+        LOOP_COLD,
+        "doors: one size at scattered addresses (cold), libc time / blockmem time",
+    );
+    vec![dist, hot, cold]
+}
+
+/// Fixed sizes (rows) × door and op, for the records whose `loop` is `tag`.
+fn sizes_table(autos: &[&Record], tag: &str, title: &str) -> Table {
     let cols: Vec<(&str, &str)> = DOORS
         .iter()
         .flat_map(|&d| ["copy", "set"].map(|o| (d, o)))
@@ -609,7 +663,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
     let looped: Vec<&Record> = autos
         .iter()
         .copied()
-        .filter(|r| r.extras.contains_key("loop"))
+        .filter(|r| r.extra_str("loop") == tag)
         .collect();
     let mut sizes: Vec<usize> = looped.iter().map(|r| r.size).collect();
     sizes.sort_unstable();
@@ -623,17 +677,16 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
                     looped
                         .iter()
                         .copied()
-                        .find(|r| r.size == n && text(r, "door") == d && r.op == o)
+                        .find(|r| r.size == n && r.extra_str("door") == d && r.op == o)
                 })
                 .collect();
             (fmt_size(n), cells)
         })
         .collect();
-    let fixed = ratio_table(
-        "doors: one size repeated in a tight loop (hot), libc time / blockmem time",
+    ratio_table(
+        title,
         "size",
         cols.iter().map(|(d, o)| format!("{d} {o}")).collect(),
         rows,
-    );
-    vec![dist, fixed]
+    )
 }
