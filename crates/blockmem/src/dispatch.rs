@@ -1050,7 +1050,7 @@ unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, h
 
 /// The AVX-512 entries, for a C entry point that checks once, at load, which entry
 /// bodies may run ([`wide::level`]) and keeps the answer in a flag of its own: its exported
-/// function is then a byte test and a jump here, without reading [`SMALL`] (which a
+/// function is then a byte test and a jump here, without reading `SMALL` (which a
 /// shared object reaches through its GOT: two dependent loads per call).
 #[cfg(target_arch = "x86_64")]
 pub mod wide {

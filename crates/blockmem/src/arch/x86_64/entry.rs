@@ -76,6 +76,27 @@
 //!   a glibc-like ladder below 64 bytes lost the random sizes, the shim's fleet
 //!   geometric mean falling from 1.7× to 1.3×). Fixed sizes in a loop did not move.
 //!   Exactly 32 bytes goes with the 32–63-byte pair of 32-byte accesses.
+//! * copies below 16 bytes keep that one masked access although it costs them on cold
+//!   lines. In `doors`' cold fixed sizes (4,000 calls at random offsets over 64 MiB,
+//!   every line flushed first) copies of 1–16 bytes ran at 0.96–1.01× glibc's speed,
+//!   and through function pointers, where glibc's calls are shortest, the moves drawn
+//!   from the fleet distributions at 0.97–0.98× (random 1–15-byte moves 0.93×, against
+//!   0.96× through the PLT; 16–256 bytes 0.99–1.01× through both). Two costs add up,
+//!   measured apart with the lab's driver: the window's stray line (1- and 4-byte
+//!   copies at line offsets 52–60 ran at 0.75×, at offsets 0–40 at 0.98–1.00×; see
+//!   `masked`), and the path's micro-ops, since a run of independent cold calls
+//!   overlaps as many misses as its calls fit in the reorder window: testing `n < 16`
+//!   first, three fused compares fewer on this path, took random 1–15-byte copies cold
+//!   from 0.99× to 1.06×. Every remedy cost the hot calls more (fleet distributions
+//!   replayed hot through the shim, 10 rounds, the shipped entries in the same runs):
+//!   glibc's exact ladder (8–15, 4–7 and 1–3 bytes in general registers) took them
+//!   from 1.14–1.96× to 1.05–1.64× (Memmove_5 1.85 -> 1.09) and 1–8-byte copies in a
+//!   loop from 1.10× to 1.00×, and was no faster cold at 1–3 bytes (0.89×); `n < 16`
+//!   first took Memcpy_Fleet from 1.76× to 1.48× and Memmove_Fleet from 1.73× to
+//!   1.45×, and 32–128-byte copies in a loop to 0.91×; both windows placed in the
+//!   bytes' lines by conditional moves (both start- or both end-aligned, twelve
+//!   instructions more) cost 0–7% hot and were slower cold (0.85–0.90× where no window
+//!   crossed a line, 0.87× where every one did). 2-vCPU EPYC Zen 4 KVM guest.
 //! * 64–128-byte copies are the fall-through and the masked path is one taken branch
 //!   away. With the masked path as the fall-through instead (1–31 bytes with no taken
 //!   branch, 65–128 with two) the fleet distributions ran 1.84× glibc's speed through
