@@ -289,7 +289,7 @@ pub fn cell_name(r: &Record) -> String {
     }
     match r.extra_str("loop") {
         "" => {}
-        "fixed size" => {
+        super::experiments::doors::LOOP_HOT => {
             s.push_str(", one size in a tight loop");
             return s;
         }

@@ -96,9 +96,10 @@ const COLD_SPAN: usize = 64 << 20;
 /// Identical calls per fixed-size loop pass (the loop is meant to be predictable).
 const FIXED_CALLS: usize = 1000;
 
-/// How a fixed-size job's calls are laid out, in JSON (`loop`) and in the tables.
-const LOOP_HOT: &str = "fixed size";
-const LOOP_COLD: &str = "one size, scattered";
+/// How a fixed-size job's calls are laid out, in JSON (`loop`) and in the tables: the
+/// same call over and over on hot buffers, or calls of one size scattered cold.
+pub(crate) const LOOP_HOT: &str = "fixed size";
+pub(crate) const LOOP_COLD: &str = "one size, scattered";
 
 /// The doors, in report order.
 pub const DOORS: [&str; 4] = ["shim", "cabi", "cmem", "fnptr"];
