@@ -165,8 +165,10 @@ impl Exporter for Json {
     }
 }
 
-/// Extra fields that become CSV columns when present.
-pub const CSV_EXTRAS: [&str; 14] = [
+/// Extra fields that become CSV columns when present (`door` and `loop` tell the
+/// `doors` experiment's rows apart: the same cell through each door, and one size
+/// in a tight loop or scattered cold).
+pub const CSV_EXTRAS: [&str; 16] = [
     "median_cycles",
     "cycles_per_byte",
     "batch",
@@ -181,6 +183,8 @@ pub const CSV_EXTRAS: [&str; 14] = [
     "workload",
     "working_set",
     "ns_per_call",
+    "door",
+    "loop",
 ];
 
 /// CSV: one row per result, fixed fields then [`CSV_EXTRAS`] (empty when absent).
@@ -353,6 +357,7 @@ pub(crate) mod tests {
         let mut extras = serde_json::Map::new();
         extras.insert("cycles_per_byte".into(), json!(0.5));
         extras.insert("workload".into(), json!("Memcpy_Fleet"));
+        extras.insert("door".into(), json!("shim"));
         let rec = Record {
             experiment: "temperature".into(),
             method: "libc".into(),
@@ -457,6 +462,8 @@ pub(crate) mod tests {
         assert_eq!(&rows[0][11], "true");
         let wl = h.iter().position(|x| x == "workload").unwrap();
         assert_eq!(&rows[0][wl], "Memcpy_Fleet");
+        let door = h.iter().position(|x| x == "door").unwrap();
+        assert_eq!(&rows[0][door], "shim");
     }
 
     #[test]
