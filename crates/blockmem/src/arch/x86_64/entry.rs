@@ -79,9 +79,9 @@
 //! * copies below 16 bytes keep that one masked access although it costs them on cold
 //!   lines. In `doors`' cold fixed sizes (4,000 calls at random offsets over 64 MiB,
 //!   every line flushed first) copies of 1–8 bytes ran at 0.89–1.01× glibc's speed,
-//!   through function pointers at 0.91–0.96×: there glibc's 1–15-byte calls run 4–5%
+//!   through function pointers at 0.91–0.96×: there glibc's 1–15-byte calls run 3–7%
 //!   faster on cold lines than through the PLT and ours do not (random 1–15-byte
-//!   copies and moves 0.96–0.97× of glibc through the PLT either way; not explained),
+//!   copies and moves 0.96–0.99× of glibc through the PLT either way; not explained),
 //!   while from 16 bytes on both sides tie through both doors. Two costs add up,
 //!   measured apart with the lab's driver: the window's stray line (1- and 4-byte
 //!   copies at line offsets 52–60 ran at 0.75×, at offsets 0–40 at 0.98–1.00×; see
