@@ -25,7 +25,11 @@
  * The job file (written by `blockmem lab doors`, little-endian):
  *   "BMDOORS1" u32 version=1 u32 njobs u64 arena_bytes
  *   per job: char name[32] u32 op (0 copy, 1 move, 2 set) u32 cold u32 reps_per_sample
- *            u32 pad u64 ncalls, then ncalls x { u64 n, u64 src, u64 dst }
+ *            u32 chain u64 ncalls, then ncalls x { u64 n, u64 src, u64 dst }
+ *   chain 1: each call's addresses depend on the last byte the call before wrote (read
+ *   back and masked to zero through a value the compiler cannot see), so a call starts
+ *   only once the previous one's stores can be read: a program that copies or sets
+ *   bytes and then uses them, where a call's latency counts, not its throughput.
  *   Offsets are into the source and destination arenas; bit 63 of src set means the
  *   source lies in the destination arena (an overlapping move).
  *
@@ -63,7 +67,7 @@ typedef void *(*set_fn)(void *, int, size_t);
 struct call { uint64_t n, src, dst; };
 struct job {
     char name[33];
-    uint32_t op, cold, reps;
+    uint32_t op, cold, reps, chain;
     uint64_t ncalls;
     struct call *calls;
 };
@@ -156,19 +160,68 @@ LOOP(copy_cabi, (blockmem_copy)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
 LOOP(copy_cmem, blockmem_memcpy(dst + c->dst, s, c->n))
 LOOP(copy_plain, memcpy(dst + c->dst, s, c->n))
 
-/* The copies of the loop for op (0 copy, 1 move, 2 set) through this process's door. */
-static const loop_fn *loops_for(uint32_t op) {
-    static const loop_fn *const loops[3][4] = {
-        {copy_fnptr, copy_cabi, copy_cmem, copy_plain},
-        {move_fnptr, move_cabi, move_cmem, move_plain},
-        {set_fnptr, set_cabi, set_cmem, set_plain},
+/* The loops of `chain` jobs: the same calls, each one's addresses offset by a value that
+ * is zero but depends on the last byte the call before wrote (read back after it
+ * returns), so the next call waits for that byte. n == 0 reads the guard byte before
+ * the destination. */
+static volatile uint64_t chain_zero = 0;
+#define CHAIN_AT(NAME, K, CALL)                                                                   \
+    __attribute__((noinline, aligned(64))) static void NAME##_##K(                                \
+        const struct call *c, const struct call *e, const unsigned char *src, unsigned char *dst) { \
+        __asm__ volatile(".fill 4 * " #K ", 1, 0x90");                                            \
+        uint64_t z = chain_zero;                                                                  \
+        for (; c < e; c++) {                                                                      \
+            unsigned char *d = dst + c->dst + z;                                                  \
+            const unsigned char *s __attribute__((unused)) = call_src(c, src, dst) + z;           \
+            CALL;                                                                                 \
+            z &= d[(int64_t)c->n - 1];                                                            \
+        }                                                                                         \
+    }
+#define CHAIN(NAME, CALL)                                                                         \
+    CHAIN_AT(NAME, 0, CALL) CHAIN_AT(NAME, 1, CALL) CHAIN_AT(NAME, 2, CALL)                        \
+    CHAIN_AT(NAME, 3, CALL) CHAIN_AT(NAME, 4, CALL) CHAIN_AT(NAME, 5, CALL)                        \
+    CHAIN_AT(NAME, 6, CALL) CHAIN_AT(NAME, 7, CALL) CHAIN_AT(NAME, 8, CALL)                        \
+    CHAIN_AT(NAME, 9, CALL) CHAIN_AT(NAME, 10, CALL) CHAIN_AT(NAME, 11, CALL)                      \
+    CHAIN_AT(NAME, 12, CALL) CHAIN_AT(NAME, 13, CALL) CHAIN_AT(NAME, 14, CALL)                     \
+    CHAIN_AT(NAME, 15, CALL)                                                                      \
+    static const loop_fn NAME[LAYOUTS] = {                                                       \
+        NAME##_0,  NAME##_1,  NAME##_2,  NAME##_3,  NAME##_4,  NAME##_5,  NAME##_6,  NAME##_7,  \
+        NAME##_8,  NAME##_9,  NAME##_10, NAME##_11, NAME##_12, NAME##_13, NAME##_14, NAME##_15, \
     };
-    return loops[op][door == FNPTR ? 0 : door == CABI ? 1 : door == CMEM ? 2 : 3];
+CHAIN(set_fnptr_chain, fp_memset(d, SET_BYTE, c->n))
+CHAIN(set_cabi_chain, (blockmem_set)(d, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO))
+CHAIN(set_cmem_chain, blockmem_memset(d, SET_BYTE, c->n))
+CHAIN(set_plain_chain, memset(d, SET_BYTE, c->n))
+CHAIN(move_fnptr_chain, fp_memmove(d, s, c->n))
+CHAIN(move_cabi_chain, (blockmem_move)(d, s, c->n, BLOCKMEM_HINT_AUTO))
+CHAIN(move_cmem_chain, blockmem_memmove(d, s, c->n))
+CHAIN(move_plain_chain, memmove(d, s, c->n))
+CHAIN(copy_fnptr_chain, fp_memcpy(d, s, c->n))
+CHAIN(copy_cabi_chain, (blockmem_copy)(d, s, c->n, BLOCKMEM_HINT_AUTO))
+CHAIN(copy_cmem_chain, blockmem_memcpy(d, s, c->n))
+CHAIN(copy_plain_chain, memcpy(d, s, c->n))
+
+/* The copies of the loop for op (0 copy, 1 move, 2 set) through this process's door,
+ * chained (see CHAIN_AT) or not. */
+static const loop_fn *loops_for(uint32_t op, uint32_t chain) {
+    static const loop_fn *const loops[2][3][4] = {
+        {
+            {copy_fnptr, copy_cabi, copy_cmem, copy_plain},
+            {move_fnptr, move_cabi, move_cmem, move_plain},
+            {set_fnptr, set_cabi, set_cmem, set_plain},
+        },
+        {
+            {copy_fnptr_chain, copy_cabi_chain, copy_cmem_chain, copy_plain_chain},
+            {move_fnptr_chain, move_cabi_chain, move_cmem_chain, move_plain_chain},
+            {set_fnptr_chain, set_cabi_chain, set_cmem_chain, set_plain_chain},
+        },
+    };
+    return loops[chain != 0][op][door == FNPTR ? 0 : door == CABI ? 1 : door == CMEM ? 2 : 3];
 }
 
 /* One replay of a job's calls with the loop's copy number `layout` (mod LAYOUTS). */
 static void replay(const struct job *j, unsigned char *src, unsigned char *dst, unsigned layout) {
-    loops_for(j->op)[layout % LAYOUTS](j->calls, j->calls + j->ncalls, src, dst);
+    loops_for(j->op, j->chain)[layout % LAYOUTS](j->calls, j->calls + j->ncalls, src, dst);
 }
 
 /* Runs each call alone against a byte-loop reference; returns 1 if all were right. */
@@ -275,12 +328,11 @@ int main(int argc, char **argv) {
     if (!jobs) die("out of memory");
     for (uint32_t i = 0; i < njobs; i++) {
         struct job *j = &jobs[i];
-        uint32_t pad;
         read_exact(f, j->name, 32);
         read_exact(f, &j->op, 4);
         read_exact(f, &j->cold, 4);
         read_exact(f, &j->reps, 4);
-        read_exact(f, &pad, 4);
+        read_exact(f, &j->chain, 4);
         read_exact(f, &j->ncalls, 8);
         j->calls = malloc(j->ncalls * sizeof *j->calls + 1);
         if (!j->calls) die("out of memory");

@@ -293,6 +293,10 @@ pub fn cell_name(r: &Record) -> String {
             s.push_str(", one size in a tight loop");
             return s;
         }
+        super::experiments::doors::LOOP_CHAIN => {
+            s.push_str(", one size in a tight loop, each call's bytes read back");
+            return s;
+        }
         _ => {
             s.push_str(", one size at scattered addresses");
             return s;

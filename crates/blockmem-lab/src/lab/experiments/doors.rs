@@ -28,9 +28,12 @@
 //! calls scattered over 64 MiB, before each sample every line they
 //! touch flushed and the cache filled by a read sweep, the lab's `clean` state), and fixed
 //! sizes from 1 B to 4 KiB: repeated in a tight loop on hot buffers, the case where a
-//! predictable branch ladder is at its best, and cold, 4,000 calls of the size at
-//! addresses scattered as the cold distributions' calls (at any byte offset), which
-//! shows what each size class costs when its lines come from memory.
+//! predictable branch ladder is at its best; the same loop with each call's last byte
+//! read back before the next call starts (its addresses depend on it), which measures
+//! a call's latency to usable bytes, as a program that copies or sets bytes and then
+//! uses them meets it; and cold, 4,000 calls of the size at addresses scattered as the
+//! cold distributions' calls (at any byte offset), which shows what each size class
+//! costs when its lines come from memory.
 //!
 //! Each driver process measures one implementation through one door over all
 //! workloads; processes alternate (libc first in even rounds, blockmem first in odd
@@ -97,9 +100,11 @@ const COLD_SPAN: usize = 64 << 20;
 const FIXED_CALLS: usize = 1000;
 
 /// How a fixed-size job's calls are laid out, in JSON (`loop`) and in the tables: the
-/// same call over and over on hot buffers, or calls of one size scattered cold.
+/// same call over and over on hot buffers, calls of one size scattered cold, or the
+/// same call over and over with each one's last byte read back before the next starts.
 pub(crate) const LOOP_HOT: &str = "fixed size";
 pub(crate) const LOOP_COLD: &str = "one size, scattered";
+pub(crate) const LOOP_CHAIN: &str = "fixed size, read back";
 
 /// The doors, in report order.
 pub const DOORS: [&str; 4] = ["shim", "cabi", "cmem", "fnptr"];
@@ -112,6 +117,8 @@ struct Job {
     name: String,
     op: Op,
     cold: bool,
+    /// Each call waits for the last byte the call before wrote (`c/doors.c`, `chain`).
+    chain: bool,
     reps: u32,
     calls: Vec<fleet::Call>,
     mean: f64,
@@ -147,6 +154,7 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 name: d.name.clone(),
                 op: d.op,
                 cold,
+                chain: false,
                 reps: 1,
                 calls,
                 mean,
@@ -162,14 +170,17 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 dst: 4096,
                 overlap: false,
             };
-            out.push(Job {
-                name: format!("fixed_{n}"),
-                op,
-                cold: false,
-                reps: if n >= 1024 { 8 } else { 32 },
-                calls: vec![one; FIXED_CALLS],
-                mean: n as f64,
-            });
+            for chain in [false, true] {
+                out.push(Job {
+                    name: format!("{}_{n}", if chain { "chain" } else { "fixed" }),
+                    op,
+                    cold: false,
+                    chain,
+                    reps: if n >= 1024 { 8 } else { 32 },
+                    calls: vec![one; FIXED_CALLS],
+                    mean: n as f64,
+                });
+            }
         }
     }
     let mut rng = fastrand::Rng::with_seed(0xc01d);
@@ -188,6 +199,7 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 name: format!("cold_{n}"),
                 op,
                 cold: true,
+                chain: false,
                 reps: 1,
                 calls,
                 mean: n as f64,
@@ -216,7 +228,7 @@ fn write_jobs(path: &Path, jobs: &[Job]) -> anyhow::Result<u64> {
         let bytes = j.name.as_bytes();
         name[..bytes.len().min(31)].copy_from_slice(&bytes[..bytes.len().min(31)]);
         b.extend_from_slice(&name);
-        for v in [op_code(j.op), j.cold as u32, j.reps, 0] {
+        for v in [op_code(j.op), j.cold as u32, j.reps, j.chain as u32] {
             b.extend_from_slice(&v.to_le_bytes());
         }
         b.extend_from_slice(&(j.calls.len() as u64).to_le_bytes());
@@ -471,12 +483,16 @@ fn record(
     let s = Summary::of(rounds);
     let mut extras = serde_json::Map::new();
     extras.insert("door".into(), json!(door));
-    let fixed = job.name.starts_with("fixed_") || job.name.starts_with("cold_");
+    let fixed = ["fixed_", "cold_", "chain_"]
+        .iter()
+        .any(|p| job.name.starts_with(p));
     if fixed {
-        extras.insert(
-            "loop".into(),
-            json!(if job.cold { LOOP_COLD } else { LOOP_HOT }),
-        );
+        let layout = match (job.cold, job.chain) {
+            (true, _) => LOOP_COLD,
+            (false, true) => LOOP_CHAIN,
+            (false, false) => LOOP_HOT,
+        };
+        extras.insert("loop".into(), json!(layout));
     } else {
         extras.insert("workload".into(), json!(job.name));
         extras.insert(
@@ -591,9 +607,9 @@ fn ratio_table(
     t
 }
 
-/// Three tables: distributions (rows) × door and working set, and fixed sizes × door and
-/// op, hot and cold; each cell libc's time over auto's with its 95% interval, and a
-/// geometric mean.
+/// Four tables: distributions (rows) × door and working set, and fixed sizes × door and
+/// op, hot, cold and hot with each call's bytes read back before the next call; each
+/// cell libc's time over auto's with its 95% interval, and a geometric mean.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
     let autos: Vec<&Record> = recs
         .iter()
@@ -652,7 +668,12 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         LOOP_COLD,
         "doors: one size at scattered addresses (cold), libc time / blockmem time",
     );
-    vec![dist, hot, cold]
+    let chain = sizes_table(
+        &autos,
+        LOOP_CHAIN,
+        "doors: one size in a tight loop, each call's last byte read back before the next (hot, latency), libc time / blockmem time",
+    );
+    vec![dist, hot, cold, chain]
 }
 
 /// Fixed sizes (rows) × door and op, for the records whose `loop` is `tag`.
