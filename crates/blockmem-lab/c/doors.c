@@ -26,10 +26,11 @@
  *   "BMDOORS1" u32 version=1 u32 njobs u64 arena_bytes
  *   per job: char name[32] u32 op (0 copy, 1 move, 2 set) u32 cold u32 reps_per_sample
  *            u32 chain u64 ncalls, then ncalls x { u64 n, u64 src, u64 dst }
- *   chain 1: each call's addresses depend on the last byte the call before wrote (read
- *   back and masked to zero through a value the compiler cannot see), so a call starts
- *   only once the previous one's stores can be read: a program that copies or sets
- *   bytes and then uses them, where a call's latency counts, not its throughput.
+ *   chain 1: each call's addresses depend on the first and the last byte the call
+ *   before wrote (read back and masked to zero through a value the compiler cannot
+ *   see), so a call starts only once the previous one's stores can be read: a program
+ *   that copies or sets bytes and then uses them, where a call's latency counts, not
+ *   its throughput.
  *   Offsets are into the source and destination arenas; bit 63 of src set means the
  *   source lies in the destination arena (an overlapping move).
  *
@@ -161,9 +162,9 @@ LOOP(copy_cmem, blockmem_memcpy(dst + c->dst, s, c->n))
 LOOP(copy_plain, memcpy(dst + c->dst, s, c->n))
 
 /* The loops of `chain` jobs: the same calls, each one's addresses offset by a value that
- * is zero but depends on the last byte the call before wrote (read back after it
- * returns), so the next call waits for that byte. n == 0 reads the guard byte before
- * the destination. */
+ * is zero but depends on the first and the last byte the call before wrote (read back
+ * after it returns: whichever of its stores comes last, the next call waits for it).
+ * n == 0 reads the byte before the destination and the one at it. */
 static volatile uint64_t chain_zero = 0;
 #define CHAIN_AT(NAME, K, CALL)                                                                   \
     __attribute__((noinline, aligned(64))) static void NAME##_##K(                                \
@@ -174,7 +175,7 @@ static volatile uint64_t chain_zero = 0;
             unsigned char *d = dst + c->dst + z;                                                  \
             const unsigned char *s __attribute__((unused)) = call_src(c, src, dst) + z;           \
             CALL;                                                                                 \
-            z &= d[(int64_t)c->n - 1];                                                            \
+            z &= d[0] & d[(int64_t)c->n - 1];                                                     \
         }                                                                                         \
     }
 #define CHAIN(NAME, CALL)                                                                         \

@@ -496,7 +496,7 @@ fn doors_replays_every_door_and_verifies_every_call() {
         .stdout(predicate::str::contains(
             "doors: one size at scattered addresses",
         ))
-        .stdout(predicate::str::contains("each call's last byte read back"));
+        .stdout(predicate::str::contains("each call's bytes read back"));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let results = v["results"].as_array().unwrap();
     let mut doors = std::collections::BTreeSet::new();

@@ -28,10 +28,10 @@
 //! calls scattered over 64 MiB, before each sample every line they
 //! touch flushed and the cache filled by a read sweep, the lab's `clean` state), and fixed
 //! sizes from 1 B to 4 KiB: repeated in a tight loop on hot buffers, the case where a
-//! predictable branch ladder is at its best; the same loop with each call's last byte
-//! read back before the next call starts (its addresses depend on it), which measures
-//! a call's latency to usable bytes, as a program that copies or sets bytes and then
-//! uses them meets it; and cold, 4,000 calls of the size at addresses scattered as the
+//! predictable branch ladder is at its best; the same loop with each call's first and
+//! last bytes read back before the next call starts (its addresses depend on them),
+//! which measures a call's latency to usable bytes, as a program that copies or sets
+//! bytes and then uses them meets it; and cold, 4,000 calls of the size at addresses scattered as the
 //! cold distributions' calls (at any byte offset), which shows what each size class
 //! costs when its lines come from memory.
 //!
@@ -98,10 +98,14 @@ const COLD_CALLS: usize = 4000;
 const COLD_SPAN: usize = 64 << 20;
 /// Identical calls per fixed-size loop pass (the loop is meant to be predictable).
 const FIXED_CALLS: usize = 1000;
+/// Bytes of each arena the read-back calls start in: with the bytes a call writes,
+/// within the L1 data cache beside the source's (both at most 12 KiB + 4 KiB).
+const CHAIN_SPAN: usize = 12 << 10;
 
 /// How a fixed-size job's calls are laid out, in JSON (`loop`) and in the tables: the
 /// same call over and over on hot buffers, calls of one size scattered cold, or the
-/// same call over and over with each one's last byte read back before the next starts.
+/// same call over and over with each one's first and last bytes read back before the
+/// next starts.
 pub(crate) const LOOP_HOT: &str = "fixed size";
 pub(crate) const LOOP_COLD: &str = "one size, scattered";
 pub(crate) const LOOP_CHAIN: &str = "fixed size, read back";
@@ -170,17 +174,40 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 dst: 4096,
                 overlap: false,
             };
-            for chain in [false, true] {
-                out.push(Job {
-                    name: format!("{}_{n}", if chain { "chain" } else { "fixed" }),
-                    op,
-                    cold: false,
-                    chain,
-                    reps: if n >= 1024 { 8 } else { 32 },
-                    calls: vec![one; FIXED_CALLS],
-                    mean: n as f64,
-                });
-            }
+            out.push(Job {
+                name: format!("fixed_{n}"),
+                op,
+                cold: false,
+                chain: false,
+                reps: if n >= 1024 { 8 } else { 32 },
+                calls: vec![one; FIXED_CALLS],
+                mean: n as f64,
+            });
+        }
+    }
+    // Read back: the calls at addresses drawn over CHAIN_SPAN (any byte offset), so
+    // that no call writes where the one before did (a load can take a store's bytes
+    // from the same address in ways it cannot from another).
+    let mut rng = fastrand::Rng::with_seed(0xc4a1);
+    for op in [Op::Copy, Op::Set] {
+        for &n in fixed {
+            let calls = (0..FIXED_CALLS)
+                .map(|_| fleet::Call {
+                    n,
+                    src: 64 + rng.usize(..CHAIN_SPAN),
+                    dst: 64 + rng.usize(..CHAIN_SPAN),
+                    overlap: false,
+                })
+                .collect();
+            out.push(Job {
+                name: format!("chain_{n}"),
+                op,
+                cold: false,
+                chain: true,
+                reps: if n >= 1024 { 8 } else { 32 },
+                calls,
+                mean: n as f64,
+            });
         }
     }
     let mut rng = fastrand::Rng::with_seed(0xc01d);
@@ -671,7 +698,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
     let chain = sizes_table(
         &autos,
         LOOP_CHAIN,
-        "doors: one size in a tight loop, each call's last byte read back before the next (hot, latency), libc time / blockmem time",
+        "doors: one size in a tight loop, each call's bytes read back before the next (hot, latency), libc time / blockmem time",
     );
     vec![dist, hot, cold, chain]
 }
