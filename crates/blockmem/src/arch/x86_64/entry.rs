@@ -97,7 +97,10 @@
 //!   1.45×, and 32–128-byte copies in a loop to 0.91×; both windows placed in the
 //!   bytes' lines by conditional moves (both start- or both end-aligned, twelve
 //!   instructions more) cost 0–7% hot and were slower cold (0.85–0.90× where no window
-//!   crossed a line, 0.87× where every one did). 2-vCPU EPYC Zen 4 KVM guest.
+//!   crossed a line, 0.87× where every one did). And a load takes a masked store's
+//!   bytes later than a plain store's: read back right after the call (`doors`'
+//!   read-back table), copies of 1–8 bytes ran at 0.56–0.86× glibc's speed.
+//!   2-vCPU EPYC Zen 4 KVM guest.
 //! * 64–128-byte copies are the fall-through and the masked path is one taken branch
 //!   away. With the masked path as the fall-through instead (1–31 bytes with no taken
 //!   branch, 65–128 with two) the fleet distributions ran 1.84× glibc's speed through
@@ -118,7 +121,12 @@
 //!   With `doors` as above, the memset distributions on cold lines went from 0.95–1.00×
 //!   to 1.02–1.03× (geometric mean), hot stayed at 0.98–1.00×, and 1–32-byte sets in a
 //!   loop through the shim went from 0.91× to 1.00× (the page test they no longer
-//!   need: the window crosses a page only where the bytes do).
+//!   need: the window crosses a page only where the bytes do). The cost: the window's
+//!   conditional move delays the store's address and mask, and a load that reads the
+//!   bytes right after the call waits for them: in `doors`' read-back table 1–63-byte
+//!   sets ran at 0.79–0.83× glibc's speed (in a C loop, 9.3–9.7 ns a set and read
+//!   against 7.1–7.5 with the window at the destination and 7.9 with the line alone,
+//!   no conditional move, wrong where the bytes cross a line).
 //! * copies and sets test for more than 128 bytes before they test for less than 64,
 //!   the reverse of glibc's functions. Where sizes come at random, each test mispredicts
 //!   about as often as its rarer side comes, so a search pays, per call, the sum over
