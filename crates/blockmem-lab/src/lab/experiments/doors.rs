@@ -191,21 +191,13 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
     let mut rng = fastrand::Rng::with_seed(0xc4a1);
     for op in [Op::Copy, Op::Set] {
         for &n in fixed {
-            let calls = (0..FIXED_CALLS)
-                .map(|_| fleet::Call {
-                    n,
-                    src: 64 + rng.usize(..CHAIN_SPAN),
-                    dst: 64 + rng.usize(..CHAIN_SPAN),
-                    overlap: false,
-                })
-                .collect();
             out.push(Job {
                 name: format!("chain_{n}"),
                 op,
                 cold: false,
                 chain: true,
                 reps: if n >= 1024 { 8 } else { 32 },
-                calls,
+                calls: scattered(n, FIXED_CALLS, CHAIN_SPAN, &mut rng),
                 mean: n as f64,
             });
         }
@@ -213,27 +205,32 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
     let mut rng = fastrand::Rng::with_seed(0xc01d);
     for op in [Op::Copy, Op::Set] {
         for &n in fixed {
-            let slots = cold_span - n - 128;
-            let calls = (0..COLD_CALLS)
-                .map(|_| fleet::Call {
-                    n,
-                    src: 64 + rng.usize(..slots),
-                    dst: 64 + rng.usize(..slots),
-                    overlap: false,
-                })
-                .collect();
             out.push(Job {
                 name: format!("cold_{n}"),
                 op,
                 cold: true,
                 chain: false,
                 reps: 1,
-                calls,
+                calls: scattered(n, COLD_CALLS, cold_span - n - 128, &mut rng),
                 mean: n as f64,
             });
         }
     }
     out
+}
+
+/// `count` calls of `n` bytes, each source and destination at its own offset drawn
+/// from 64 to 64 + `span` (any byte offset; the 64 bytes before leave room for the
+/// guard bytes).
+fn scattered(n: usize, count: usize, span: usize, rng: &mut fastrand::Rng) -> Vec<fleet::Call> {
+    (0..count)
+        .map(|_| fleet::Call {
+            n,
+            src: 64 + rng.usize(..span),
+            dst: 64 + rng.usize(..span),
+            overlap: false,
+        })
+        .collect()
 }
 
 /// Writes the job file (format in `c/doors.c`); returns the arena size it needs.
