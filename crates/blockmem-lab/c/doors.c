@@ -138,16 +138,17 @@ typedef void (*loop_fn)(const struct call *, const struct call *, const unsigned
             CALL;                                                                                 \
         }                                                                                         \
     }
-#define LOOP(NAME, CALL)                                                                          \
-    LOOP_AT(NAME, 0, CALL) LOOP_AT(NAME, 1, CALL) LOOP_AT(NAME, 2, CALL) LOOP_AT(NAME, 3, CALL)   \
-    LOOP_AT(NAME, 4, CALL) LOOP_AT(NAME, 5, CALL) LOOP_AT(NAME, 6, CALL) LOOP_AT(NAME, 7, CALL)   \
-    LOOP_AT(NAME, 8, CALL) LOOP_AT(NAME, 9, CALL) LOOP_AT(NAME, 10, CALL) LOOP_AT(NAME, 11, CALL) \
-    LOOP_AT(NAME, 12, CALL) LOOP_AT(NAME, 13, CALL) LOOP_AT(NAME, 14, CALL)                       \
-    LOOP_AT(NAME, 15, CALL)                                                                       \
+/* LAYOUTS copies of a loop, AT(NAME, K, CALL) defining copy K, and the table of them. */
+#define COPIES(AT, NAME, CALL)                                                                   \
+    AT(NAME, 0, CALL) AT(NAME, 1, CALL) AT(NAME, 2, CALL) AT(NAME, 3, CALL) AT(NAME, 4, CALL)    \
+    AT(NAME, 5, CALL) AT(NAME, 6, CALL) AT(NAME, 7, CALL) AT(NAME, 8, CALL) AT(NAME, 9, CALL)    \
+    AT(NAME, 10, CALL) AT(NAME, 11, CALL) AT(NAME, 12, CALL) AT(NAME, 13, CALL)                  \
+    AT(NAME, 14, CALL) AT(NAME, 15, CALL)                                                        \
     static const loop_fn NAME[LAYOUTS] = {                                                       \
         NAME##_0,  NAME##_1,  NAME##_2,  NAME##_3,  NAME##_4,  NAME##_5,  NAME##_6,  NAME##_7,  \
         NAME##_8,  NAME##_9,  NAME##_10, NAME##_11, NAME##_12, NAME##_13, NAME##_14, NAME##_15, \
     };
+#define LOOP(NAME, CALL) COPIES(LOOP_AT, NAME, CALL)
 LOOP(set_fnptr, fp_memset(dst + c->dst, SET_BYTE, c->n))
 LOOP(set_cabi, (blockmem_set)(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO))
 LOOP(set_cmem, blockmem_memset(dst + c->dst, SET_BYTE, c->n))
@@ -178,17 +179,7 @@ static volatile uint64_t chain_zero = 0;
             z &= d[0] & d[(int64_t)c->n - 1];                                                     \
         }                                                                                         \
     }
-#define CHAIN(NAME, CALL)                                                                         \
-    CHAIN_AT(NAME, 0, CALL) CHAIN_AT(NAME, 1, CALL) CHAIN_AT(NAME, 2, CALL)                        \
-    CHAIN_AT(NAME, 3, CALL) CHAIN_AT(NAME, 4, CALL) CHAIN_AT(NAME, 5, CALL)                        \
-    CHAIN_AT(NAME, 6, CALL) CHAIN_AT(NAME, 7, CALL) CHAIN_AT(NAME, 8, CALL)                        \
-    CHAIN_AT(NAME, 9, CALL) CHAIN_AT(NAME, 10, CALL) CHAIN_AT(NAME, 11, CALL)                      \
-    CHAIN_AT(NAME, 12, CALL) CHAIN_AT(NAME, 13, CALL) CHAIN_AT(NAME, 14, CALL)                     \
-    CHAIN_AT(NAME, 15, CALL)                                                                      \
-    static const loop_fn NAME[LAYOUTS] = {                                                       \
-        NAME##_0,  NAME##_1,  NAME##_2,  NAME##_3,  NAME##_4,  NAME##_5,  NAME##_6,  NAME##_7,  \
-        NAME##_8,  NAME##_9,  NAME##_10, NAME##_11, NAME##_12, NAME##_13, NAME##_14, NAME##_15, \
-    };
+#define CHAIN(NAME, CALL) COPIES(CHAIN_AT, NAME, CALL)
 CHAIN(set_fnptr_chain, fp_memset(d, SET_BYTE, c->n))
 CHAIN(set_cabi_chain, (blockmem_set)(d, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO))
 CHAIN(set_cmem_chain, blockmem_memset(d, SET_BYTE, c->n))

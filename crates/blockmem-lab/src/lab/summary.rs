@@ -287,18 +287,16 @@ pub fn cell_name(r: &Record) -> String {
         }
         _ => {}
     }
-    match r.extra_str("loop") {
-        "" => {}
-        super::experiments::doors::LOOP_HOT => {
-            s.push_str(", one size in a tight loop");
-            return s;
-        }
-        super::experiments::doors::LOOP_CHAIN => {
-            s.push_str(", one size in a tight loop, each call's bytes read back");
-            return s;
-        }
-        _ => {
-            s.push_str(", one size at scattered addresses");
+    {
+        use super::experiments::doors::{LOOP_CHAIN, LOOP_COLD, LOOP_HOT};
+        let layout = match r.extra_str("loop") {
+            LOOP_HOT => Some(", one size in a tight loop"),
+            LOOP_CHAIN => Some(", one size in a tight loop, each call's bytes read back"),
+            LOOP_COLD => Some(", one size at scattered addresses"),
+            _ => None,
+        };
+        if let Some(layout) = layout {
+            s.push_str(layout);
             return s;
         }
     }

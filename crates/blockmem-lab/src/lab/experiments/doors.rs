@@ -121,8 +121,12 @@ struct Job {
     name: String,
     op: Op,
     cold: bool,
-    /// Each call waits for the last byte the call before wrote (`c/doors.c`, `chain`).
+    /// Each call waits for the first and last bytes the call before wrote (`c/doors.c`,
+    /// `chain`).
     chain: bool,
+    /// A fixed-size job's layout (`LOOP_HOT`, `LOOP_COLD`, `LOOP_CHAIN`); `None` for a
+    /// distribution.
+    layout: Option<&'static str>,
     reps: u32,
     calls: Vec<fleet::Call>,
     mean: f64,
@@ -159,6 +163,7 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 op: d.op,
                 cold,
                 chain: false,
+                layout: None,
                 reps: 1,
                 calls,
                 mean,
@@ -179,6 +184,7 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 op,
                 cold: false,
                 chain: false,
+                layout: Some(LOOP_HOT),
                 reps: if n >= 1024 { 8 } else { 32 },
                 calls: vec![one; FIXED_CALLS],
                 mean: n as f64,
@@ -196,6 +202,7 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 op,
                 cold: false,
                 chain: true,
+                layout: Some(LOOP_CHAIN),
                 reps: if n >= 1024 { 8 } else { 32 },
                 calls: scattered(n, FIXED_CALLS, CHAIN_SPAN, &mut rng),
                 mean: n as f64,
@@ -210,6 +217,7 @@ fn jobs(dists: &[Distribution], cold_span: usize, quick: bool) -> Vec<Job> {
                 op,
                 cold: true,
                 chain: false,
+                layout: Some(LOOP_COLD),
                 reps: 1,
                 calls: scattered(n, COLD_CALLS, cold_span - n - 128, &mut rng),
                 mean: n as f64,
@@ -507,15 +515,8 @@ fn record(
     let s = Summary::of(rounds);
     let mut extras = serde_json::Map::new();
     extras.insert("door".into(), json!(door));
-    let fixed = ["fixed_", "cold_", "chain_"]
-        .iter()
-        .any(|p| job.name.starts_with(p));
-    if fixed {
-        let layout = match (job.cold, job.chain) {
-            (true, _) => LOOP_COLD,
-            (false, true) => LOOP_CHAIN,
-            (false, false) => LOOP_HOT,
-        };
+    let fixed = job.layout.is_some();
+    if let Some(layout) = job.layout {
         extras.insert("loop".into(), json!(layout));
     } else {
         extras.insert("workload".into(), json!(job.name));
