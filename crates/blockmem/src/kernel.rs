@@ -391,7 +391,7 @@ static TABLE: [Kernel; 14] = {
         ),
         entry(
             KernelId::RepMovsb,
-            "rep movsb microcode (fast with ERMS/FSRM)",
+            "rep movsb microcode (fast with ERMS/FSRM); vectors where dst is 1-31 bytes past src mod 4 KiB",
             Features::NONE,
             (
                 Some(x::rep_movsb::copy as CopyFn),

@@ -57,7 +57,7 @@
 //! | `avx2_pf_nt` | copy, move | avx2 | seed 003 Fig. 1: prefetch an 8 KiB source block, copy it, non-temporal stores |
 //! | `avx512` | copy, move, set, zero | avx2, avx512f | 64-byte AVX-512 vectors, temporal stores; half the instructions of avx2 for cached data |
 //! | `avx512_nt` | copy, move, set, zero | avx2, avx512f | 64-byte AVX-512 vectors, one non-temporal store per line + sfence |
-//! | `rep_movsb` | copy, move | — | rep movsb microcode (fast with ERMS/FSRM) |
+//! | `rep_movsb` | copy, move | — | rep movsb microcode (fast with ERMS/FSRM); vectors where dst is 1-31 bytes past src mod 4 KiB |
 //! | `rep_stosb` | set, zero | — | rep stosb microcode (fast with ERMS) |
 //! | `clzero` | zero | clzero | AMD clzero: zero whole lines without reading them |
 //! | `avx2_pw` | copy, move | avx2, prefetchw | avx2 with the destination prefetched for ownership a step ahead; cold or L2 destinations |

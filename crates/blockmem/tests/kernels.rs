@@ -33,7 +33,12 @@ impl Pair {
     const BASE: usize = 4096;
 
     fn new(max_n: usize, seed: u64) -> Pair {
-        let len = Self::BASE + MAX_ALIGN + max_n + Self::BASE;
+        Pair::with_offsets_to(MAX_ALIGN, max_n, seed)
+    }
+
+    /// As [`Pair::new`], with room for source and destination offsets below `max_off`.
+    fn with_offsets_to(max_off: usize, max_n: usize, seed: u64) -> Pair {
+        let len = Self::BASE + max_off + max_n + Self::BASE;
         let mut src = Aligned::new(len);
         Rng::new(seed).fill(src.slice_mut());
         let pristine = src.slice().to_vec();
@@ -198,6 +203,43 @@ fn set_thresholds_and_powers_of_two() {
 #[test]
 fn zero_thresholds_and_powers_of_two() {
     large_sizes(Op::Zero);
+}
+
+/// The destination 1-31 bytes past the source modulo 4 KiB, where `rep_movsb` hands
+/// the copy to a vector kernel (`rep movsb` is many times slower there): every method,
+/// copies and disjoint moves, at every distance from 0 to 40 bytes and within 40 bytes
+/// of one and two pages (both buffers page-aligned, so the offsets' difference is the
+/// distance modulo 4 KiB), sizes on both sides of the kernels' thresholds.
+#[test]
+fn every_distance_around_the_short_alias_band() {
+    let near = |page: usize| (page.saturating_sub(40)..=page + 40).collect::<Vec<_>>();
+    let mut dists: Vec<usize> = (0..=40).collect();
+    dists.extend(near(4096));
+    dists.extend(near(8192));
+    dists.sort_unstable();
+    dists.dedup();
+    let sizes = [33, 100, 2049, 4096 + 5, (64 << 10) + 3];
+    let max_n = *sizes.iter().max().unwrap();
+    let src_off = 17;
+    let mut pair = Pair::with_offsets_to(src_off + 8192 + 41, max_n, 4);
+    for op in [Op::Copy, Op::Move] {
+        let ms = methods(op);
+        let mut cases = 0;
+        for m in &ms {
+            for &n in &sizes {
+                for &d in &dists {
+                    assert!(pair.check(m, op, n, src_off, src_off + d));
+                    // The source past the destination by the same distance.
+                    if d > src_off {
+                        assert!(pair.check(m, op, n, d, src_off));
+                        cases += 1;
+                    }
+                    cases += 1;
+                }
+            }
+        }
+        report("distances around 0, 4 KiB and 8 KiB", op, &ms, cases);
+    }
 }
 
 /// Distances for overlapping moves: dense up to 64 for sizes up to 1024 (sparse around
