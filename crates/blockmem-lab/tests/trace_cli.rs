@@ -104,7 +104,7 @@ fn known_calls_give_exactly_their_numbers() {
     assert_eq!(src, [1, 0, 0, 0, 1, 0, 2]);
     // 4 KiB aliasing of copies and moves of >= 64 B: A-B 0; C+8-A 8; D+3-(E+1) 2.
     let alias: Vec<u64> = a["alias"].as_array().unwrap().iter().map(u).collect();
-    assert_eq!(alias, [1, 2, 0, 0, 0, 0, 0]);
+    assert_eq!(alias, [1, 2, 0, 0, 0, 0, 0, 0]);
     // Exact sizes per family (Memcpy, Memmove, Memset).
     let sizes = |fam: usize| a["distributions"][fam]["sizes"].clone();
     assert_eq!(sizes(0), serde_json::json!({"10": 1, "4096": 2}));
