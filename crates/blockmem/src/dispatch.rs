@@ -122,8 +122,9 @@ fn unlock_loading() {
     LOADING.store(false, Ordering::Release);
 }
 
-/// The LLC size a table without a measured one (a built-in table) is compiled with.
-fn llc_default() -> usize {
+/// The LLC size a table without a measured one (a built-in table) runs with: the
+/// CPUID estimate, which [`policy::Plan::llc_effective`] asks for on first use.
+pub(crate) fn llc_default() -> usize {
     cpu::llc_estimate(cpu::used_caches().llc.size, autoload::cpus_available())
 }
 
@@ -139,7 +140,8 @@ fn recompile() {
     // SAFETY: `TABLE` only ever holds a built-in static or a table buffer that is not
     // rewritten while in use.
     let table = unsafe { &*t };
-    policy::compile(table, f, forced(), llc_default(), slot);
+    // No LLC estimate here: the plan works it out when a call first needs it.
+    policy::compile(table, f, forced(), 0, slot);
     CURRENT.store(slot as *const Plan as *mut Plan, Ordering::Release);
     let path = if wide_small(f.bits()) {
         SMALL_WIDE
@@ -294,6 +296,15 @@ pub fn install(t: &Table) {
 /// Loads the profile again from `BLOCKMEM_PROFILE` or the default path (after
 /// `blockmem calibrate` wrote a new one, say) and returns what [`status`] then says.
 pub fn reload() -> (Source, Option<ProfileError>) {
+    // Nothing loaded yet: this first load reads the file now, so once is enough (the
+    // shim's constructor calls this in every process it starts).
+    if STATE
+        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+    {
+        load_now();
+        return status();
+    }
     plan();
     lock_loading();
     load_locked();

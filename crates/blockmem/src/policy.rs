@@ -192,10 +192,22 @@ impl Plan {
         &self.rows[row_index(family, hint, state)]
     }
 
-    /// The effective LLC the table was measured with (for [`probe_offset`]).
+    /// The effective LLC the table was measured with (for [`probe_offset`]); for a
+    /// plan compiled without one (a built-in table, see [`compile`]), the CPUID
+    /// estimate, worked out on first use. Its cache enumeration takes 18 CPUID
+    /// instructions, each an exit to the hypervisor in a virtual machine (4.6 µs on a
+    /// 2-vCPU AMD EPYC KVM guest): every process started under the shim paid those
+    /// 85 µs for a figure that only calls probing a block of 1 MiB or more use.
     #[inline]
     pub fn llc_effective(&self) -> usize {
-        self.llc_effective.load(Ordering::Relaxed)
+        match self.llc_effective.load(Ordering::Relaxed) {
+            0 => {
+                let llc = crate::dispatch::llc_default().max(1);
+                self.llc_effective.store(llc, Ordering::Relaxed);
+                llc
+            }
+            llc => llc,
+        }
     }
 
     /// The probe's hit threshold in TSC cycles.
@@ -304,7 +316,8 @@ impl Plan {
 
 /// Compiles `t` for a CPU with features `f` into `out` (see the module docs), with
 /// `forced` replacing every kernel for the ops it implements, and `llc_default` as the
-/// effective LLC where the table gives none (0: a built-in table). `out` may be read
+/// effective LLC where the table gives none (0: a built-in table); where neither gives
+/// one (both 0), [`Plan::llc_effective`] asks the CPU on first use. `out` may be read
 /// by other threads meanwhile (see [`Plan`]).
 pub fn compile(t: &Table, f: Features, forced: Option<KernelId>, llc_default: usize, out: &Plan) {
     let llc = if t.llc_effective != 0 {
