@@ -295,10 +295,10 @@ unsafe fn start_trace(
 
 /// Takes the CPU's features from the CPUID leaves glibc read when the process
 /// started, so that detection executes no CPUID instruction: in a virtual machine each
-/// is an exit to the hypervisor, and detection's seven took 32 µs of every process
-/// start on a 2-vCPU AMD EPYC KVM guest (`blockmem::cpu::detect_from`). Where the C
+/// is an exit to the hypervisor, and detection's seven would take 32 µs of every
+/// process start on a 2-vCPU AMD EPYC KVM guest (`blockmem::cpu::detect_from`). Where the C
 /// library does not export them (glibc before 2.33, another C library) detection runs
-/// CPUID as before, on first use.
+/// CPUID itself, on first use.
 fn features_from_libc() {
     if let Some(leaves) = libc_leaves() {
         blockmem::cpu::detect_from(&leaves);

@@ -16,8 +16,8 @@
 //!   too), and never `rep movsb` on AMD: glibc turned it off on Zen 3 and 4 after
 //!   finding it up to 20 times slower for some destination alignments, and a table
 //!   written without measuring the host cannot rule that out. (The `rep_movsb` kernel
-//!   now copies with vectors at the distances where a Zen 4 was measured slow, but
-//!   not faster elsewhere: 2-64 KiB copies at random offsets in cache ran 0.94-0.99×
+//!   copies with vectors at the distances where a Zen 4 was measured slow, and is not
+//!   faster elsewhere: 2-64 KiB copies at random offsets in cache ran 0.94-0.99×
 //!   glibc's speed with it, 1.14-1.19× with `avx2`, on a 2-vCPU EPYC Zen 4 guest.)
 //!
 //! The effective LLC, which only moves where a probe looks, comes from

@@ -169,7 +169,7 @@ pub struct Leaves {
 /// yet, instead of executing CPUID: glibc reads these leaves when a process starts and
 /// keeps them (`__x86_get_cpuid_feature_leaf`), and in a virtual machine every CPUID
 /// is an exit to the hypervisor (4.6 µs on a 2-vCPU AMD EPYC KVM guest, where
-/// detection's seven took 32 µs of every process start under the preload shim).
+/// detection's seven would take 32 µs of every process start under the preload shim).
 /// Returns false where detection had already run (its result stays). The vector
 /// registers' OS support is read here (XGETBV), as detection reads it.
 #[cfg(target_arch = "x86_64")]
@@ -187,8 +187,8 @@ pub fn features_of_leaves(leaves: &Leaves) -> Features {
     x86::features_of(leaves)
 }
 
-/// The features CPUID reports now (seven CPUID instructions), whatever detection took
-/// before: what leaves given to [`detect_from`] must agree with.
+/// The features CPUID reports (seven CPUID instructions, run on every call), whatever
+/// detection took: what leaves given to [`detect_from`] must agree with.
 #[cfg(target_arch = "x86_64")]
 pub fn features_by_cpuid() -> Features {
     x86::features()

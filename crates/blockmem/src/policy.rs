@@ -196,8 +196,8 @@ impl Plan {
     /// plan compiled without one (a built-in table, see [`compile`]), the CPUID
     /// estimate, worked out on first use. Its cache enumeration takes 18 CPUID
     /// instructions, each an exit to the hypervisor in a virtual machine (4.6 µs on a
-    /// 2-vCPU AMD EPYC KVM guest): every process started under the shim paid those
-    /// 85 µs for a figure that only calls probing a block of 1 MiB or more use.
+    /// 2-vCPU AMD EPYC KVM guest): 85 µs that every process started under the shim
+    /// would pay for a figure only calls probing a block of 1 MiB or more use.
     #[inline]
     pub fn llc_effective(&self) -> usize {
         match self.llc_effective.load(Ordering::Relaxed) {
