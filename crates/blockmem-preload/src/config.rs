@@ -318,9 +318,15 @@ fn libc_leaves() -> Option<blockmem::cpu::Leaves> {
             active: [u32; 4],
         }
         type LeafFn = unsafe extern "C" fn(u32) -> *const CpuidFeature;
-        // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
-        let sym =
-            unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__x86_get_cpuid_feature_leaf".as_ptr()) };
+        // SAFETY: dlvsym with RTLD_DEFAULT and NUL-terminated strings. The version
+        // finds glibc's definition only, not a program's own of that name.
+        let sym = unsafe {
+            libc::dlvsym(
+                libc::RTLD_DEFAULT,
+                c"__x86_get_cpuid_feature_leaf".as_ptr(),
+                c"GLIBC_2.33".as_ptr(),
+            )
+        };
         if sym.is_null() {
             return None;
         }
