@@ -229,14 +229,15 @@ fn record_error(e: Option<ProfileError>) {
 
 /// Loads the table once. Re-entrant calls (a signal handler, another thread, or a
 /// compiler-inserted `memcpy` recursing through the shim) return at once: they run on
-/// the plan published by then, or on the portable kernel.
-fn init() {
-    if STATE
+/// the plan published by then, or on the portable kernel. True if this call loaded.
+fn init() -> bool {
+    let first = STATE
         .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
-    {
+        .is_ok();
+    if first {
         load_now();
     }
+    first
 }
 
 fn load_now() {
@@ -298,11 +299,7 @@ pub fn install(t: &Table) {
 pub fn reload() -> (Source, Option<ProfileError>) {
     // Nothing loaded yet: this first load reads the file now, so once is enough (the
     // shim's constructor calls this in every process it starts).
-    if STATE
-        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
-    {
-        load_now();
+    if init() {
         return status();
     }
     plan();
