@@ -424,7 +424,9 @@ unsafe fn probed_state(plan: &Plan, op: Op, dst: *const u8, src: *const u8, n: u
     unsafe { probe_block(dst, n, plan) }
 }
 
-/// The kernel of a call whose `unknown` band probes, after probing.
+/// The kernel of a call whose `unknown` band probes, after probing; a destination
+/// this process streamed lately and meets again gets a temporal kernel instead (see
+/// [`STREAMED`]).
 ///
 /// # Safety
 /// As [`probed_state`].
@@ -438,7 +440,134 @@ unsafe fn after_probe(
 ) -> (KernelId, *mut ()) {
     // SAFETY: forwarded contract.
     let state = unsafe { probed_state(plan, op, dst, src, n) };
-    step_or_portable(plan, op, n, hint, state)
+    let (k, f) = step_or_portable(plan, op, n, hint, state);
+    if !keeps_streamed(k, hint, n, plan.llc_effective(), forced().is_some()) {
+        return (k, f);
+    }
+    let now = tsc();
+    if take_streamed(dst as usize, now, streamed_window(plan.llc_effective(), n)) {
+        return temporal_instead(plan, op, n, hint);
+    }
+    remember_streamed(dst as usize, now);
+    (k, f)
+}
+
+/// The time-stamp counter (0 where there is none: there the probe never finds a block
+/// cold, and nothing is remembered).
+#[inline]
+fn tsc() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: RDTSC exists on every x86-64 CPU.
+        unsafe { core::arch::x86_64::_rdtsc() as usize }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// Slots of [`STREAMED`].
+pub const STREAMED_SLOTS: usize = 8;
+
+/// The start addresses of the last destinations a probed call streamed that a
+/// temporal write would have kept in cache (0: empty), with the time-stamp counter
+/// when each was streamed ([`STREAMED_AT`]), overwritten in turn from
+/// [`STREAMED_NEXT`]; one set for the process.
+///
+/// Why: a probe cannot tell a block that is cold because the program has not touched
+/// it for long from one that is cold because the last call on it streamed it past the
+/// cache. A program that writes the same buffer again and again (a heap block freed
+/// and reused, a reused output buffer) would have its block streamed on every call,
+/// each time found cold because of the last: calibration measures one call, where
+/// streaming to a cold destination wins even when the bytes are read back, not the
+/// next call that finds the block where this one left it. CPython building
+/// `n.to_bytes(8) + payload` with a 1 MiB payload, 1,250 times, took 1.14-1.23x
+/// glibc's time under a calibrated table that streams cold blocks from 64 KiB (on a
+/// 2-vCPU AMD EPYC (Zen 4) KVM guest: 351 of its 1,262 large copies streamed, the
+/// destination a heap block freed and reused by the next iteration); with this memory,
+/// 1.02x (one copy streamed, the block found cached ever after).
+///
+/// So the second time such a block comes, cold, it is written with temporal stores,
+/// which leave it cached for the time after; a block streamed once and not met again
+/// keeps the stream's gains, and so does one met again only after
+/// [`streamed_window`] (other work may have evicted it meanwhile: the lab's cold
+/// cells, which flush their destination and read three effective LLCs of other data
+/// between two calls on the same block, keep streaming). Races between threads lose
+/// or repeat an entry: a wrong guess costs one call the other kernel, never
+/// correctness.
+static STREAMED: [AtomicUsize; STREAMED_SLOTS] = [const { AtomicUsize::new(0) }; STREAMED_SLOTS];
+/// When each entry of [`STREAMED`] was streamed (time-stamp counter, its low bits
+/// where `usize` is narrower: only differences under [`streamed_window`] matter).
+static STREAMED_AT: [AtomicUsize; STREAMED_SLOTS] = [const { AtomicUsize::new(0) }; STREAMED_SLOTS];
+static STREAMED_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// How long (time-stamp counter ticks) a streamed block of `n` bytes stays
+/// remembered, for an effective LLC of `llc` bytes: the time one core takes to read
+/// the rest of an LLC's worth of other data, `llc - n` bytes, at 32 bytes a tick
+/// (about as fast as a core reads from its L3). A block met again sooner would most
+/// likely still be cached had it been written there; one met later may have been
+/// evicted by other work, and is streamed again. On a 2-vCPU AMD EPYC (Zen 4) KVM
+/// guest (8.5 MiB effective LLC, 2.6 GHz counter), for 1 MiB: 246 K ticks, 95 us;
+/// CPython's loop above met its block about every 50 us, while the lab's cold cells,
+/// which read three effective LLCs between two calls on a block, met it too late in
+/// every one of 84 calls at 256 KiB and 1 MiB (with a fixed window of 4 M ticks,
+/// 1.6 ms, the 256 KiB cells wrote temporally and `auto` fell from 1.41x libc to
+/// 0.99x there, hot source to evicted destination).
+pub const fn streamed_window(llc: usize, n: usize) -> usize {
+    llc.saturating_sub(n) / 32
+}
+
+/// Whether a probed call that is to run `k` takes part in [`STREAMED`]: `k` streams,
+/// the caller did not say the destination will not be reused, no kernel is forced, and
+/// the block is small enough that a temporal write keeps it cached (a quarter of the
+/// effective LLC `llc`: larger blocks are evicted by their own writes and the next
+/// call finds them cold either way).
+pub fn keeps_streamed(k: KernelId, hint: Hint, n: usize, llc: usize, forced: bool) -> bool {
+    k.streams() && hint != Hint::NoReuse && !forced && n <= llc / 4
+}
+
+/// Records that a probed call streamed the block at `dst` at time `now` (time-stamp
+/// counter).
+pub fn remember_streamed(dst: usize, now: usize) {
+    let i = STREAMED_NEXT.fetch_add(1, Ordering::Relaxed) % STREAMED_SLOTS;
+    STREAMED_AT[i].store(now, Ordering::Relaxed);
+    STREAMED[i].store(dst, Ordering::Relaxed);
+}
+
+/// Whether the block at `dst` was streamed ([`remember_streamed`]) less than `window`
+/// ticks before `now`. Forgets it either way: a block written temporally now and found
+/// cold next time was evicted by other work, and is streamed again.
+pub fn take_streamed(dst: usize, now: usize, window: usize) -> bool {
+    if dst == 0 {
+        return false;
+    }
+    STREAMED.iter().zip(&STREAMED_AT).any(|(e, at)| {
+        let when = at.load(Ordering::Relaxed);
+        e.compare_exchange(dst, 0, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+            && now.wrapping_sub(when) < window
+    })
+}
+
+/// Forgets every streamed block (for tests that check decisions call by call).
+pub fn forget_streamed() {
+    for e in &STREAMED {
+        e.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The temporal kernel a probed call runs instead of streaming a block it streamed
+/// lately: the `cached` row's, as for a block found in cache, unless that one streams
+/// too, then the widest temporal kernel.
+fn temporal_instead(plan: &Plan, op: Op, n: usize, hint: Hint) -> (KernelId, *mut ()) {
+    let (k, f) = step_or_portable(plan, op, n, hint, State::Cached);
+    if !k.streams() {
+        return (k, f);
+    }
+    let k = policy::best_temporal(plan.features(), op);
+    let f = crate::kernel::entry_for(k, op).unwrap_or(core::ptr::null_mut());
+    (k, f)
 }
 
 /// The kernel and entry point of the band holding `n` in the row of `state`; the

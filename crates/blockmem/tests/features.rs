@@ -160,6 +160,9 @@ fn check_installed(name: &str, t: &Table, probe_finds: State) -> usize {
                 } else {
                     src.as_ptr() as *const u8
                 };
+                // The same destination every time: forget what earlier calls streamed
+                // (tested on its own below).
+                dispatch::forget_streamed();
                 // SAFETY: both buffers hold more than n bytes.
                 let ran = unsafe { dispatch::decide_for_call(op, dst.as_ptr(), s, n, hint) };
                 // Inline: up to the op's inline size, and a move of disjoint ranges (the
@@ -263,6 +266,133 @@ fn probe_latencies(samples: usize) -> (u64, u64) {
     hot.sort_unstable();
     cold.sort_unstable();
     (hot[samples / 2], cold[samples / 2])
+}
+
+/// A destination a probed call streamed, met cold again, is written with temporal
+/// stores (the cached row's kernel, or the widest temporal one where that row streams
+/// too), once; then it streams again. Not with the no-reuse hint, not for blocks over
+/// a quarter of the effective LLC, not under a forced kernel, not after the memory's
+/// window; eight other streamed blocks push it out of the memory. Every probe is
+/// forced to find the block cold.
+#[test]
+fn a_block_streamed_lately_is_written_temporally_when_met_cold_again() {
+    let _state = lock_global();
+    let t = synthetic(
+        "version = 2
+llc_effective = 64MiB
+copy.auto.unknown = from 0: sse2; from 64KiB: probe
+copy.auto.cached = from 0: sse2
+copy.auto.cold = from 0: avx2_nt
+copy.noreuse.unknown = from 0: sse2; from 64KiB: probe
+copy.noreuse.cached = from 0: sse2
+copy.noreuse.cold = from 0: avx2_nt
+set.auto.unknown = from 0: sse2; from 64KiB: probe
+set.auto.cached = from 0: avx2_nt
+set.auto.cold = from 0: avx2_nt
+",
+    );
+    let f = cpu::features();
+    if !policy::usable(KernelId::Avx2Nt, Op::Copy, f) {
+        eprintln!("no avx2_nt on this CPU: nothing streams, nothing to remember");
+        return;
+    }
+    let n = 256 << 10;
+    let src = Aligned::new(n);
+    let others = Aligned::new(n + 8 * 4096);
+    let dst = Aligned::new(n);
+    let decide = |op: Op, d: *const u8, hint: Hint| {
+        let s = if op == Op::Copy {
+            src.as_ptr() as *const u8
+        } else {
+            std::ptr::null()
+        };
+        // SAFETY: every destination passed holds n bytes, the source too.
+        unsafe { dispatch::decide_for_call(op, d, s, n, hint) }
+    };
+    let d = dst.as_ptr() as *const u8;
+    dispatch::install(&probing(&t, State::Cold));
+    dispatch::forget_streamed();
+    let (nt, cached) = (Some(KernelId::Avx2Nt), Some(KernelId::Sse2));
+    // Streamed, then met again: temporal once, then streamed again.
+    assert_eq!(decide(Op::Copy, d, Hint::Auto), nt);
+    assert_eq!(decide(Op::Copy, d, Hint::Auto), cached);
+    assert_eq!(decide(Op::Copy, d, Hint::Auto), nt);
+    // Eight other blocks streamed since: forgotten.
+    for i in 0..dispatch::STREAMED_SLOTS {
+        let o = others.as_ptr().wrapping_add(i * 4096) as *const u8;
+        assert_eq!(decide(Op::Copy, o, Hint::Auto), nt, "other block {i}");
+    }
+    assert_eq!(decide(Op::Copy, d, Hint::Auto), nt);
+    assert_eq!(decide(Op::Copy, d, Hint::Auto), cached);
+    // The caller said the bytes will not be reused: streamed every time.
+    for _ in 0..3 {
+        assert_eq!(decide(Op::Copy, d, Hint::NoReuse), nt);
+    }
+    // The cached row streams too: the widest temporal kernel.
+    assert_eq!(decide(Op::Set, d, Hint::Auto), nt);
+    assert_eq!(
+        decide(Op::Set, d, Hint::Auto),
+        Some(policy::best_temporal(f, Op::Set))
+    );
+    // The bytes are right through the sequence (streamed, temporal, streamed).
+    dispatch::forget_streamed();
+    let out = Aligned::new(n);
+    let mut input = Aligned::new(n);
+    for round in 0..3u8 {
+        for (i, b) in input.slice_mut().iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(7).wrapping_add(round);
+        }
+        // SAFETY: both hold n bytes and do not overlap.
+        unsafe { blockmem::copy_raw(out.as_ptr(), input.as_ptr(), n, Hint::Auto) };
+        assert!(out.slice() == input.slice(), "round {round}");
+    }
+    // A block over a quarter of the effective LLC would not stay cached: streamed.
+    let mut small_llc = t.clone();
+    small_llc.llc_effective = 4 * n - 4096;
+    dispatch::install(&probing(&small_llc, State::Cold));
+    dispatch::forget_streamed();
+    for _ in 0..3 {
+        assert_eq!(decide(Op::Copy, d, Hint::Auto), nt);
+    }
+    // A forced kernel is what every call runs.
+    dispatch::install(&probing(&t, State::Cold));
+    dispatch::force(Some(KernelId::Avx2Nt));
+    for _ in 0..3 {
+        assert_eq!(decide(Op::Copy, d, Hint::Auto), nt);
+    }
+    dispatch::force(None);
+    // The memory itself, on synthetic times: a block is remembered for less than the
+    // window, forgotten once taken, and the counter may wrap.
+    dispatch::forget_streamed();
+    let w = dispatch::streamed_window(9 << 20, 1 << 20);
+    assert_eq!(w, 1 << 18, "8 MiB of other data read at 32 bytes a tick");
+    assert_eq!(
+        dispatch::streamed_window(1 << 20, 2 << 20),
+        0,
+        "a block over the LLC"
+    );
+    for start in [1000, usize::MAX - w / 2] {
+        dispatch::remember_streamed(0x10000, start);
+        assert!(dispatch::take_streamed(
+            0x10000,
+            start.wrapping_add(w - 1),
+            w
+        ));
+        assert!(
+            !dispatch::take_streamed(0x10000, start.wrapping_add(w - 1), w),
+            "taken"
+        );
+        dispatch::remember_streamed(0x20000, start);
+        assert!(
+            !dispatch::take_streamed(0x20000, start.wrapping_add(w), w),
+            "too late"
+        );
+        assert!(
+            !dispatch::take_streamed(0x20000, start, w),
+            "forgotten when too late"
+        );
+    }
+    assert!(!dispatch::take_streamed(0, 0, w), "null is never a block");
 }
 
 /// A probe band probes: a destination flushed from the caches runs the cold row's

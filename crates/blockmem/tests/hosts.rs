@@ -512,6 +512,9 @@ fn run_sizes(b: &mut Bufs, ctx: &str, sizes: &[usize], t: &Table, outcome: Optio
                 } else {
                     s
                 };
+                // The calls above may have streamed this destination; what a call
+                // meeting it again runs is tested in features.rs.
+                dispatch::forget_streamed();
                 // SAFETY: both hold more than n bytes past PAD.
                 let ran = unsafe { dispatch::decide_for_call(op, d, s, n, hint) };
                 // A move of disjoint ranges (these two buffers) stays inline up to the
