@@ -296,6 +296,47 @@ fn profile_is_loaded_and_a_bad_one_is_reported_not_fatal() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("rejected: cannot open or read"));
 }
 
+/// A program copying into the same heap block again and again, under a table that
+/// probes from 64 KiB and streams blocks it finds cold, every probe forced to find the
+/// block cold: the block is streamed, then (met again at once) written with temporal
+/// stores, then streamed again, in turn; never streamed on every call (see the
+/// dispatcher's memory of streamed blocks). The bytes are checked after every copy.
+#[test]
+fn a_reused_block_is_not_streamed_on_every_call() {
+    if !have_avx2() {
+        eprintln!("no avx2_nt on this CPU: nothing streams");
+        return;
+    }
+    let dir = scratch("reuse");
+    let exe = build_c_program(&dir, "reuse_test", &[]);
+    let profile = dir.join("streams-cold");
+    std::fs::write(
+        &profile,
+        "version = 2
+llc_effective = 64MiB
+probe_hit_max = 0
+probe_fault_min = 4294967295
+copy.auto.unknown = from 0: avx2; from 64KiB: probe
+copy.auto.cached = from 0: avx2
+copy.auto.cold = from 0: avx2; from 64KiB: avx2_nt
+",
+    )
+    .unwrap();
+    let iterations = 40;
+    let out = run_ok(
+        under_shim(&exe)
+            .env("BLOCKMEM_PROFILE", &profile)
+            .env("BLOCKMEM_STATS", "1")
+            .args(["1048576", &iterations.to_string()]),
+    );
+    let s = &stats_lines(&out.stderr)[0];
+    let (streamed, temporal) = (s.kernel("avx2_nt").0, s.kernel("avx2").0);
+    assert!(streamed >= 1, "{}", s.line);
+    // Every other call at most (a preempted iteration may let the memory lapse once).
+    assert!(streamed <= iterations / 2 + 3, "{}", s.line);
+    assert!(temporal >= iterations / 2 - 3, "{}", s.line);
+}
+
 fn have_avx2() -> bool {
     std::is_x86_feature_detected!("avx2")
 }
