@@ -546,7 +546,12 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
         Experiment::Reuse => {
             panels(&dir.join("reuse.svg"), (1400, 520), (1, 2), |i, a| {
                 let s = ["hot", "clean"][i];
-                let sel: Vec<&Record> = recs.iter().copied().filter(|r| r.src == s).collect();
+                // The read-back cells (the loop cells are in the experiment's table).
+                let sel: Vec<&Record> = recs
+                    .iter()
+                    .copied()
+                    .filter(|r| r.src == s && r.reuse == "read")
+                    .collect();
                 let series = by_method_vs_size(&sel, cpb);
                 lines(
                     a,

@@ -37,6 +37,15 @@ pub enum After {
         /// Working-set bytes.
         ws: usize,
     },
+    /// The same call on the same destination `calls` more times, back to back, the
+    /// last one timed: what each call costs a program that writes one buffer in a loop
+    /// (a reused output or heap block), every call finding the destination where the
+    /// one before left it. The record's time is that call's; the first call's is an
+    /// extra.
+    Again {
+        /// Calls after the first (at least 1).
+        calls: usize,
+    },
 }
 
 /// One cell to measure.
@@ -343,7 +352,8 @@ pub fn calls_per_sweep(
 ) -> usize {
     let copy_like = matches!(op, Op::Copy | Op::Move);
     let cold = dst.is_cold() || (copy_like && src.is_cold());
-    if !cold || span > SLOT_SPAN_MAX || matches!(after, After::ReadApp { .. }) {
+    if !cold || span > SLOT_SPAN_MAX || matches!(after, After::ReadApp { .. } | After::Again { .. })
+    {
         return 1;
     }
     let touched = if copy_like { 2 * n } else { n }.max(1);
@@ -585,13 +595,15 @@ impl GroupRun {
     }
 
     /// Per cell, the samples its record's summary is built from: the call's time,
-    /// plus the destination's read where the cell reads it after.
+    /// plus the destination's read where the cell reads it after; the last call's
+    /// where it calls again.
     fn timed_totals(&self, after: After) -> Vec<Vec<f64>> {
         self.samples
             .iter()
             .zip(&self.after_samples)
             .map(|(s, a)| match after {
                 After::ReadDst => call_and_read(s, a),
+                After::Again { .. } => a.clone(),
                 _ => s.clone(),
             })
             .collect()
@@ -1147,6 +1159,14 @@ impl Runner {
                                     chase(head, links);
                                 }));
                             }
+                            After::Again { calls } => {
+                                for _ in 1..calls {
+                                    entry_call(entry, dst, src, byte, n);
+                                }
+                                g.after_samples[j].push(timer.time(|| {
+                                    entry_call(entry, dst, src, byte, n);
+                                }));
+                            }
                         }
                         if !check_bytes(dst, src, n, c.op, byte) {
                             g.verified[j] = false;
@@ -1283,6 +1303,14 @@ impl Runner {
                 extras.insert("app_base_samples_ns".into(), json!(base_samples));
                 (copy_sum, samples)
             }
+            After::Again { calls } => {
+                let again = Summary::of(&after_samples);
+                extras.insert("first_median_ns".into(), json!(copy_sum.median));
+                extras.insert("again_median_ns".into(), json!(again.median));
+                extras.insert("again_calls".into(), json!(calls));
+                extras.insert("first_samples_ns".into(), json!(samples));
+                (again, after_samples)
+            }
             After::Nothing => (copy_sum, samples),
         };
         let median_cycles = summary.median * self.timer.ticks_per_ns;
@@ -1308,10 +1336,10 @@ impl Runner {
                 "none".into()
             },
             dst: c.dst.name().into(),
-            reuse: if c.after == After::ReadDst {
-                "read".into()
-            } else {
-                "none".into()
+            reuse: match c.after {
+                After::ReadDst => "read".into(),
+                After::Again { .. } => "again".into(),
+                _ => "none".into(),
             },
             gbps: summary.gbps(n),
             summary,
@@ -1518,6 +1546,24 @@ pub(crate) mod tests {
         let rec = r.measure(&c).unwrap();
         assert!(rec.extra_f64("app_extra_ns").is_some());
         assert!(rec.verified);
+        // Called again: the record is the last call's, the first call an extra, one
+        // call per preparation; a broken method is still caught.
+        c.after = After::Again { calls: 2 };
+        let rec = r.measure(&c).unwrap();
+        assert_eq!(rec.reuse, "again");
+        assert_eq!(rec.extras["again_calls"], 2);
+        assert_eq!(
+            rec.summary.median,
+            rec.extra_f64("again_median_ns").unwrap()
+        );
+        assert!(rec.extra_f64("first_median_ns").unwrap() >= 0.0);
+        assert!(rec.extras.get("calls_per_sweep").is_none());
+        assert_eq!(rec.samples_ns.len(), c.reps);
+        assert!(rec.verified);
+        let bad = Method::broken();
+        let mut b = cell(&bad, Op::Copy, 4096);
+        b.after = After::Again { calls: 2 };
+        assert!(!r.measure(&b).unwrap().verified);
     }
 
     #[test]

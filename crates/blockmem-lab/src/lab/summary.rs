@@ -304,6 +304,12 @@ pub fn cell_name(r: &Record) -> String {
         let _ = write!(s, ", then a {} working set re-read", fmt_size(ws as usize));
     } else if r.reuse == "read" {
         s.push_str(", dst read after");
+    } else if r.reuse == "again" {
+        let calls = r.extra_f64("again_calls").unwrap_or(1.0) as usize + 1;
+        let _ = write!(
+            s,
+            ", the same copy into the same dst, call {calls} of a loop"
+        );
     } else {
         s.push_str(", no reuse");
     }

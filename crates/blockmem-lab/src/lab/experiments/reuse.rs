@@ -2,6 +2,15 @@
 //! 003 Fig. 3, docs/SEEDS.md). Non-temporal stores win the copy but leave the data in
 //! memory, so the read pays DRAM latency; temporal stores leave it cached. The table
 //! gives the copy, the read, and their sum per byte.
+//!
+//! A second table reuses the destination another way: the same copy into the same
+//! block again, as a program writing one buffer in a loop does ([`After::Again`]).
+//! Each call finds the block where the one before left it: cached after temporal
+//! stores (while it fits), in memory after non-temporal ones, so a kernel that streams
+//! pays a cold destination on every call of the loop. `auto` probes there and would
+//! find the block cold because its own last call streamed it; the dispatcher
+//! remembers the blocks it streamed and writes one met again soon with temporal
+//! stores.
 
 use blockmem::kernel::Op;
 
@@ -27,6 +36,13 @@ pub const DEFAULT_METHODS: [&str; 7] = [
 /// Source states (the destination is always clean).
 pub const SRC_STATES: [CacheState; 2] = [Hot, Clean];
 
+/// Calls after the first in the loop table: the fourth call is timed, by which `auto`
+/// has streamed the block, met it again and written it temporally, and found it cached.
+pub const AGAIN_CALLS: usize = 3;
+
+/// The loop table's smallest size: below it no table streams.
+pub const AGAIN_MIN: usize = 64 << 10;
+
 /// Runs the sweep.
 pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     let methods = ctx.pick(Op::Copy, Some(&DEFAULT_METHODS));
@@ -49,6 +65,17 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
             };
             shapes.push(shape);
         }
+        if n >= AGAIN_MIN {
+            shapes.push(Shape {
+                experiment: NAME,
+                op: Op::Copy,
+                size: n,
+                src: Hot,
+                dst: Clean,
+                after: After::Again { calls: AGAIN_CALLS },
+                reps: ctx.reps_for(n, 21, 21),
+            });
+        }
     }
     ctx.measure_shapes(&methods, &shapes, NAME)
 }
@@ -66,7 +93,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
             header,
         );
         for n in distinct(&recs, |r| r.size) {
-            let same = |r: &Record| r.size == n && r.src == s.name();
+            let same = |r: &Record| r.size == n && r.src == s.name() && r.reuse == "read";
             let kib = n as f64 / 1024.0;
             let mut row = vec![fmt_size(n)];
             for m in &methods {
@@ -80,6 +107,43 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
                         ),
                         r.summary.median,
                         libc_median(&recs, same),
+                    ),
+                    None => "-".into(),
+                });
+            }
+            t.rows.push(row);
+        }
+        out.push(t);
+    }
+    let again: Vec<Record> = recs
+        .iter()
+        .filter(|r| r.reuse == "again")
+        .cloned()
+        .collect();
+    if !again.is_empty() {
+        let mut header = vec!["size".to_string()];
+        header.extend(methods.iter().cloned());
+        let mut t = Table::new(
+            format!(
+                "reuse, hot→clean, then the same copy into the same destination {AGAIN_CALLS} more times: first call / last call, ns per KiB (libc last / method last)"
+            ),
+            "a buffer written in a loop: each call finds the destination where the last one left it",
+            header,
+        );
+        for n in distinct(&again, |r| r.size) {
+            let same = |r: &Record| r.size == n;
+            let kib = n as f64 / 1024.0;
+            let mut row = vec![fmt_size(n)];
+            for m in &methods {
+                row.push(match again.iter().find(|r| &r.method == m && same(r)) {
+                    Some(r) => with_ratio(
+                        format!(
+                            "{:.0} / {:.0}",
+                            r.extra_f64("first_median_ns").unwrap_or(f64::NAN) / kib,
+                            r.summary.median / kib
+                        ),
+                        r.summary.median,
+                        libc_median(&again, same),
                     ),
                     None => "-".into(),
                 });
