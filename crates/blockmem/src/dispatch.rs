@@ -482,11 +482,12 @@ pub const STREAMED_SLOTS: usize = 8;
 /// each time found cold because of the last: calibration measures one call, where
 /// streaming to a cold destination wins even when the bytes are read back, not the
 /// next call that finds the block where this one left it. CPython building
-/// `n.to_bytes(8) + payload` with a 1 MiB payload, 1,250 times, took 1.14-1.23x
-/// glibc's time under a calibrated table that streams cold blocks from 64 KiB (on a
-/// 2-vCPU AMD EPYC (Zen 4) KVM guest: 351 of its 1,262 large copies streamed, the
-/// destination a heap block freed and reused by the next iteration); with this memory,
-/// 1.02x (one copy streamed, the block found cached ever after).
+/// `n.to_bytes(8) + payload` with a 1 MiB payload, 1,250 times
+/// (`scripts/workloads/reused_bytes.py`), took 1.15x glibc's time under a calibrated
+/// table that streams cold blocks from 64 KiB (on a 2-vCPU AMD EPYC (Zen 4) KVM guest:
+/// 886-1,029 of its 1,296 large copies streamed, the destination a heap block freed
+/// and reused by the next iteration); with this memory, 0.99-1.02x (six streamed, the
+/// block found cached after).
 ///
 /// So the second time such a block comes, cold, it is written with temporal stores,
 /// which leave it cached for the time after; a block streamed once and not met again
