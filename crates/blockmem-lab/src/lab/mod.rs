@@ -78,7 +78,7 @@ fn experiment_names() -> Vec<&'static str> {
     temperature  3×3 hot/clean/dirty src×dst matrix per method (seed 000 Tables 5–6)\n  \
     sizes        32 B..64 MiB, hot/cold src×dst (seed 003 Fig. 2)\n  \
     alignment    dst offset 0..64 and 4 KiB aliasing (seed 000 Tables 3–4)\n  \
-    reuse        copy, then read the destination (seed 003 Fig. 3)\n  \
+    reuse        copy, then read the destination (seed 003 Fig. 3); copy into it again in a loop\n  \
     pollution    cost of re-reading a warm working set after a copy (seed 004)\n  \
     zero         set/zero 4 KiB..256 MiB, hot and clean (seed 004)\n  \
     fleet        fleetbench size distributions\n  \
