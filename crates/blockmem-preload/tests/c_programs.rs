@@ -298,9 +298,9 @@ fn profile_is_loaded_and_a_bad_one_is_reported_not_fatal() {
 
 /// A program copying into the same heap block again and again, under a table that
 /// probes from 64 KiB and streams blocks it finds cold, every probe forced to find the
-/// block cold: the block is streamed, then (met again at once) written with temporal
-/// stores, then streamed again, in turn; never streamed on every call (see the
-/// dispatcher's memory of streamed blocks). The bytes are checked after every copy.
+/// block cold: the block is streamed once, then (met again at once, every time)
+/// written with temporal stores; not streamed on every call (see the dispatcher's
+/// memory of streamed blocks). The bytes are checked after every copy.
 #[test]
 fn a_reused_block_is_not_streamed_on_every_call() {
     if !have_avx2() {
@@ -332,9 +332,9 @@ copy.auto.cold = from 0: avx2; from 64KiB: avx2_nt
     let s = &stats_lines(&out.stderr)[0];
     let (streamed, temporal) = (s.kernel("avx2_nt").0, s.kernel("avx2").0);
     assert!(streamed >= 1, "{}", s.line);
-    // Every other call at most (a preempted iteration may let the memory lapse once).
-    assert!(streamed <= iterations / 2 + 3, "{}", s.line);
-    assert!(temporal >= iterations / 2 - 3, "{}", s.line);
+    // Once, and again only where an iteration was preempted past the memory's window.
+    assert!(streamed <= 4, "{}", s.line);
+    assert!(temporal >= iterations - 4, "{}", s.line);
 }
 
 fn have_avx2() -> bool {

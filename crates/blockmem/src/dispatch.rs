@@ -445,7 +445,7 @@ unsafe fn after_probe(
         return (k, f);
     }
     let now = tsc();
-    if take_streamed(dst as usize, now, streamed_window(plan.llc_effective(), n)) {
+    if met_again(dst as usize, now, streamed_window(plan.llc_effective(), n)) {
         return temporal_instead(plan, op, n, hint);
     }
     remember_streamed(dst as usize, now);
@@ -489,34 +489,40 @@ pub const STREAMED_SLOTS: usize = 8;
 /// and reused by the next iteration); with this memory, 0.99-1.02x (six streamed, the
 /// block found cached after).
 ///
-/// So the second time such a block comes, cold, it is written with temporal stores,
-/// which leave it cached for the time after; a block streamed once and not met again
-/// keeps the stream's gains, and so does one met again only after
-/// [`streamed_window`] (other work may have evicted it meanwhile: the lab's cold
-/// cells, which flush their destination and read three effective LLCs of other data
-/// between two calls on the same block, keep streaming). Races between threads lose
+/// So such a block, met again cold within [`streamed_window`] of the last call on it,
+/// is written with temporal stores, which leave it cached for the time after, and is
+/// remembered as long as it keeps coming back that soon: a probe that misreads the
+/// cached block as cold once (an LLC hit behind a page walk can look like memory) does
+/// not stream it again. A block streamed once and not met again keeps the stream's
+/// gains, and so does one met again only later (other work may have evicted it
+/// meanwhile: the lab's cold cells, which flush their destination and read three
+/// effective LLCs of other data between two calls on the same block, keep streaming).
+/// Races between threads lose
 /// or repeat an entry: a wrong guess costs one call the other kernel, never
 /// correctness.
 static STREAMED: [AtomicUsize; STREAMED_SLOTS] = [const { AtomicUsize::new(0) }; STREAMED_SLOTS];
-/// When each entry of [`STREAMED`] was streamed (time-stamp counter, its low bits
+/// When each entry of [`STREAMED`] was last met (time-stamp counter, its low bits
 /// where `usize` is narrower: only differences under [`streamed_window`] matter).
 static STREAMED_AT: [AtomicUsize; STREAMED_SLOTS] = [const { AtomicUsize::new(0) }; STREAMED_SLOTS];
 static STREAMED_NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// How long (time-stamp counter ticks) a streamed block of `n` bytes stays
-/// remembered, for an effective LLC of `llc` bytes: the time one core takes to read
-/// the rest of an LLC's worth of other data, `llc - n` bytes, at 32 bytes a tick
-/// (about as fast as a core reads from its L3). A block met again sooner would most
-/// likely still be cached had it been written there; one met later may have been
-/// evicted by other work, and is streamed again. On a 2-vCPU AMD EPYC (Zen 4) KVM
-/// guest (8.5 MiB effective LLC, 2.6 GHz counter), for 1 MiB: 246 K ticks, 95 us;
-/// CPython's loop above met its block about every 50 us, while the lab's cold cells,
-/// which read three effective LLCs between two calls on a block, met it too late in
-/// every one of 84 calls at 256 KiB and 1 MiB (with a fixed window of 4 M ticks,
-/// 1.6 ms, the 256 KiB cells wrote temporally and `auto` fell from 1.41x libc to
-/// 0.99x there, hot source to evicted destination).
+/// remembered after a call on it was decided, for an effective LLC of `llc` bytes: the
+/// time that call takes at 4 bytes a tick (10 GB/s at a 2.6 GHz counter; a copy into
+/// an evicted block ran at 7-11 bytes a tick on the guest below), plus the time one
+/// core takes to read the rest of an LLC's worth of other data, `llc - n` bytes, at 32
+/// bytes a tick (about as fast as a core reads from its L3). A block met again sooner
+/// would most likely still be cached had it been written there; one met later may have
+/// been evicted by other work, and is streamed again. On a 2-vCPU AMD EPYC (Zen 4) KVM
+/// guest (8.8 MiB effective LLC, 2.6 GHz counter), for 1 MiB: 0.52 M ticks, 0.2 ms;
+/// CPython's loop above met its block about every 50 us, and a loop of 2 MiB copies
+/// every 76-117 us, which a window without the call's own time (85 us) sometimes
+/// missed. The lab's cold cells, which flush the block and read three effective LLCs
+/// of other data between two calls on it, met it too late in every call (with a fixed
+/// window of 4 M ticks, 1.6 ms, the 256 KiB cells wrote temporally and `auto` fell from
+/// 1.41x libc to 0.99x there, hot source to evicted destination).
 pub const fn streamed_window(llc: usize, n: usize) -> usize {
-    llc.saturating_sub(n) / 32
+    n / 4 + llc.saturating_sub(n) / 32
 }
 
 /// Whether a probed call that is to run `k` takes part in [`STREAMED`]: `k` streams,
@@ -536,19 +542,24 @@ pub fn remember_streamed(dst: usize, now: usize) {
     STREAMED[i].store(dst, Ordering::Relaxed);
 }
 
-/// Whether the block at `dst` was streamed ([`remember_streamed`]) less than `window`
-/// ticks before `now`. Forgets it either way: a block written temporally now and found
-/// cold next time was evicted by other work, and is streamed again.
-pub fn take_streamed(dst: usize, now: usize, window: usize) -> bool {
+/// Whether the block at `dst` was streamed ([`remember_streamed`]) or met again
+/// less than `window` ticks before `now`; if so, it is met again now. A block last
+/// met longer ago is forgotten (the caller streams it and remembers it anew).
+pub fn met_again(dst: usize, now: usize, window: usize) -> bool {
     if dst == 0 {
         return false;
     }
-    STREAMED.iter().zip(&STREAMED_AT).any(|(e, at)| {
-        let when = at.load(Ordering::Relaxed);
-        e.compare_exchange(dst, 0, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-            && now.wrapping_sub(when) < window
-    })
+    for (e, at) in STREAMED.iter().zip(&STREAMED_AT) {
+        if e.load(Ordering::Relaxed) != dst {
+            continue;
+        }
+        if now.wrapping_sub(at.load(Ordering::Relaxed)) < window {
+            at.store(now, Ordering::Relaxed);
+            return true;
+        }
+        let _ = e.compare_exchange(dst, 0, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    false
 }
 
 /// Forgets every streamed block (for tests that check decisions call by call).

@@ -80,40 +80,31 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
     ctx.measure_shapes(&methods, &shapes, NAME)
 }
 
-/// Per source state: for each size, each method's copy + read = total (ns/KiB).
+/// Per source state: for each size, each method's copy + read = total (ns/KiB); then
+/// the loop cells: each method's first and last call (ns/KiB).
 pub fn tables(recs: &[Record]) -> Vec<Table> {
     let (recs, methods) = records_of(recs, NAME);
     let mut out = Vec::new();
     for s in SRC_STATES {
-        let mut header = vec!["size".to_string()];
-        header.extend(methods.iter().cloned());
-        let mut t = Table::new(
+        let read: Vec<Record> = recs
+            .iter()
+            .filter(|r| r.src == s.name() && r.reuse == "read")
+            .cloned()
+            .collect();
+        out.push(per_size(
+            &read,
+            &methods,
             format!("reuse, {s}→clean then read dst: copy + read = total, ns per KiB (libc total / method total)"),
             "seed 003 Fig. 3: the copy that wins alone can lose once the destination is read",
-            header,
-        );
-        for n in distinct(&recs, |r| r.size) {
-            let same = |r: &Record| r.size == n && r.src == s.name() && r.reuse == "read";
-            let kib = n as f64 / 1024.0;
-            let mut row = vec![fmt_size(n)];
-            for m in &methods {
-                row.push(match recs.iter().find(|r| &r.method == m && same(r)) {
-                    Some(r) => with_ratio(
-                        format!(
-                            "{:.0}+{:.0}={:.0}",
-                            r.extra_f64("copy_median_ns").unwrap_or(f64::NAN) / kib,
-                            r.extra_f64("read_median_ns").unwrap_or(f64::NAN) / kib,
-                            r.summary.median / kib
-                        ),
-                        r.summary.median,
-                        libc_median(&recs, same),
-                    ),
-                    None => "-".into(),
-                });
-            }
-            t.rows.push(row);
-        }
-        out.push(t);
+            |r, kib| {
+                format!(
+                    "{:.0}+{:.0}={:.0}",
+                    r.extra_f64("copy_median_ns").unwrap_or(f64::NAN) / kib,
+                    r.extra_f64("read_median_ns").unwrap_or(f64::NAN) / kib,
+                    r.summary.median / kib
+                )
+            },
+        ));
     }
     let again: Vec<Record> = recs
         .iter()
@@ -121,36 +112,48 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         .cloned()
         .collect();
     if !again.is_empty() {
-        let mut header = vec!["size".to_string()];
-        header.extend(methods.iter().cloned());
-        let mut t = Table::new(
+        out.push(per_size(
+            &again,
+            &methods,
             format!(
                 "reuse, hot→clean, then the same copy into the same destination {AGAIN_CALLS} more times: first call / last call, ns per KiB (libc last / method last)"
             ),
             "a buffer written in a loop: each call finds the destination where the last one left it",
-            header,
-        );
-        for n in distinct(&again, |r| r.size) {
-            let same = |r: &Record| r.size == n;
-            let kib = n as f64 / 1024.0;
-            let mut row = vec![fmt_size(n)];
-            for m in &methods {
-                row.push(match again.iter().find(|r| &r.method == m && same(r)) {
-                    Some(r) => with_ratio(
-                        format!(
-                            "{:.0} / {:.0}",
-                            r.extra_f64("first_median_ns").unwrap_or(f64::NAN) / kib,
-                            r.summary.median / kib
-                        ),
-                        r.summary.median,
-                        libc_median(&again, same),
-                    ),
-                    None => "-".into(),
-                });
-            }
-            t.rows.push(row);
-        }
-        out.push(t);
+            |r, kib| {
+                format!(
+                    "{:.0} / {:.0}",
+                    r.extra_f64("first_median_ns").unwrap_or(f64::NAN) / kib,
+                    r.summary.median / kib
+                )
+            },
+        ));
     }
     out
+}
+
+/// A table of `recs`, one cell per size and method: `value` of each record (given its
+/// size in KiB) with libc's time over the method's.
+fn per_size(
+    recs: &[Record],
+    methods: &[String],
+    title: String,
+    note: &str,
+    value: impl Fn(&Record, f64) -> String,
+) -> Table {
+    let mut header = vec!["size".to_string()];
+    header.extend(methods.iter().cloned());
+    let mut t = Table::new(title, note, header);
+    for n in distinct(recs, |r| r.size) {
+        let same = |r: &Record| r.size == n;
+        let kib = n as f64 / 1024.0;
+        let mut row = vec![fmt_size(n)];
+        for m in methods {
+            row.push(match recs.iter().find(|r| &r.method == m && same(r)) {
+                Some(r) => with_ratio(value(r, kib), r.summary.median, libc_median(recs, same)),
+                None => "-".into(),
+            });
+        }
+        t.rows.push(row);
+    }
+    t
 }
