@@ -483,11 +483,11 @@ pub const STREAMED_SLOTS: usize = 8;
 /// streaming to a cold destination wins even when the bytes are read back, not the
 /// next call that finds the block where this one left it. CPython building
 /// `n.to_bytes(8) + payload` with a 1 MiB payload, 1,250 times
-/// (`scripts/workloads/reused_bytes.py`), took 1.15x glibc's time under a calibrated
-/// table that streams cold blocks from 64 KiB (on a 2-vCPU AMD EPYC (Zen 4) KVM guest:
-/// 886-1,029 of its 1,296 large copies streamed, the destination a heap block freed
-/// and reused by the next iteration); with this memory, 0.99-1.02x (six streamed, the
-/// block found cached after).
+/// (`scripts/workloads/reused_bytes.py`), took 1.13-1.15x glibc's time under a
+/// calibrated table that streams cold blocks from 64 KiB (on a 2-vCPU AMD EPYC (Zen 4)
+/// KVM guest: 886-1,029 of its 1,296 large copies streamed, the destination a heap
+/// block freed and reused by the next iteration); with this memory, 0.99-1.02x (at
+/// most six streamed, the block found cached after).
 ///
 /// So such a block, met again cold within [`streamed_window`] of the last call on it,
 /// is written with temporal stores, which leave it cached for the time after, and is
