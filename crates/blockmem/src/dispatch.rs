@@ -549,7 +549,12 @@ pub fn met_again(dst: usize, now: usize, window: usize) -> bool {
     if dst == 0 {
         return false;
     }
-    for (e, at) in STREAMED.iter().zip(&STREAMED_AT) {
+    // An index loop: the unoptimised core copies iterator adapters with `memcpy`
+    // (which the shim would call back into; `tests/no_libc_calls.rs`).
+    let mut i = 0;
+    while i < STREAMED_SLOTS {
+        let (e, at) = (&STREAMED[i], &STREAMED_AT[i]);
+        i += 1;
         if e.load(Ordering::Relaxed) != dst {
             continue;
         }
