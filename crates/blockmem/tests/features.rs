@@ -271,7 +271,7 @@ fn probe_latencies(samples: usize) -> (u64, u64) {
 /// A destination a probed call streamed, met cold again, is written with temporal
 /// stores (the cached row's kernel, or the widest temporal one where that row streams
 /// too), as long as it keeps coming back within the memory's window. Not with the
-/// no-reuse hint, not for blocks over a quarter of the effective LLC, not under a
+/// no-reuse hint, not for blocks over half the effective LLC, not under a
 /// forced kernel, not after the window; eight other streamed blocks push it out of the
 /// memory. Every probe is forced to find the block cold.
 #[test]
@@ -349,9 +349,9 @@ set.auto.cold = from 0: avx2_nt
         unsafe { blockmem::copy_raw(out.as_ptr(), input.as_ptr(), n, Hint::Auto) };
         assert!(out.slice() == input.slice(), "round {round}");
     }
-    // A block over a quarter of the effective LLC would not stay cached: streamed.
+    // A block over half the effective LLC would not stay cached: streamed.
     let mut small_llc = t.clone();
-    small_llc.llc_effective = 4 * n - 4096;
+    small_llc.llc_effective = 2 * n - 4096;
     dispatch::install(&probing(&small_llc, State::Cold));
     dispatch::forget_streamed();
     for _ in 0..3 {
