@@ -273,13 +273,15 @@ fn probe_latencies(samples: usize) -> (u64, u64) {
 /// too), as long as it keeps coming back within the memory's window. Not with the
 /// no-reuse hint, not for blocks over half the effective LLC, not under a
 /// forced kernel, not after the window; eight other streamed blocks push it out of the
-/// memory. Every probe is forced to find the block cold.
+/// memory. Every probe is forced to find the block cold. The table's effective LLC
+/// (1 GiB) gives a window of about 34 M ticks, so that a test thread preempted between
+/// two calls still finds the block remembered.
 #[test]
 fn a_block_streamed_lately_is_written_temporally_when_met_cold_again() {
     let _state = lock_global();
     let t = synthetic(
         "version = 2
-llc_effective = 64MiB
+llc_effective = 1GiB
 copy.auto.unknown = from 0: sse2; from 64KiB: probe
 copy.auto.cached = from 0: sse2
 copy.auto.cold = from 0: avx2_nt
