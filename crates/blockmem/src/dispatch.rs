@@ -472,7 +472,7 @@ pub const STREAMED_SLOTS: usize = 8;
 
 /// The start addresses of the last destinations a probed call streamed that a
 /// temporal write would have kept in cache (0: empty), with the time-stamp counter
-/// when each was streamed ([`STREAMED_AT`]), overwritten in turn from
+/// when each was last met ([`STREAMED_AT`]), overwritten in turn from
 /// [`STREAMED_NEXT`]; one set for the process.
 ///
 /// Why: a probe cannot tell a block that is cold because the program has not touched
@@ -497,9 +497,8 @@ pub const STREAMED_SLOTS: usize = 8;
 /// gains, and so does one met again only later (other work may have evicted it
 /// meanwhile: the lab's cold cells, which flush their destination and read three
 /// effective LLCs of other data between two calls on the same block, keep streaming).
-/// Races between threads lose
-/// or repeat an entry: a wrong guess costs one call the other kernel, never
-/// correctness.
+/// Races between threads lose or repeat an entry: a wrong guess costs one call the
+/// other kernel, never correctness.
 static STREAMED: [AtomicUsize; STREAMED_SLOTS] = [const { AtomicUsize::new(0) }; STREAMED_SLOTS];
 /// When each entry of [`STREAMED`] was last met (time-stamp counter, its low bits
 /// where `usize` is narrower: only differences under [`streamed_window`] matter).
