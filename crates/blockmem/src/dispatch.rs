@@ -467,7 +467,7 @@ fn tsc() -> usize {
     }
 }
 
-/// Slots of [`STREAMED`].
+/// Blocks the dispatcher's memory of streamed blocks holds (see [`met_again`]).
 pub const STREAMED_SLOTS: usize = 8;
 
 /// The start addresses of the last destinations a probed call streamed that a
@@ -524,11 +524,12 @@ pub const fn streamed_window(llc: usize, n: usize) -> usize {
     n / 4 + llc.saturating_sub(n) / 32
 }
 
-/// Whether a probed call that is to run `k` takes part in [`STREAMED`]: `k` streams,
-/// the caller did not say the destination will not be reused, no kernel is forced, and
-/// the block is small enough that a temporal write keeps it cached (half the
-/// effective LLC `llc`: larger blocks are evicted by their own writes and the next
-/// call finds them cold either way). On a 2-vCPU AMD EPYC (Zen 4) KVM guest whose
+/// Whether a probed call that is to run `k` takes part in the memory of streamed
+/// blocks ([`met_again`], [`remember_streamed`]): `k` streams, the caller did not say
+/// the destination will not be reused, no kernel is forced, and the block is small
+/// enough that a temporal write keeps it cached (half the effective LLC `llc`: larger
+/// blocks are evicted by their own writes and the next call finds them cold either
+/// way). On a 2-vCPU AMD EPYC (Zen 4) KVM guest whose
 /// calibrations measured a 9-13 MiB effective LLC, copying into one block in a loop
 /// with temporal stores ran 1.7-1.9x as fast as streaming at 4 MiB in three runs of
 /// four and level in the fourth, level at 8 MiB, and slower from 16 MiB.
