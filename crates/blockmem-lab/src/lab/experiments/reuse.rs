@@ -157,3 +157,62 @@ fn per_size(
     }
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::summary::tests::rec;
+    use serde_json::json;
+
+    /// A read-back record: copy and read times as extras, their sum as the median.
+    fn read(method: &str, src: &str, n: usize, copy: f64, read: f64) -> Record {
+        let mut r = rec(
+            NAME,
+            method,
+            "copy",
+            n,
+            (src, "clean", "read"),
+            &[copy + read],
+        );
+        r.extras.insert("copy_median_ns".into(), json!(copy));
+        r.extras.insert("read_median_ns".into(), json!(read));
+        r
+    }
+
+    /// A loop record: the last call as the median, the first as an extra.
+    fn again(method: &str, n: usize, first: f64, last: f64) -> Record {
+        let mut r = rec(NAME, method, "copy", n, ("hot", "clean", "again"), &[last]);
+        r.extras.insert("first_median_ns".into(), json!(first));
+        r
+    }
+
+    #[test]
+    fn the_loop_cells_get_their_own_table_and_stay_out_of_the_read_back_ones() {
+        let n = 1 << 20;
+        let recs = vec![
+            read("libc", "hot", n, 60_000.0, 20_000.0),
+            read("avx512_nt", "hot", n, 40_000.0, 30_000.0),
+            read("libc", "clean", n, 70_000.0, 20_000.0),
+            read("avx512_nt", "clean", n, 50_000.0, 30_000.0),
+            again("libc", n, 60_000.0, 21_504.0),
+            again("avx512_nt", n, 38_912.0, 37_888.0),
+        ];
+        let t = tables(&recs);
+        assert_eq!(t.len(), 3, "hot and clean read-back, then the loop");
+        // Read-back: copy + read = total per KiB, libc's total over the method's.
+        assert_eq!(
+            t[0].rows,
+            [["1 MiB", "59+20=78 (1.00×)", "39+29=68 (1.14×)"]]
+        );
+        assert_eq!(
+            t[1].rows.len(),
+            1,
+            "the loop records are not read-back rows"
+        );
+        // The loop: first / last per KiB, libc's last over the method's.
+        assert!(t[2].title.contains("3 more times"), "{}", t[2].title);
+        assert_eq!(t[2].rows, [["1 MiB", "59 / 21 (1.00×)", "38 / 37 (0.57×)"]]);
+        // No loop records, no loop table.
+        assert_eq!(tables(&recs[..4]).len(), 2);
+    }
+}
