@@ -441,11 +441,12 @@ unsafe fn after_probe(
     // SAFETY: forwarded contract.
     let state = unsafe { probed_state(plan, op, dst, src, n) };
     let (k, f) = step_or_portable(plan, op, n, hint, state);
-    if !keeps_streamed(k, hint, n, plan.llc_effective(), forced().is_some()) {
+    let llc = plan.llc_effective();
+    if !keeps_streamed(k, hint, n, llc, forced().is_some()) {
         return (k, f);
     }
     let now = tsc();
-    if met_again(dst as usize, now, streamed_window(plan.llc_effective(), n)) {
+    if met_again(dst as usize, now, streamed_window(llc, n)) {
         return temporal_instead(plan, op, n, hint);
     }
     remember_streamed(dst as usize, now);
