@@ -79,6 +79,7 @@ pub fn table_json() -> Value {
         "builtin_class": dispatch::builtin_class().name(),
         "llc_effective": plan.llc_effective(),
         "probe_hit_max": plan.probe_hit_max(),
+        "loop_temporal_max": plan.loop_temporal_max(),
         "forced": dispatch::forced().map(|k| k.name()),
         "rows": rows,
         "text": text,
@@ -283,11 +284,12 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     }
     let t = &r["table"];
     say!(
-        "decision table in force (calls up to {} bytes (copy) / {} (set) run inline first; effective LLC {}; a probe hit is <= {} cycles{}):",
+        "decision table in force (calls up to {} bytes (copy) / {} (set) run inline first; effective LLC {}; a probe hit is <= {} cycles; a block streamed lately and met again soon is written temporally up to {}{}):",
         u(&pr["inline_max"]["copy"]),
         u(&pr["inline_max"]["set"]),
         fmt_bytes(u(&t["llc_effective"])),
         u(&t["probe_hit_max"]),
+        fmt_bytes(u(&t["loop_temporal_max"])),
         t["forced"].as_str().map(|k| format!("; forced kernel {k}")).unwrap_or_default()
     );
     for row in t["rows"].as_array().into_iter().flatten() {

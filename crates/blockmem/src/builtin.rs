@@ -26,7 +26,10 @@
 
 use crate::cpu::Features;
 use crate::kernel::KernelId;
-use crate::profile::{Action, Row, Table, DEFAULT_PROBE_FAULT_MIN, DEFAULT_PROBE_HIT_MAX, ROWS};
+use crate::profile::{
+    Action, Row, Table, DEFAULT_LOOP_TEMPORAL_MAX, DEFAULT_PROBE_FAULT_MIN, DEFAULT_PROBE_HIT_MAX,
+    ROWS,
+};
 
 /// A CPU class with its own built-in table.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -129,6 +132,7 @@ const fn table(copy: FamilyRows, set: FamilyRows) -> Table {
         llc_effective: 0,
         probe_hit_max: DEFAULT_PROBE_HIT_MAX,
         probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
+        loop_temporal_max: DEFAULT_LOOP_TEMPORAL_MAX,
     }
 }
 

@@ -441,12 +441,11 @@ unsafe fn after_probe(
     // SAFETY: forwarded contract.
     let state = unsafe { probed_state(plan, op, dst, src, n) };
     let (k, f) = step_or_portable(plan, op, n, hint, state);
-    let llc = plan.llc_effective();
-    if !keeps_streamed(k, hint, n, llc, forced().is_some()) {
+    if !keeps_streamed(k, hint, n, plan.loop_temporal_max(), forced().is_some()) {
         return (k, f);
     }
     let now = tsc();
-    if met_again(dst as usize, now, streamed_window(llc, n)) {
+    if met_again(dst as usize, now, streamed_window(plan.llc_effective(), n)) {
         return temporal_instead(plan, op, n, hint);
     }
     remember_streamed(dst as usize, now);
@@ -527,15 +526,19 @@ pub const fn streamed_window(llc: usize, n: usize) -> usize {
 
 /// Whether a probed call that is to run `k` takes part in the memory of streamed
 /// blocks ([`met_again`], [`remember_streamed`]): `k` streams, the caller did not say
-/// the destination will not be reused, no kernel is forced, and the block is small
-/// enough that a temporal write keeps it cached (half the effective LLC `llc`: larger
-/// blocks are evicted by their own writes and the next call finds them cold either
-/// way). On a 2-vCPU AMD EPYC (Zen 4) KVM guest whose
-/// calibrations measured a 9-13 MiB effective LLC, copying into one block in a loop
-/// with temporal stores ran 1.7-1.9x as fast as streaming at 4 MiB in three runs of
-/// four and level in the fourth, level at 8 MiB, and slower from 16 MiB.
-pub fn keeps_streamed(k: KernelId, hint: Hint, n: usize, llc: usize, forced: bool) -> bool {
-    k.streams() && hint != Hint::NoReuse && !forced && n <= llc / 2
+/// the destination will not be reused, no kernel is forced, and the block is at most
+/// `max` bytes, the table's `loop_temporal_max`: the largest block that copying into
+/// again and again ran faster with temporal stores than streamed, as calibration
+/// measures it (the lab's `reuse` loop cells; 1 MiB in the built-in tables). Where that
+/// ends is the host's: on a 2-vCPU AMD EPYC (Zen 4) KVM guest (9-13 MiB effective LLC)
+/// temporal stores ran such a loop 1.7-1.9x as fast as streaming at 4 MiB in three
+/// runs of four, level at 8 MiB, slower from 16 MiB; on a 16-vCPU Intel Xeon (family
+/// 6, model 0xcf) KVM guest (11-16 MiB effective LLC, 2 MiB L2) streaming won from 2
+/// MiB (1.5x at 2 MiB, 1.2x at 4 MiB, 1.2x at 8 MiB), where half the effective LLC,
+/// this bound before it was measured, wrote blocks of up to 8 MiB temporally (the
+/// lab's `auto` at 0.86-0.97x glibc's time in those loops).
+pub fn keeps_streamed(k: KernelId, hint: Hint, n: usize, max: usize, forced: bool) -> bool {
+    k.streams() && hint != Hint::NoReuse && !forced && n <= max
 }
 
 /// Records that a probed call streamed the block at `dst` at time `now` (time-stamp

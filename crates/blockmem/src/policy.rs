@@ -73,6 +73,7 @@ pub struct Plan {
     llc_effective: AtomicUsize,
     probe_hit_max: AtomicUsize,
     probe_fault_min: AtomicUsize,
+    loop_temporal_max: AtomicUsize,
     features: AtomicUsize,
 }
 
@@ -183,6 +184,7 @@ impl Plan {
         llc_effective: AtomicUsize::new(0),
         probe_hit_max: AtomicUsize::new(0),
         probe_fault_min: AtomicUsize::new(0),
+        loop_temporal_max: AtomicUsize::new(0),
         features: AtomicUsize::new(0),
     };
 
@@ -220,6 +222,14 @@ impl Plan {
     #[inline]
     pub fn probe_fault_min(&self) -> u32 {
         self.probe_fault_min.load(Ordering::Relaxed) as u32
+    }
+
+    /// The largest block a probed call writes with temporal stores when it streamed
+    /// the block lately (the table's `loop_temporal_max`; see
+    /// [`crate::dispatch::keeps_streamed`]).
+    #[inline]
+    pub fn loop_temporal_max(&self) -> usize {
+        self.loop_temporal_max.load(Ordering::Relaxed)
     }
 
     /// The features the plan was compiled for.
@@ -330,6 +340,8 @@ pub fn compile(t: &Table, f: Features, forced: Option<KernelId>, llc_default: us
         .store(t.probe_hit_max as usize, Ordering::Relaxed);
     out.probe_fault_min
         .store(t.probe_fault_min as usize, Ordering::Relaxed);
+    out.loop_temporal_max
+        .store(t.loop_temporal_max, Ordering::Relaxed);
     out.features.store(f.bits() as usize, Ordering::Relaxed);
     let mut r = 0;
     while r < ROWS {

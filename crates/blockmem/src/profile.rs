@@ -18,6 +18,7 @@
 //! llc_effective = 24MiB    # probes past the LLC read the line half this from the end
 //! probe_hit_max = 150      # a probe load of at most this many TSC cycles hit the cache
 //! probe_fault_min = 900    # a first touch of the page slower than this took a page fault
+//! loop_temporal_max = 1MiB # a streamed block written again soon is written temporally up to this size
 //! copy.auto.unknown = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe
 //! copy.auto.cached  = from 0: avx2; from 4KiB: rep_movsb
 //! copy.auto.cold    = from 0: avx2; from 4KiB: rep_movsb; from 8MiB: avx2_nt
@@ -64,6 +65,18 @@ pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 /// in a cold block (a memory access, the page walk's upper levels just fetched) about
 /// 0.4k-0.7k. Calibration replaces it with the geometric mean of the two it measures.
 pub const DEFAULT_PROBE_FAULT_MIN: u32 = 900;
+
+/// Default largest block the dispatcher writes with temporal stores when a probed call
+/// meets again soon a block it streamed (see `dispatch::keeps_streamed`): where a
+/// program writes the same block again and again, temporal stores keep it cached for
+/// the next call while the source and destination fit in the caches a core reaches
+/// fast, and streaming wins beyond. Copying into one block in a loop (the lab's
+/// `reuse` loop cells, the fourth call), temporal stores beat streaming at 1 MiB on
+/// both hosts measured, by 1.7x on a 2-vCPU AMD EPYC (Zen 4) KVM guest (and up to 4
+/// MiB there, level at 8 MiB) and by 2x on a 16-vCPU Intel Xeon (family 6, model 0xcf)
+/// KVM guest, where streaming won from 2 MiB (1.5x at 2 MiB). Calibration replaces it
+/// with the size it measures.
+pub const DEFAULT_LOOP_TEMPORAL_MAX: usize = 1 << 20;
 
 /// An op family: the ops that share a row of the table.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -346,6 +359,10 @@ pub struct Table {
     /// A probe's first touch of the page taking more than this many TSC cycles took a
     /// page fault: the destination is fresh.
     pub probe_fault_min: u32,
+    /// Largest block a probed call writes with temporal stores instead of streaming it
+    /// when it met the block lately (a block written again and again; see
+    /// `dispatch::keeps_streamed`). 0: never.
+    pub loop_temporal_max: usize,
 }
 
 impl Table {
@@ -357,6 +374,7 @@ impl Table {
             llc_effective,
             probe_hit_max: DEFAULT_PROBE_HIT_MAX,
             probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
+            loop_temporal_max: DEFAULT_LOOP_TEMPORAL_MAX,
         }
     }
 
@@ -370,6 +388,7 @@ impl Table {
         self.llc_effective = other.llc_effective;
         self.probe_hit_max = other.probe_hit_max;
         self.probe_fault_min = other.probe_fault_min;
+        self.loop_temporal_max = other.loop_temporal_max;
     }
 
     /// The row for a family, hint and destination state.
@@ -501,7 +520,7 @@ impl ErrorKind {
             ErrorKind::MissingVersion => "missing `version = 2` before the first key",
             ErrorKind::UnsupportedVersion(_) => "unsupported profile version: this build reads version 2 decision tables; re-run `blockmem calibrate`",
             ErrorKind::NotKeyValue => "expected `key = value`, a comment (#) or a blank line",
-            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold|fresh; other keys: llc_effective, probe_hit_max, probe_fault_min)",
+            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold|fresh; other keys: llc_effective, probe_hit_max, probe_fault_min, loop_temporal_max)",
             ErrorKind::DuplicateKey => "key given twice",
             ErrorKind::BadSize => "expected a byte count such as 65536, 64KiB, 8MiB or 1GiB",
             ErrorKind::Overflow => "number too large",
@@ -550,6 +569,7 @@ pub struct Provenance {
     llc_effective: bool,
     probe_hit_max: bool,
     probe_fault_min: bool,
+    loop_temporal_max: bool,
 }
 
 impl Provenance {
@@ -657,6 +677,12 @@ fn parse_line(
             t.probe_fault_min =
                 u32::try_from(parse_size(value)?).map_err(|_| ErrorKind::Overflow)?;
         }
+        "loop_temporal_max" => {
+            if core::mem::replace(&mut seen.loop_temporal_max, true) {
+                return Err(ErrorKind::DuplicateKey);
+            }
+            t.loop_temporal_max = parse_size(value)?;
+        }
         _ => {
             let (fam, hint, st) = parse_row_key(key).ok_or(ErrorKind::UnknownKey)?;
             let bit = 1 << row_index(fam, hint, st);
@@ -756,6 +782,11 @@ pub fn render(
         out,
         "probe_fault_min = {}  # a first touch of the page slower than this took a page fault",
         t.probe_fault_min
+    )?;
+    writeln!(
+        out,
+        "loop_temporal_max = {}  # a block streamed lately and written again soon is written with temporal stores up to this size",
+        Size(t.loop_temporal_max)
     )?;
     for (fam, hint, st, row) in t.keyed_rows() {
         if st == State::Unknown {
@@ -869,6 +900,7 @@ mod tests {
     fn sample() -> Table {
         let mut t = Table::uniform(KernelId::Avx2, 24 << 20);
         t.probe_hit_max = 180;
+        t.loop_temporal_max = 4 << 20;
         let copy = t.row_mut(Family::Copy, Hint::Auto, State::Unknown);
         copy.push(4096, Action::Run(KernelId::RepMovsb)).unwrap();
         copy.push(64 << 10, Action::Probe).unwrap();
@@ -893,6 +925,7 @@ mod tests {
             "copy.auto.unknown    = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe\n"
         ));
         assert!(text.contains("#   8MiB: avx2_nt 1.0 ms"));
+        assert!(text.contains("\nloop_temporal_max = 4MiB  #"));
         let (q, prov) = parse(&b.bytes[..b.len], &Table::uniform(KernelId::Sse2, 1)).unwrap();
         let mut r = Table::uniform(KernelId::Sse2, 1);
         parse_into(&b.bytes[..b.len], &mut r).unwrap();
@@ -921,6 +954,19 @@ mod tests {
         assert!(prov.row_from_file(Family::Copy, Hint::Reuse, State::Cold));
         assert!(!prov.row_from_file(Family::Copy, Hint::Auto, State::Cold));
         assert_eq!(t.llc_effective, 8 << 20);
+        assert_eq!(
+            t.loop_temporal_max, DEFAULT_LOOP_TEMPORAL_MAX,
+            "a file without it"
+        );
+        let (t, _) = parse(b"version = 2\nloop_temporal_max = 0\n", &d).unwrap();
+        assert_eq!(t.loop_temporal_max, 0);
+        let e = parse(
+            b"version = 2\nloop_temporal_max = 1M\nloop_temporal_max = 2M\n",
+            &d,
+        );
+        assert_eq!(e.unwrap_err().kind, ErrorKind::DuplicateKey);
+        let e = parse(b"version = 2\nloop_temporal_max = lots\n", &d);
+        assert_eq!(e.unwrap_err().kind, ErrorKind::BadSize);
     }
 
     #[test]

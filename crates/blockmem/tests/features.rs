@@ -351,13 +351,21 @@ set.auto.cold = from 0: avx2_nt
         unsafe { blockmem::copy_raw(out.as_ptr(), input.as_ptr(), n, Hint::Auto) };
         assert!(out.slice() == input.slice(), "round {round}");
     }
-    // A block over half the effective LLC would not stay cached: streamed.
-    let mut small_llc = t.clone();
-    small_llc.llc_effective = 2 * n - 4096;
-    dispatch::install(&probing(&small_llc, State::Cold));
-    dispatch::forget_streamed();
-    for _ in 0..3 {
-        assert_eq!(decide(Op::Copy, d, Hint::Auto), nt);
+    // A block over the table's `loop_temporal_max` (where streaming won loops on the
+    // host): streamed every time; up to it, remembered; 0 turns the memory off.
+    for (max, again) in [(n - 1, nt), (n, cached), (0, nt)] {
+        let mut bounded = t.clone();
+        bounded.loop_temporal_max = max;
+        dispatch::install(&probing(&bounded, State::Cold));
+        dispatch::forget_streamed();
+        assert_eq!(
+            decide(Op::Copy, d, Hint::Auto),
+            nt,
+            "first call, bound {max}"
+        );
+        for _ in 0..2 {
+            assert_eq!(decide(Op::Copy, d, Hint::Auto), again, "bound {max}");
+        }
     }
     // A forced kernel is what every call runs.
     dispatch::install(&probing(&t, State::Cold));

@@ -9,7 +9,7 @@ use anyhow::Result;
 use blockmem::kernel::{self, KernelId, Op};
 use blockmem::profile::{kernel_fits, Family, Size};
 
-use super::derive::{measured_op, Baseline, Dst, Measurements, ProbeCost, Then};
+use super::derive::{measured_op, Baseline, Dst, LoopTimes, Measurements, ProbeCost, Then};
 use crate::lab::experiments::probe::probe_call_samples;
 use crate::lab::method::Method;
 use crate::lab::runner::{After, Cell};
@@ -37,6 +37,9 @@ pub struct Measured {
     pub probe_cost: ProbeCost,
     /// Whether fresh destinations were measured.
     pub fresh: bool,
+    /// Copies into one block again and again: each copy kernel's median time of the
+    /// last call, per size ([`measure_loops`]).
+    pub loops: LoopTimes,
 }
 
 /// The kernels calibration may put in the table: every available kernel that serves a
@@ -324,7 +327,10 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
         fresh: call_ns(CacheState::Fresh),
     };
     let (cold_touch, fault) = measure_first_touch(if quick { 200 } else { 1000 });
+    let copy_kernels = &methods[0].1;
+    let loops = measure_loops(&mut runner, copy_kernels, quick, llc_eff);
     Ok(Measured {
+        loops,
         medians,
         libc: libc_medians,
         llc_effective: llc_eff,
@@ -336,6 +342,91 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
         fault_cycles: (cold_touch, fault),
         probe_fault_min: fault_threshold(cold_touch, fault),
     })
+}
+
+/// Calls after the first in a loop cell: the fourth call on the block is timed, as in
+/// the lab's `reuse` loop cells.
+const LOOP_CALLS: usize = 3;
+
+/// The block sizes of the loop cells: from 64 KiB (below, a probe never runs) doubling
+/// to twice the effective LLC `llc` (where both kinds of store meet memory), at least 8
+/// MiB and at most 32 MiB (`quick`) or 64 MiB.
+///
+/// ```
+/// use blockmem_lab::calibrate::measure::loop_ladder;
+/// const MIB: usize = 1 << 20;
+/// let l = loop_ladder(true, 9 * MIB);
+/// assert_eq!((l[0], l[1], *l.last().unwrap(), l.len()), (64 << 10, 128 << 10, 16 * MIB, 9));
+/// assert_eq!(*loop_ladder(true, 100 * MIB).last().unwrap(), 32 * MIB);
+/// assert_eq!(*loop_ladder(false, 100 * MIB).last().unwrap(), 64 * MIB);
+/// assert_eq!(*loop_ladder(false, MIB).last().unwrap(), 8 * MIB);
+/// ```
+pub fn loop_ladder(quick: bool, llc: usize) -> Vec<usize> {
+    let cap = if quick { 32 << 20 } else { 64 << 20 };
+    let top = (2 * llc).clamp(8 << 20, cap);
+    std::iter::successors(Some(64usize << 10), |&n| Some(2 * n))
+        .take_while(|&n| n <= top)
+        .collect()
+}
+
+/// Measures copies into one block in a loop (`After::Again`: the source hot, the
+/// destination evicted before the first call, the fourth call timed) with every copy
+/// kernel of `methods` (the C library's entry left out), size by size up the
+/// [`loop_ladder`], and stops two sizes after streaming first beats every temporal
+/// kernel by [`super::derive::LOOP_MARGIN`] (larger blocks only stream more surely). What
+/// the table's `loop_temporal_max` is derived from ([`super::derive::loop_temporal_max`]).
+fn measure_loops(
+    runner: &mut crate::lab::runner::Runner,
+    methods: &[MeasuredMethod],
+    quick: bool,
+    llc: usize,
+) -> LoopTimes {
+    let kernels: Vec<(KernelId, &Method)> = methods
+        .iter()
+        .filter_map(|(k, m)| k.map(|k| (k, m)))
+        .collect();
+    let mut out = LoopTimes::new();
+    if !kernels.iter().any(|(k, _)| k.streams()) || !kernels.iter().any(|(k, _)| !k.streams()) {
+        return out;
+    }
+    let sizes = loop_ladder(quick, llc);
+    let bar = crate::lab::progress::bar(sizes.len() as u64, "calibrate: loops", "sizes", false);
+    let mut past = None;
+    for n in sizes {
+        let cells: Vec<Cell<'_>> = kernels
+            .iter()
+            .map(|&(_, m)| Cell {
+                experiment: "calibrate",
+                method: m,
+                op: Op::Copy,
+                size: n,
+                src: CacheState::Hot,
+                dst: CacheState::Clean,
+                src_off: 0,
+                dst_off: 0,
+                after: After::Again { calls: LOOP_CALLS },
+                reps: if quick { 5 } else { 9 },
+            })
+            .collect();
+        let recs = runner.measure_rounds(&[cells], 1, |_| {});
+        for (rec, &(k, _)) in recs.into_iter().flatten().zip(&kernels) {
+            if let Some(r) = rec.filter(|r| r.verified) {
+                out.insert((k, n), r.summary.median);
+            }
+        }
+        bar.inc(1);
+        if past.is_none() && super::derive::loop_temporal_max(&out).1.is_some() {
+            past = Some(0);
+        }
+        if let Some(p) = past.as_mut() {
+            *p += 1;
+            if *p > 2 {
+                break;
+            }
+        }
+    }
+    bar.finish_and_clear();
+    out
 }
 
 /// The medians as text (the `.measurements` file beside the profile).

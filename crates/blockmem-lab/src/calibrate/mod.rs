@@ -6,7 +6,10 @@
 //! 1. [`measure`]: the effective LLC and the clock; every available kernel of each op
 //!    family over a ladder of sizes, with the destination hot, evicted or fresh
 //!    (mapped, never touched) and the source hot or evicted, alone and followed by a
-//!    read of the destination; the cache probe's latency and its cost to a call.
+//!    read of the destination; the cache probe's latency and its cost to a call; and
+//!    one block copied into again and again with each copy kernel, for the largest
+//!    block the dispatcher writes temporally when it meets again one it streamed
+//!    (`loop_temporal_max`).
 //! 2. [`derive`](mod@derive): one routine for every row of the table (see its docs).
 //! 3. Write the table with each row's evidence as comments, and the raw medians beside
 //!    it.
@@ -121,6 +124,9 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         measure::fallbacks(),
     );
     derived.table.probe_fault_min = measured.probe_fault_min;
+    if let (Some(max), _) = derive::loop_temporal_max(&measured.loops) {
+        derived.table.loop_temporal_max = max;
+    }
     let elapsed = start.elapsed();
     let header = header(args, &measured, elapsed.as_secs_f64());
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
@@ -204,6 +210,7 @@ fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String>
             },
             if m.fresh { "" } else { " (fresh not measured: this lab build lacks it)" }
         ),
+        derive::loop_evidence(&m.loops),
         "each row's comments: at the sizes where its kernel changes, every candidate's regret (its worst time over the row's scenarios / the best kernel's there)".to_string(),
     ];
     let mut w = String::new();
