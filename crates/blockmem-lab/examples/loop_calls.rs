@@ -26,8 +26,8 @@ fn main() {
     let src = Buffer::new(n);
     let mut dst = Buffer::new(n);
     println!(
-        "{n} bytes, {calls} calls a loop; loop_temporal_max {} bytes; kernel:microseconds per call",
-        blockmem::dispatch::plan().loop_temporal_max()
+        "{n} bytes, {calls} calls a loop; copy.loop_temporal_max {} bytes; kernel:microseconds per call",
+        blockmem::dispatch::plan().loop_temporal_max(Op::Copy)
     );
     for _ in 0..loops {
         let regions = [

@@ -79,7 +79,10 @@ pub fn table_json() -> Value {
         "builtin_class": dispatch::builtin_class().name(),
         "llc_effective": plan.llc_effective(),
         "probe_hit_max": plan.probe_hit_max(),
-        "loop_temporal_max": plan.loop_temporal_max(),
+        "loop_temporal_max": profile::LOOP_OPS
+            .iter()
+            .map(|&op| (op.name().to_string(), json!(plan.loop_temporal_max(op))))
+            .collect::<serde_json::Map<_, _>>(),
         "forced": dispatch::forced().map(|k| k.name()),
         "rows": rows,
         "text": text,
@@ -284,12 +287,13 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     }
     let t = &r["table"];
     say!(
-        "decision table in force (calls up to {} bytes (copy) / {} (set) run inline first; effective LLC {}; a probe hit is <= {} cycles; a block streamed lately and met again soon is written temporally up to {}{}):",
+        "decision table in force (calls up to {} bytes (copy) / {} (set) run inline first; effective LLC {}; a probe hit is <= {} cycles; a block streamed lately and met again soon is written temporally up to {} (copy) / {} (set){}):",
         u(&pr["inline_max"]["copy"]),
         u(&pr["inline_max"]["set"]),
         fmt_bytes(u(&t["llc_effective"])),
         u(&t["probe_hit_max"]),
-        fmt_bytes(u(&t["loop_temporal_max"])),
+        fmt_bytes(u(&t["loop_temporal_max"]["copy"])),
+        fmt_bytes(u(&t["loop_temporal_max"]["set"])),
         t["forced"].as_str().map(|k| format!("; forced kernel {k}")).unwrap_or_default()
     );
     for row in t["rows"].as_array().into_iter().flatten() {

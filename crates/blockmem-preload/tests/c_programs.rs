@@ -316,7 +316,7 @@ fn a_reused_block_is_not_streamed_on_every_call() {
 llc_effective = 1GiB
 probe_hit_max = 0
 probe_fault_min = 4294967295
-loop_temporal_max = 4MiB
+copy.loop_temporal_max = 4MiB
 copy.auto.unknown = from 0: avx2; from 64KiB: probe
 copy.auto.cached = from 0: avx2
 copy.auto.cold = from 0: avx2; from 64KiB: avx2_nt

@@ -441,7 +441,8 @@ unsafe fn after_probe(
     // SAFETY: forwarded contract.
     let state = unsafe { probed_state(plan, op, dst, src, n) };
     let (k, f) = step_or_portable(plan, op, n, hint, state);
-    if !keeps_streamed(k, hint, n, plan.loop_temporal_max(), forced().is_some()) {
+    let max = plan.loop_temporal_max(op);
+    if !keeps_streamed(k, hint, n, max, forced().is_some()) {
         return (k, f);
     }
     let now = tsc();
@@ -527,9 +528,10 @@ pub const fn streamed_window(llc: usize, n: usize) -> usize {
 /// Whether a probed call that is to run `k` takes part in the memory of streamed
 /// blocks ([`met_again`], [`remember_streamed`]): `k` streams, the caller did not say
 /// the destination will not be reused, no kernel is forced, and the block is at most
-/// `max` bytes, the table's `loop_temporal_max`: the largest block that copying into
-/// again and again ran faster with temporal stores than streamed, as calibration
-/// measures it (the lab's `reuse` loop cells; 1 MiB in the built-in tables). Where that
+/// `max` bytes, the table's `copy.` or `set.loop_temporal_max` for the call's op: the
+/// largest block that copying into (setting) again and again ran faster with temporal
+/// stores than streamed, as calibration measures it (the lab's `reuse` loop cells; 1
+/// MiB in the built-in tables). Where that
 /// ends is the host's: on a 2-vCPU AMD EPYC (Zen 4) KVM guest (9-13 MiB effective LLC)
 /// temporal stores ran such a loop 1.7-1.9x as fast as streaming at 4 MiB in three
 /// runs of four, level at 8 MiB, slower from 16 MiB; on a 16-vCPU Intel Xeon (family

@@ -73,7 +73,7 @@ pub struct Plan {
     llc_effective: AtomicUsize,
     probe_hit_max: AtomicUsize,
     probe_fault_min: AtomicUsize,
-    loop_temporal_max: AtomicUsize,
+    loop_temporal_max: [AtomicUsize; 2],
     features: AtomicUsize,
 }
 
@@ -184,7 +184,7 @@ impl Plan {
         llc_effective: AtomicUsize::new(0),
         probe_hit_max: AtomicUsize::new(0),
         probe_fault_min: AtomicUsize::new(0),
-        loop_temporal_max: AtomicUsize::new(0),
+        loop_temporal_max: [const { AtomicUsize::new(0) }; 2],
         features: AtomicUsize::new(0),
     };
 
@@ -224,12 +224,13 @@ impl Plan {
         self.probe_fault_min.load(Ordering::Relaxed) as u32
     }
 
-    /// The largest block a probed call writes with temporal stores when it streamed
-    /// the block lately (the table's `loop_temporal_max`; see
+    /// The largest block a probed `op` writes with temporal stores when it streamed
+    /// the block lately (the table's `OP.loop_temporal_max`: a move's the copy's,
+    /// zeroing's the set's; see
     /// [`crate::dispatch::keeps_streamed`]).
     #[inline]
-    pub fn loop_temporal_max(&self) -> usize {
-        self.loop_temporal_max.load(Ordering::Relaxed)
+    pub fn loop_temporal_max(&self, op: Op) -> usize {
+        self.loop_temporal_max[crate::profile::loop_index(op)].load(Ordering::Relaxed)
     }
 
     /// The features the plan was compiled for.
@@ -340,8 +341,12 @@ pub fn compile(t: &Table, f: Features, forced: Option<KernelId>, llc_default: us
         .store(t.probe_hit_max as usize, Ordering::Relaxed);
     out.probe_fault_min
         .store(t.probe_fault_min as usize, Ordering::Relaxed);
-    out.loop_temporal_max
-        .store(t.loop_temporal_max, Ordering::Relaxed);
+    // Index loops here: the unoptimised core copies iterator adapters with `memcpy`.
+    let mut i = 0;
+    while i < t.loop_temporal_max.len() {
+        out.loop_temporal_max[i].store(t.loop_temporal_max[i], Ordering::Relaxed);
+        i += 1;
+    }
     out.features.store(f.bits() as usize, Ordering::Relaxed);
     let mut r = 0;
     while r < ROWS {

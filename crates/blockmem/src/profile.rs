@@ -18,7 +18,8 @@
 //! llc_effective = 24MiB    # probes past the LLC read the line half this from the end
 //! probe_hit_max = 150      # a probe load of at most this many TSC cycles hit the cache
 //! probe_fault_min = 900    # a first touch of the page slower than this took a page fault
-//! loop_temporal_max = 1MiB # a streamed block written again soon is written temporally up to this size
+//! copy.loop_temporal_max = 8MiB # a block streamed lately and met again soon: temporal stores up to this size
+//! set.loop_temporal_max = 32MiB
 //! copy.auto.unknown = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe
 //! copy.auto.cached  = from 0: avx2; from 4KiB: rep_movsb
 //! copy.auto.cold    = from 0: avx2; from 4KiB: rep_movsb; from 8MiB: avx2_nt
@@ -67,16 +68,43 @@ pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 pub const DEFAULT_PROBE_FAULT_MIN: u32 = 900;
 
 /// Default largest block the dispatcher writes with temporal stores when a probed call
-/// meets again soon a block it streamed (see `dispatch::keeps_streamed`): where a
-/// program writes the same block again and again, temporal stores keep it cached for
-/// the next call while the source and destination fit in the caches a core reaches
-/// fast, and streaming wins beyond. Copying into one block in a loop (the lab's
-/// `reuse` loop cells, the fourth call), temporal stores beat streaming at 1 MiB on
-/// both hosts measured, by 1.7x on a 2-vCPU AMD EPYC (Zen 4) KVM guest (and up to 4
-/// MiB there, level at 8 MiB) and by 2x on a 16-vCPU Intel Xeon (family 6, model 0xcf)
-/// KVM guest, where streaming won from 2 MiB (1.5x at 2 MiB). Calibration replaces it
-/// with the size it measures.
+/// meets again soon a block it streamed (see `dispatch::keeps_streamed`), for every
+/// op: where a program writes the same block again and again, temporal stores
+/// keep it cached for the next call while it fits in the caches a core reaches fast,
+/// and streaming wins beyond. Copying into one block in a loop (the lab's `reuse` loop
+/// cells, the fourth call), temporal stores beat streaming at 1 MiB on both hosts
+/// measured, by 1.7x on a 2-vCPU AMD EPYC (Zen 4) KVM guest (and up to 4-8 MiB there)
+/// and by 2x on a 16-vCPU Intel Xeon (family 6, model 0xcf) KVM guest, where streaming
+/// won from 2 MiB (1.5x at 2 MiB). Calibration replaces it with the sizes it measures
+/// for copies and for sets apart ([`LOOP_OPS`]).
 pub const DEFAULT_LOOP_TEMPORAL_MAX: usize = 1 << 20;
+
+/// The ops whose loops have their own `loop_temporal_max`, one per family, each keyed
+/// by its name (`copy.loop_temporal_max`, `set.loop_temporal_max`) and measured with
+/// that op: moves take the copies' bound, zeroing the sets'. A set's loop has no source
+/// to keep cached beside its block: on a 2-vCPU AMD EPYC (Zen 4) KVM guest temporal
+/// stores set one block in a loop faster than streaming up to 32 MiB (9-17 against
+/// 37-43 ns/KiB), where copies turned at 16 MiB; a C program setting one 16 MiB block
+/// 150 times took 1.76x glibc's time with the copies' bound (8 MiB: every call
+/// streamed) and 0.96x with the sets' own. Zeroing is measured as a set: `clzero`
+/// zeroed one block in the calibration's loop cells faster than temporal stores from 1
+/// MiB (11-12 against 14-20 ns/KiB), but a C program calling `bzero` on one 1-8 MiB
+/// block in a loop took 1.09-1.21x glibc's time with `clzero` every call and 1.00-1.02x
+/// with temporal stores after the first (a loop of 200 calls: `clzero` 14-19 ns/KiB,
+/// `avx512` 11-16).
+pub const LOOP_OPS: [Op; 2] = [Op::Copy, Op::Set];
+
+/// The index of `op`'s `loop_temporal_max` in [`LOOP_OPS`]' order: a move's is the
+/// copy's, zeroing's the set's.
+pub const fn loop_index(op: Op) -> usize {
+    match op {
+        Op::Copy | Op::Move => 0,
+        Op::Set | Op::Zero => 1,
+    }
+}
+
+/// The key of an op's `loop_temporal_max` after `OP.`.
+const LOOP_KEY: &str = "loop_temporal_max";
 
 /// An op family: the ops that share a row of the table.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -359,10 +387,10 @@ pub struct Table {
     /// A probe's first touch of the page taking more than this many TSC cycles took a
     /// page fault: the destination is fresh.
     pub probe_fault_min: u32,
-    /// Largest block a probed call writes with temporal stores instead of streaming it
-    /// when it met the block lately (a block written again and again; see
-    /// `dispatch::keeps_streamed`). 0: never.
-    pub loop_temporal_max: usize,
+    /// Per op of [`LOOP_OPS`] ([`loop_index`]), the largest block a probed call
+    /// writes with temporal stores instead of streaming it when it met the block lately
+    /// (a block written again and again; see `dispatch::keeps_streamed`). 0: never.
+    pub loop_temporal_max: [usize; 2],
 }
 
 impl Table {
@@ -374,7 +402,7 @@ impl Table {
             llc_effective,
             probe_hit_max: DEFAULT_PROBE_HIT_MAX,
             probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
-            loop_temporal_max: DEFAULT_LOOP_TEMPORAL_MAX,
+            loop_temporal_max: [DEFAULT_LOOP_TEMPORAL_MAX; 2],
         }
     }
 
@@ -520,7 +548,7 @@ impl ErrorKind {
             ErrorKind::MissingVersion => "missing `version = 2` before the first key",
             ErrorKind::UnsupportedVersion(_) => "unsupported profile version: this build reads version 2 decision tables; re-run `blockmem calibrate`",
             ErrorKind::NotKeyValue => "expected `key = value`, a comment (#) or a blank line",
-            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold|fresh; other keys: llc_effective, probe_hit_max, probe_fault_min, loop_temporal_max)",
+            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold|fresh; other keys: llc_effective, probe_hit_max, probe_fault_min, copy.loop_temporal_max, set.loop_temporal_max)",
             ErrorKind::DuplicateKey => "key given twice",
             ErrorKind::BadSize => "expected a byte count such as 65536, 64KiB, 8MiB or 1GiB",
             ErrorKind::Overflow => "number too large",
@@ -569,7 +597,7 @@ pub struct Provenance {
     llc_effective: bool,
     probe_hit_max: bool,
     probe_fault_min: bool,
-    loop_temporal_max: bool,
+    loop_temporal_max: [bool; 2],
 }
 
 impl Provenance {
@@ -677,11 +705,20 @@ fn parse_line(
             t.probe_fault_min =
                 u32::try_from(parse_size(value)?).map_err(|_| ErrorKind::Overflow)?;
         }
-        "loop_temporal_max" => {
-            if core::mem::replace(&mut seen.loop_temporal_max, true) {
+        _ if key.ends_with(LOOP_KEY) => {
+            let name = key
+                .strip_suffix(LOOP_KEY)
+                .and_then(|f| f.strip_suffix('.'))
+                .ok_or(ErrorKind::UnknownKey)?;
+            let op = LOOP_OPS
+                .into_iter()
+                .find(|op| op.name() == name)
+                .ok_or(ErrorKind::UnknownKey)?;
+            let i = loop_index(op);
+            if core::mem::replace(&mut seen.loop_temporal_max[i], true) {
                 return Err(ErrorKind::DuplicateKey);
             }
-            t.loop_temporal_max = parse_size(value)?;
+            t.loop_temporal_max[i] = parse_size(value)?;
         }
         _ => {
             let (fam, hint, st) = parse_row_key(key).ok_or(ErrorKind::UnknownKey)?;
@@ -783,11 +820,14 @@ pub fn render(
         "probe_fault_min = {}  # a first touch of the page slower than this took a page fault",
         t.probe_fault_min
     )?;
-    writeln!(
-        out,
-        "loop_temporal_max = {}  # a block streamed lately and written again soon is written with temporal stores up to this size",
-        Size(t.loop_temporal_max)
-    )?;
+    for op in LOOP_OPS {
+        writeln!(
+            out,
+            "{}.{LOOP_KEY} = {}  # a block streamed lately and met again soon is written with temporal stores up to this size",
+            op.name(),
+            Size(t.loop_temporal_max[loop_index(op)])
+        )?;
+    }
     for (fam, hint, st, row) in t.keyed_rows() {
         if st == State::Unknown {
             writeln!(out)?;
@@ -900,7 +940,7 @@ mod tests {
     fn sample() -> Table {
         let mut t = Table::uniform(KernelId::Avx2, 24 << 20);
         t.probe_hit_max = 180;
-        t.loop_temporal_max = 4 << 20;
+        t.loop_temporal_max = [4 << 20, 16 << 20];
         let copy = t.row_mut(Family::Copy, Hint::Auto, State::Unknown);
         copy.push(4096, Action::Run(KernelId::RepMovsb)).unwrap();
         copy.push(64 << 10, Action::Probe).unwrap();
@@ -925,7 +965,8 @@ mod tests {
             "copy.auto.unknown    = from 0: avx2; from 4KiB: rep_movsb; from 64KiB: probe\n"
         ));
         assert!(text.contains("#   8MiB: avx2_nt 1.0 ms"));
-        assert!(text.contains("\nloop_temporal_max = 4MiB  #"));
+        assert!(text.contains("\ncopy.loop_temporal_max = 4MiB  #"));
+        assert!(text.contains("\nset.loop_temporal_max = 16MiB  #"));
         let (q, prov) = parse(&b.bytes[..b.len], &Table::uniform(KernelId::Sse2, 1)).unwrap();
         let mut r = Table::uniform(KernelId::Sse2, 1);
         parse_into(&b.bytes[..b.len], &mut r).unwrap();
@@ -955,18 +996,31 @@ mod tests {
         assert!(!prov.row_from_file(Family::Copy, Hint::Auto, State::Cold));
         assert_eq!(t.llc_effective, 8 << 20);
         assert_eq!(
-            t.loop_temporal_max, DEFAULT_LOOP_TEMPORAL_MAX,
-            "a file without it"
+            t.loop_temporal_max, [DEFAULT_LOOP_TEMPORAL_MAX; 2],
+            "a file without them"
         );
-        let (t, _) = parse(b"version = 2\nloop_temporal_max = 0\n", &d).unwrap();
-        assert_eq!(t.loop_temporal_max, 0);
-        let e = parse(
-            b"version = 2\nloop_temporal_max = 1M\nloop_temporal_max = 2M\n",
-            &d,
+        let (t, _) = parse(b"version = 2\nset.loop_temporal_max = 0\n", &d).unwrap();
+        let dflt = DEFAULT_LOOP_TEMPORAL_MAX;
+        assert_eq!(t.loop_temporal_max, [dflt, 0]);
+        let (t, _) = parse(b"version = 2\ncopy.loop_temporal_max = 8M\n", &d).unwrap();
+        assert_eq!(t.loop_temporal_max, [8 << 20, dflt]);
+        let kind = |text: &[u8]| parse(text, &d).unwrap_err().kind;
+        assert_eq!(
+            kind(b"version = 2\ncopy.loop_temporal_max = 1M\ncopy.loop_temporal_max = 2M\n"),
+            ErrorKind::DuplicateKey
         );
-        assert_eq!(e.unwrap_err().kind, ErrorKind::DuplicateKey);
-        let e = parse(b"version = 2\nloop_temporal_max = lots\n", &d);
-        assert_eq!(e.unwrap_err().kind, ErrorKind::BadSize);
+        assert_eq!(
+            kind(b"version = 2\nset.loop_temporal_max = lots\n"),
+            ErrorKind::BadSize
+        );
+        for text in [
+            &b"version = 2\nloop_temporal_max = 1M\n"[..],
+            b"version = 2\nmove.loop_temporal_max = 1M\n",
+            b"version = 2\nzero.loop_temporal_max = 1M\n",
+            b"version = 2\ncopyloop_temporal_max = 1M\n",
+        ] {
+            assert_eq!(kind(text), ErrorKind::UnknownKey);
+        }
     }
 
     #[test]

@@ -351,11 +351,11 @@ set.auto.cold = from 0: avx2_nt
         unsafe { blockmem::copy_raw(out.as_ptr(), input.as_ptr(), n, Hint::Auto) };
         assert!(out.slice() == input.slice(), "round {round}");
     }
-    // A block over the table's `loop_temporal_max` (where streaming won loops on the
-    // host): streamed every time; up to it, remembered; 0 turns the memory off.
+    // A block over the table's `copy.loop_temporal_max` (where streaming won loops on
+    // the host): streamed every time; up to it, remembered; 0 turns the memory off.
     for (max, again) in [(n - 1, nt), (n, cached), (0, nt)] {
         let mut bounded = t.clone();
-        bounded.loop_temporal_max = max;
+        bounded.loop_temporal_max[profile::loop_index(Op::Copy)] = max;
         dispatch::install(&probing(&bounded, State::Cold));
         dispatch::forget_streamed();
         assert_eq!(
@@ -366,6 +366,22 @@ set.auto.cold = from 0: avx2_nt
         for _ in 0..2 {
             assert_eq!(decide(Op::Copy, d, Hint::Auto), again, "bound {max}");
         }
+    }
+    // Each family has its own bound: with `set.loop_temporal_max = 0` sets stream every
+    // time, copies are still remembered.
+    let mut sets_off = t.clone();
+    sets_off.loop_temporal_max[profile::loop_index(Op::Set)] = 0;
+    dispatch::install(&probing(&sets_off, State::Cold));
+    dispatch::forget_streamed();
+    for _ in 0..3 {
+        assert_eq!(decide(Op::Set, d, Hint::Auto), nt);
+    }
+    dispatch::forget_streamed();
+    assert_eq!(decide(Op::Copy, d, Hint::Auto), nt);
+    assert_eq!(decide(Op::Copy, d, Hint::Auto), cached);
+    // Zeroing takes the sets' bound.
+    for _ in 0..3 {
+        assert_eq!(decide(Op::Zero, d, Hint::Auto), nt);
     }
     // A forced kernel is what every call runs.
     dispatch::install(&probing(&t, State::Cold));

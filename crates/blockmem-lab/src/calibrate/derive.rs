@@ -79,23 +79,23 @@ pub type Baseline = BTreeMap<(Family, usize, bool, Dst, Then), f64>;
 /// A candidate must run every scenario of its row at least this fast relative to libc.
 pub const FLOOR: f64 = 0.95;
 
-/// Copies into one block in a loop: the median time (ns) of the last call, per copy
+/// Calls into one block in a loop: the median time (ns) of the last call, per op,
 /// kernel and size (`measure::measure_loops`).
-pub type LoopTimes = BTreeMap<(KernelId, usize), f64>;
+pub type LoopTimes = BTreeMap<(Op, KernelId, usize), f64>;
 
 /// In a loop cell, streaming wins where the fastest temporal kernel takes more than
 /// this many times the fastest streaming kernel's time. A tie goes to temporal stores,
 /// which also leave the block cached for whatever reads it next.
 pub const LOOP_MARGIN: f64 = 1.05;
 
-/// The table's `loop_temporal_max` from the loop cells: the largest size below the
-/// first where streaming wins ([`LOOP_MARGIN`]); where streaming never wins, the
-/// largest size measured. Also returns that first size (`None`: streaming won
+/// The table's `OP.loop_temporal_max` from the op's loop cells: the largest
+/// size below the first where streaming wins ([`LOOP_MARGIN`]); where streaming never
+/// wins, the largest size measured. Also returns that first size (`None`: streaming won
 /// nowhere). `(None, None)` when no size has both a temporal and a streaming kernel
 /// measured (the table keeps its default).
-pub fn loop_temporal_max(loops: &LoopTimes) -> (Option<usize>, Option<usize>) {
+pub fn loop_temporal_max(loops: &LoopTimes, op: Op) -> (Option<usize>, Option<usize>) {
     let mut bound = None;
-    for (n, temporal, stream) in loop_bests(loops) {
+    for (n, temporal, stream) in loop_bests(loops, op) {
         if temporal > LOOP_MARGIN * stream {
             return (Some(bound.unwrap_or(0)), Some(n));
         }
@@ -104,11 +104,14 @@ pub fn loop_temporal_max(loops: &LoopTimes) -> (Option<usize>, Option<usize>) {
     (bound, None)
 }
 
-/// Per size measured with both kinds of kernel: the size, the fastest temporal
-/// kernel's time and the fastest streaming kernel's, in size order.
-fn loop_bests(loops: &LoopTimes) -> Vec<(usize, f64, f64)> {
+/// Per size measured with both kinds of kernel for `op`: the size, the fastest
+/// temporal kernel's time and the fastest streaming kernel's, in size order.
+fn loop_bests(loops: &LoopTimes, op: Op) -> Vec<(usize, f64, f64)> {
     let mut by_size: BTreeMap<usize, (f64, f64)> = BTreeMap::new();
-    for (&(k, n), &t) in loops {
+    for (&(o, k, n), &t) in loops {
+        if o != op {
+            continue;
+        }
         let e = by_size.entry(n).or_insert((f64::INFINITY, f64::INFINITY));
         let slot = if k.streams() { &mut e.1 } else { &mut e.0 };
         *slot = slot.min(t);
@@ -120,13 +123,18 @@ fn loop_bests(loops: &LoopTimes) -> Vec<(usize, f64, f64)> {
         .collect()
 }
 
-/// The loop cells as one line for the profile's header: per size, the fastest
+/// An op's loop cells as one line for the profile's header: per size, the fastest
 /// temporal and streaming kernels' time per KiB of the last call.
-pub fn loop_evidence(loops: &LoopTimes) -> String {
-    let mut s = String::from(
-        "loops: one block copied into again and again, the fourth call, ns per KiB, fastest temporal / fastest streaming kernel:",
+pub fn loop_evidence(loops: &LoopTimes, op: Op) -> String {
+    let mut s = format!(
+        "{} loops: one block {} again and again, the fourth call, ns per KiB, fastest temporal / fastest streaming kernel:",
+        op.name(),
+        match op {
+            Op::Copy | Op::Move => "copied into",
+            Op::Set | Op::Zero => "set",
+        }
     );
-    for (n, t, st) in loop_bests(loops) {
+    for (n, t, st) in loop_bests(loops, op) {
         let kib = n as f64 / 1024.0;
         let _ = write!(
             s,
@@ -702,9 +710,9 @@ mod tests {
             let mut l = LoopTimes::new();
             for &(n, avx512, rep, nt) in rows {
                 let kib = (n / 1024) as f64;
-                l.insert((Avx512, n), avx512 * kib);
-                l.insert((RepMovsb, n), rep * kib);
-                l.insert((Avx512Nt, n), nt * kib);
+                l.insert((Op::Copy, Avx512, n), avx512 * kib);
+                l.insert((Op::Copy, RepMovsb, n), rep * kib);
+                l.insert((Op::Copy, Avx512Nt, n), nt * kib);
             }
             l
         };
@@ -715,23 +723,43 @@ mod tests {
             (2 * MIB, 93.0, 88.0, 63.0),
             (4 * MIB, 94.0, 93.0, 78.0),
         ]);
-        assert_eq!(loop_temporal_max(&xeon), (Some(MIB), Some(2 * MIB)));
-        let ev = loop_evidence(&xeon);
+        assert_eq!(
+            loop_temporal_max(&xeon, Op::Copy),
+            (Some(MIB), Some(2 * MIB))
+        );
+        let ev = loop_evidence(&xeon, Op::Copy);
         assert!(ev.contains(" 1MiB 29/59 2MiB 88/63"), "{ev}");
         // The fastest of each kind counts, and a tie within the margin stays temporal.
         let close = loops(&[(MIB, 40.0, 31.0, 30.0), (2 * MIB, 40.0, 40.0, 30.0)]);
-        assert_eq!(loop_temporal_max(&close), (Some(MIB), Some(2 * MIB)));
+        assert_eq!(
+            loop_temporal_max(&close, Op::Copy),
+            (Some(MIB), Some(2 * MIB))
+        );
         // Streaming never wins: the largest size measured.
         let epyc = loops(&[(64 * KIB, 18.0, 19.0, 45.0), (8 * MIB, 25.0, 28.0, 36.0)]);
-        assert_eq!(loop_temporal_max(&epyc), (Some(8 * MIB), None));
+        assert_eq!(loop_temporal_max(&epyc, Op::Copy), (Some(8 * MIB), None));
         // Streaming wins from the first size: never temporal.
         let always = loops(&[(64 * KIB, 80.0, 80.0, 40.0), (MIB, 80.0, 80.0, 40.0)]);
-        assert_eq!(loop_temporal_max(&always), (Some(0), Some(64 * KIB)));
+        assert_eq!(
+            loop_temporal_max(&always, Op::Copy),
+            (Some(0), Some(64 * KIB))
+        );
         // Only one kind measured (no streaming kernel on the CPU): the default stays.
         let mut temporal_only = LoopTimes::new();
-        temporal_only.insert((Avx512, MIB), 1.0);
-        assert_eq!(loop_temporal_max(&temporal_only), (None, None));
-        assert_eq!(loop_temporal_max(&LoopTimes::new()), (None, None));
+        temporal_only.insert((Op::Copy, Avx512, MIB), 1.0);
+        assert_eq!(loop_temporal_max(&temporal_only, Op::Copy), (None, None));
+        assert_eq!(loop_temporal_max(&LoopTimes::new(), Op::Copy), (None, None));
+        // Each op from its own cells: the Xeon's copy cells say nothing of sets.
+        assert_eq!(loop_temporal_max(&xeon, Op::Set), (None, None));
+        let mut both = xeon.clone();
+        both.insert((Op::Set, Avx512, 4 * MIB), 40.0);
+        both.insert((Op::Set, Avx512Nt, 4 * MIB), 80.0);
+        assert_eq!(loop_temporal_max(&both, Op::Set), (Some(4 * MIB), None));
+        assert_eq!(
+            loop_temporal_max(&both, Op::Copy),
+            (Some(MIB), Some(2 * MIB))
+        );
+        assert!(loop_evidence(&both, Op::Set).starts_with("set loops: one block set"));
     }
 
     #[test]

@@ -37,8 +37,8 @@ pub struct Measured {
     pub probe_cost: ProbeCost,
     /// Whether fresh destinations were measured.
     pub fresh: bool,
-    /// Copies into one block again and again: each copy kernel's median time of the
-    /// last call, per size ([`measure_loops`]).
+    /// Calls into one block again and again: each kernel's median time of the last
+    /// call, per family and size ([`measure_loops`]).
     pub loops: LoopTimes,
 }
 
@@ -327,8 +327,7 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
         fresh: call_ns(CacheState::Fresh),
     };
     let (cold_touch, fault) = measure_first_touch(if quick { 200 } else { 1000 });
-    let copy_kernels = &methods[0].1;
-    let loops = measure_loops(&mut runner, copy_kernels, quick, llc_eff);
+    let loops = measure_loops(&mut runner, &methods, quick, llc_eff);
     Ok(Measured {
         loops,
         medians,
@@ -369,59 +368,70 @@ pub fn loop_ladder(quick: bool, llc: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Measures copies into one block in a loop (`After::Again`: the source hot, the
-/// destination evicted before the first call, the fourth call timed) with every copy
-/// kernel of `methods` (the C library's entry left out), size by size up the
-/// [`loop_ladder`], and stops two sizes after streaming first beats every temporal
-/// kernel by [`super::derive::LOOP_MARGIN`] (larger blocks only stream more surely). What
-/// the table's `loop_temporal_max` is derived from ([`super::derive::loop_temporal_max`]).
+/// Measures calls into one block in a loop (`After::Again`: for copies the source hot,
+/// the destination evicted before the first call, the fourth call timed) for each op of
+/// [`blockmem::profile::LOOP_OPS`] with every kernel of its family in `methods` that
+/// runs it (the C library's entry left out), size by size up the [`loop_ladder`], and
+/// stops two sizes after streaming first beats every temporal kernel by
+/// [`super::derive::LOOP_MARGIN`] (larger blocks only stream more surely). What the
+/// table's `OP.loop_temporal_max` is derived from ([`super::derive::loop_temporal_max`]).
 fn measure_loops(
     runner: &mut crate::lab::runner::Runner,
-    methods: &[MeasuredMethod],
+    methods: &[(Family, Vec<MeasuredMethod>)],
     quick: bool,
     llc: usize,
 ) -> LoopTimes {
-    let kernels: Vec<(KernelId, &Method)> = methods
-        .iter()
-        .filter_map(|(k, m)| k.map(|k| (k, m)))
-        .collect();
     let mut out = LoopTimes::new();
-    if !kernels.iter().any(|(k, _)| k.streams()) || !kernels.iter().any(|(k, _)| !k.streams()) {
-        return out;
-    }
     let sizes = loop_ladder(quick, llc);
-    let bar = crate::lab::progress::bar(sizes.len() as u64, "calibrate: loops", "sizes", false);
-    let mut past = None;
-    for n in sizes {
-        let cells: Vec<Cell<'_>> = kernels
+    let bar = crate::lab::progress::bar(
+        (sizes.len() * blockmem::profile::LOOP_OPS.len()) as u64,
+        "calibrate: loops",
+        "sizes",
+        false,
+    );
+    for op in blockmem::profile::LOOP_OPS {
+        let kernels: Vec<(KernelId, &Method)> = methods
             .iter()
-            .map(|&(_, m)| Cell {
-                experiment: "calibrate",
-                method: m,
-                op: Op::Copy,
-                size: n,
-                src: CacheState::Hot,
-                dst: CacheState::Clean,
-                src_off: 0,
-                dst_off: 0,
-                after: After::Again { calls: LOOP_CALLS },
-                reps: if quick { 5 } else { 9 },
-            })
+            .filter(|(fam, _)| *fam == Family::of(op))
+            .flat_map(|(_, ms)| ms)
+            .filter_map(|(k, m)| k.map(|k| (k, m)))
+            .filter(|(k, _)| k.kernel().is_some_and(|e| e.supports(op)))
             .collect();
-        let recs = runner.measure_rounds(&[cells], 1, |_| {});
-        for (rec, &(k, _)) in recs.into_iter().flatten().zip(&kernels) {
-            if let Some(r) = rec.filter(|r| r.verified) {
-                out.insert((k, n), r.summary.median);
+        if !kernels.iter().any(|(k, _)| k.streams()) || !kernels.iter().any(|(k, _)| !k.streams()) {
+            continue;
+        }
+        let mut past = None;
+        for &n in &sizes {
+            let cells: Vec<Cell<'_>> = kernels
+                .iter()
+                .map(|&(_, m)| Cell {
+                    experiment: "calibrate",
+                    method: m,
+                    op,
+                    size: n,
+                    src: CacheState::Hot,
+                    dst: CacheState::Clean,
+                    src_off: 0,
+                    dst_off: 0,
+                    after: After::Again { calls: LOOP_CALLS },
+                    reps: if quick { 5 } else { 9 },
+                })
+                .collect();
+            let recs = runner.measure_rounds(&[cells], 1, |_| {});
+            for (rec, &(k, _)) in recs.into_iter().flatten().zip(&kernels) {
+                if let Some(r) = rec.filter(|r| r.verified) {
+                    out.insert((op, k, n), r.summary.median);
+                }
             }
-        }
-        bar.inc(1);
-        if past.is_none() && super::derive::loop_temporal_max(&out).1.is_some() {
-            past = Some(0);
-        }
-        if let Some(p) = past.as_mut() {
-            *p += 1;
-            if *p > 2 {
-                break;
+            bar.inc(1);
+            if past.is_none() && super::derive::loop_temporal_max(&out, op).1.is_some() {
+                past = Some(0);
+            }
+            if let Some(p) = past.as_mut() {
+                *p += 1;
+                if *p > 2 {
+                    break;
+                }
             }
         }
     }

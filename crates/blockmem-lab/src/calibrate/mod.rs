@@ -7,9 +7,9 @@
 //!    family over a ladder of sizes, with the destination hot, evicted or fresh
 //!    (mapped, never touched) and the source hot or evicted, alone and followed by a
 //!    read of the destination; the cache probe's latency and its cost to a call; and
-//!    one block copied into again and again with each copy kernel, for the largest
+//!    one block copied into and set again and again with each kernel, for the largest
 //!    block the dispatcher writes temporally when it meets again one it streamed
-//!    (`loop_temporal_max`).
+//!    (`copy.loop_temporal_max`, `set.loop_temporal_max`).
 //! 2. [`derive`](mod@derive): one routine for every row of the table (see its docs).
 //! 3. Write the table with each row's evidence as comments, and the raw medians beside
 //!    it.
@@ -124,8 +124,10 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         measure::fallbacks(),
     );
     derived.table.probe_fault_min = measured.probe_fault_min;
-    if let (Some(max), _) = derive::loop_temporal_max(&measured.loops) {
-        derived.table.loop_temporal_max = max;
+    for op in profile::LOOP_OPS {
+        if let (Some(max), _) = derive::loop_temporal_max(&measured.loops, op) {
+            derived.table.loop_temporal_max[profile::loop_index(op)] = max;
+        }
     }
     let elapsed = start.elapsed();
     let header = header(args, &measured, elapsed.as_secs_f64());
@@ -210,7 +212,6 @@ fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String>
             },
             if m.fresh { "" } else { " (fresh not measured: this lab build lacks it)" }
         ),
-        derive::loop_evidence(&m.loops),
         "each row's comments: at the sizes where its kernel changes, every candidate's regret (its worst time over the row's scenarios / the best kernel's there)".to_string(),
     ];
     let mut w = String::new();
@@ -220,5 +221,10 @@ fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String>
         measure::kernel_names(args.quick).join(", ")
     );
     h.push(w);
+    h.extend(
+        profile::LOOP_OPS
+            .iter()
+            .map(|&op| derive::loop_evidence(&m.loops, op)),
+    );
     h
 }
