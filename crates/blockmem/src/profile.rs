@@ -85,13 +85,14 @@ pub const DEFAULT_LOOP_TEMPORAL_MAX: usize = 1 << 20;
 /// to keep cached beside its block: on a 2-vCPU AMD EPYC (Zen 4) KVM guest temporal
 /// stores set one block in a loop faster than streaming up to 32 MiB (9-17 against
 /// 37-43 ns/KiB), where copies turned at 16 MiB; a C program setting one 16 MiB block
-/// 150 times took 1.76x glibc's time with the copies' bound (8 MiB: every call
-/// streamed) and 0.96x with the sets' own. Zeroing is measured as a set: `clzero`
-/// zeroed one block in the calibration's loop cells faster than temporal stores from 1
-/// MiB (11-12 against 14-20 ns/KiB), but a C program calling `bzero` on one 1-8 MiB
-/// block in a loop took 1.09-1.21x glibc's time with `clzero` every call and 1.00-1.02x
-/// with temporal stores after the first (a loop of 200 calls: `clzero` 14-19 ns/KiB,
-/// `avx512` 11-16).
+/// 150 times (`scripts/workloads/block_loop.c`) took 1.71-1.76x glibc's time in two
+/// runs of four with the copies' bound of 8 MiB (once a probe found the block cold,
+/// every call streamed it) and 0.89-1.04x in four with the sets' own. Zeroing is
+/// measured as a set: `clzero` zeroed one block in the calibration's loop cells faster
+/// than temporal stores from 1 MiB (11-12 against 14-20 ns/KiB), but a C program
+/// zeroing one 1-8 MiB block in a loop took 1.03-1.21x glibc's time with `clzero` every
+/// call and 0.96-1.02x with temporal stores after the first (a loop of 200 calls:
+/// `clzero` 14-19 ns/KiB, `avx512` 11-16).
 pub const LOOP_OPS: [Op; 2] = [Op::Copy, Op::Set];
 
 /// The index of `op`'s `loop_temporal_max` in [`LOOP_OPS`]' order: a move's is the
