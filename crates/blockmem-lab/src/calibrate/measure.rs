@@ -38,7 +38,7 @@ pub struct Measured {
     /// Whether fresh destinations were measured.
     pub fresh: bool,
     /// Calls into one block again and again: each kernel's median time of the last
-    /// call, per family and size ([`measure_loops`]).
+    /// call, per op and size ([`measure_loops`]).
     pub loops: LoopTimes,
 }
 
@@ -372,8 +372,8 @@ pub fn loop_ladder(quick: bool, llc: usize) -> Vec<usize> {
 /// the destination evicted before the first call, the fourth call timed) for each op of
 /// [`blockmem::profile::LOOP_OPS`] with every kernel of its family in `methods` that
 /// runs it (the C library's entry left out), size by size up the [`loop_ladder`], and
-/// stops two sizes after streaming first beats every temporal kernel by
-/// [`super::derive::LOOP_MARGIN`] (larger blocks only stream more surely). What the
+/// stops at the first size where streaming beats every temporal kernel by
+/// [`super::derive::LOOP_MARGIN`] (the bound lies below it whatever larger blocks do). What the
 /// table's `OP.loop_temporal_max` is derived from ([`super::derive::loop_temporal_max`]).
 fn measure_loops(
     runner: &mut crate::lab::runner::Runner,
@@ -400,7 +400,6 @@ fn measure_loops(
         if !kernels.iter().any(|(k, _)| k.streams()) || !kernels.iter().any(|(k, _)| !k.streams()) {
             continue;
         }
-        let mut past = None;
         for &n in &sizes {
             let cells: Vec<Cell<'_>> = kernels
                 .iter()
@@ -424,14 +423,8 @@ fn measure_loops(
                 }
             }
             bar.inc(1);
-            if past.is_none() && super::derive::loop_temporal_max(&out, op).1.is_some() {
-                past = Some(0);
-            }
-            if let Some(p) = past.as_mut() {
-                *p += 1;
-                if *p > 2 {
-                    break;
-                }
+            if super::derive::loop_temporal_max(&out, op).1.is_some() {
+                break;
             }
         }
     }
