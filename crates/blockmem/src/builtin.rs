@@ -132,7 +132,7 @@ const fn table(copy: FamilyRows, set: FamilyRows) -> Table {
         llc_effective: 0,
         probe_hit_max: DEFAULT_PROBE_HIT_MAX,
         probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
-        loop_temporal_max: [DEFAULT_LOOP_TEMPORAL_MAX; 2],
+        loop_temporal_max: DEFAULT_LOOP_TEMPORAL_MAX,
     }
 }
 

@@ -530,8 +530,8 @@ pub const fn streamed_window(llc: usize, n: usize) -> usize {
 /// the destination will not be reused, no kernel is forced, and the block is at most
 /// `max` bytes, the table's `copy.` or `set.loop_temporal_max` for the call's op: the
 /// largest block that copying into (setting) again and again ran faster with temporal
-/// stores than streamed, as calibration measures it (the lab's `reuse` loop cells; 1
-/// MiB in the built-in tables). Where that
+/// stores than streamed, as calibration measures it (the lab's `reuse` loop cells; in
+/// the built-in tables 1 MiB for copies, half the effective LLC for sets). Where that
 /// ends is the host's: on a 2-vCPU AMD EPYC (Zen 4) KVM guest (9-13 MiB effective LLC)
 /// temporal stores ran such a loop 1.7-1.9x as fast as streaming at 4 MiB in three
 /// runs of four, level at 8 MiB, slower from 16 MiB; on a 16-vCPU Intel Xeon (family

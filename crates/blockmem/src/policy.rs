@@ -226,11 +226,14 @@ impl Plan {
 
     /// The largest block a probed `op` writes with temporal stores when it streamed
     /// the block lately (the table's `OP.loop_temporal_max`: a move's the copy's,
-    /// zeroing's the set's; see
-    /// [`crate::dispatch::keeps_streamed`]).
+    /// zeroing's the set's; [`crate::profile::LOOP_HALF_LLC`] worked out from
+    /// [`Plan::llc_effective`]; see [`crate::dispatch::keeps_streamed`]).
     #[inline]
     pub fn loop_temporal_max(&self, op: Op) -> usize {
-        self.loop_temporal_max[crate::profile::loop_index(op)].load(Ordering::Relaxed)
+        match self.loop_temporal_max[crate::profile::loop_index(op)].load(Ordering::Relaxed) {
+            crate::profile::LOOP_HALF_LLC => self.llc_effective() / 2,
+            max => max,
+        }
     }
 
     /// The features the plan was compiled for.

@@ -68,16 +68,24 @@ pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 pub const DEFAULT_PROBE_FAULT_MIN: u32 = 900;
 
 /// Default largest block the dispatcher writes with temporal stores when a probed call
-/// meets again soon a block it streamed (see `dispatch::keeps_streamed`), for every
-/// op: where a program writes the same block again and again, temporal stores
-/// keep it cached for the next call while it fits in the caches a core reaches fast,
-/// and streaming wins beyond. Copying into one block in a loop (the lab's `reuse` loop
-/// cells, the fourth call), temporal stores beat streaming at 1 MiB on both hosts
-/// measured, by 1.7x on a 2-vCPU AMD EPYC (Zen 4) KVM guest (and up to 4-8 MiB there)
-/// and by 2x on a 16-vCPU Intel Xeon (family 6, model 0xcf) KVM guest, where streaming
-/// won from 2 MiB (1.5x at 2 MiB). Calibration replaces it with the sizes it measures
-/// for copies and for sets apart ([`LOOP_OPS`]).
-pub const DEFAULT_LOOP_TEMPORAL_MAX: usize = 1 << 20;
+/// meets again soon a block it streamed (see `dispatch::keeps_streamed`), for copies
+/// and for sets ([`LOOP_OPS`]): where a program writes the same block again and again,
+/// temporal stores keep it cached for the next call while it fits in the caches a core
+/// reaches fast, and streaming wins beyond. Copying into one block in a loop (the lab's
+/// `reuse` loop cells, the fourth call), temporal stores beat streaming at 1 MiB on
+/// both hosts measured, by 1.7x on a 2-vCPU AMD EPYC (Zen 4) KVM guest (and up to 4-8
+/// MiB there) and by 2x on a 16-vCPU Intel Xeon (family 6, model 0xcf) KVM guest, where
+/// streaming won from 2 MiB (1.5x at 2 MiB): copies 1 MiB. Setting one block in a loop
+/// (no source beside it), temporal stores won on the EPYC up to 16-32 MiB, twice its
+/// effective LLC: sets half the effective LLC ([`LOOP_HALF_LLC`]), the bound of both
+/// before calibration measured them (not measured on the Xeon). Calibration replaces
+/// both with the sizes it measures.
+pub const DEFAULT_LOOP_TEMPORAL_MAX: [usize; 2] = [1 << 20, LOOP_HALF_LLC];
+
+/// A `loop_temporal_max` of half the effective LLC, worked out when the table is used
+/// (written `half-llc` in a profile): the built-in tables' for sets, whose LLC is
+/// known only from the CPU.
+pub const LOOP_HALF_LLC: usize = usize::MAX;
 
 /// The ops whose loops have their own `loop_temporal_max`, one per family, each keyed
 /// by its name (`copy.loop_temporal_max`, `set.loop_temporal_max`) and measured with
@@ -403,7 +411,7 @@ impl Table {
             llc_effective,
             probe_hit_max: DEFAULT_PROBE_HIT_MAX,
             probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
-            loop_temporal_max: [DEFAULT_LOOP_TEMPORAL_MAX; 2],
+            loop_temporal_max: DEFAULT_LOOP_TEMPORAL_MAX,
         }
     }
 
@@ -719,7 +727,10 @@ fn parse_line(
             if core::mem::replace(&mut seen.loop_temporal_max[i], true) {
                 return Err(ErrorKind::DuplicateKey);
             }
-            t.loop_temporal_max[i] = parse_size(value)?;
+            t.loop_temporal_max[i] = match value.trim() {
+                "half-llc" => LOOP_HALF_LLC,
+                v => parse_size(v)?,
+            };
         }
         _ => {
             let (fam, hint, st) = parse_row_key(key).ok_or(ErrorKind::UnknownKey)?;
@@ -822,11 +833,14 @@ pub fn render(
         t.probe_fault_min
     )?;
     for op in LOOP_OPS {
+        write!(out, "{}.{LOOP_KEY} = ", op.name())?;
+        match t.loop_temporal_max[loop_index(op)] {
+            LOOP_HALF_LLC => write!(out, "half-llc")?,
+            n => write!(out, "{}", Size(n))?,
+        }
         writeln!(
             out,
-            "{}.{LOOP_KEY} = {}  # a block streamed lately and met again soon is written with temporal stores up to this size",
-            op.name(),
-            Size(t.loop_temporal_max[loop_index(op)])
+            "  # a block streamed lately and met again soon is written with temporal stores up to this size"
         )?;
     }
     for (fam, hint, st, row) in t.keyed_rows() {
@@ -941,7 +955,7 @@ mod tests {
     fn sample() -> Table {
         let mut t = Table::uniform(KernelId::Avx2, 24 << 20);
         t.probe_hit_max = 180;
-        t.loop_temporal_max = [4 << 20, 16 << 20];
+        t.loop_temporal_max = [4 << 20, LOOP_HALF_LLC];
         let copy = t.row_mut(Family::Copy, Hint::Auto, State::Unknown);
         copy.push(4096, Action::Run(KernelId::RepMovsb)).unwrap();
         copy.push(64 << 10, Action::Probe).unwrap();
@@ -967,7 +981,7 @@ mod tests {
         ));
         assert!(text.contains("#   8MiB: avx2_nt 1.0 ms"));
         assert!(text.contains("\ncopy.loop_temporal_max = 4MiB  #"));
-        assert!(text.contains("\nset.loop_temporal_max = 16MiB  #"));
+        assert!(text.contains("\nset.loop_temporal_max = half-llc  #"));
         let (q, prov) = parse(&b.bytes[..b.len], &Table::uniform(KernelId::Sse2, 1)).unwrap();
         let mut r = Table::uniform(KernelId::Sse2, 1);
         parse_into(&b.bytes[..b.len], &mut r).unwrap();
@@ -997,14 +1011,17 @@ mod tests {
         assert!(!prov.row_from_file(Family::Copy, Hint::Auto, State::Cold));
         assert_eq!(t.llc_effective, 8 << 20);
         assert_eq!(
-            t.loop_temporal_max, [DEFAULT_LOOP_TEMPORAL_MAX; 2],
+            t.loop_temporal_max, DEFAULT_LOOP_TEMPORAL_MAX,
             "a file without them"
         );
         let (t, _) = parse(b"version = 2\nset.loop_temporal_max = 0\n", &d).unwrap();
-        let dflt = DEFAULT_LOOP_TEMPORAL_MAX;
-        assert_eq!(t.loop_temporal_max, [dflt, 0]);
+        let [copy, set] = DEFAULT_LOOP_TEMPORAL_MAX;
+        assert_eq!((copy, set), (1 << 20, LOOP_HALF_LLC));
+        assert_eq!(t.loop_temporal_max, [copy, 0]);
         let (t, _) = parse(b"version = 2\ncopy.loop_temporal_max = 8M\n", &d).unwrap();
-        assert_eq!(t.loop_temporal_max, [8 << 20, dflt]);
+        assert_eq!(t.loop_temporal_max, [8 << 20, set]);
+        let (t, _) = parse(b"version = 2\ncopy.loop_temporal_max = half-llc\n", &d).unwrap();
+        assert_eq!(t.loop_temporal_max, [LOOP_HALF_LLC, set]);
         let kind = |text: &[u8]| parse(text, &d).unwrap_err().kind;
         assert_eq!(
             kind(b"version = 2\ncopy.loop_temporal_max = 1M\ncopy.loop_temporal_max = 2M\n"),
