@@ -95,12 +95,14 @@ pub const LOOP_HALF_LLC: usize = usize::MAX;
 /// 37-43 ns/KiB), where copies turned at 16 MiB; a C program setting one 16 MiB block
 /// 150 times (`scripts/workloads/block_loop.c`) took 1.71-1.76x glibc's time in two
 /// runs of four with the copies' bound of 8 MiB (once a probe found the block cold,
-/// every call streamed it) and 0.89-1.04x in four with the sets' own. Zeroing is
-/// measured as a set: `clzero` zeroed one block in the calibration's loop cells faster
-/// than temporal stores from 1 MiB (11-12 against 14-20 ns/KiB), but a C program
-/// zeroing one 1-8 MiB block in a loop took 1.03-1.21x glibc's time with `clzero` every
-/// call and 0.96-1.02x with temporal stores after the first (a loop of 200 calls:
-/// `clzero` 14-19 ns/KiB, `avx512` 11-16).
+/// every call streamed it) and 0.89-1.04x in four with the sets' own. Zeroing takes
+/// the sets' bound: its loops turn earlier there (the lab's `zero` loop table: temporal
+/// 10-11 ns/KiB against 12-13 streamed at 1-4 MiB, 18-20 against 12-13 at 16 MiB, as
+/// non-temporal stores of zeros ran three times as fast as of another byte), but where
+/// is too close to measure in a calibration's time: three calibrations' zero loop cells
+/// turned anywhere from 1 MiB to past 8 MiB, and with a bound of 512 KiB from one of them
+/// a C program zeroing one 1-8 MiB block in a loop took 1.03-1.21x glibc's time
+/// (`clzero` on every call), 0.96-1.02x with the sets' bound.
 pub const LOOP_OPS: [Op; 2] = [Op::Copy, Op::Set];
 
 /// The index of `op`'s `loop_temporal_max` in [`LOOP_OPS`]' order: a move's is the

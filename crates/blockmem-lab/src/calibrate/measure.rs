@@ -416,7 +416,7 @@ fn measure_loops(
                     reps: if quick { 5 } else { 9 },
                 })
                 .collect();
-            let recs = runner.measure_rounds(&[cells], 1, |_| {});
+            let recs = runner.measure_rounds(&[cells], crate::lab::experiments::ROUNDS, |_| {});
             for (rec, &(k, _)) in recs.into_iter().flatten().zip(&kernels) {
                 if let Some(r) = rec.filter(|r| r.verified) {
                     out.insert((op, k, n), r.summary.median);

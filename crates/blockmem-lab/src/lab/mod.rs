@@ -80,7 +80,7 @@ fn experiment_names() -> Vec<&'static str> {
     alignment    dst offset 0..64 and 4 KiB aliasing (seed 000 Tables 3–4)\n  \
     reuse        copy, then read the destination (seed 003 Fig. 3); copy into it again in a loop\n  \
     pollution    cost of re-reading a warm working set after a copy (seed 004)\n  \
-    zero         set/zero 4 KiB..256 MiB, hot and clean (seed 004)\n  \
+    zero         set/zero 4 KiB..256 MiB, hot and clean (seed 004); set and zero one block in a loop\n  \
     fleet        fleetbench size distributions\n  \
     neighbour    small copies and sets beside another core's line (seed 004)\n\n\
     Named only (not in the default set):\n  \

@@ -566,6 +566,12 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
             files.push("reuse.svg".into());
         }
         Experiment::Zero => {
+            // The single calls: the loop cells (`again`) have their own table.
+            let recs: Vec<&Record> = recs
+                .iter()
+                .copied()
+                .filter(|r| r.reuse != "again")
+                .collect();
             let owned: Vec<Record> = recs.iter().map(|r| (*r).clone()).collect();
             let ops = distinct(&owned, |r| r.op.clone());
             let grid = (ops.len(), 2);

@@ -308,7 +308,8 @@ pub fn cell_name(r: &Record) -> String {
         let calls = r.extra_f64("again_calls").unwrap_or(1.0) as usize + 1;
         let _ = write!(
             s,
-            ", the same copy into the same dst, call {calls} of a loop"
+            ", the same {} on the same dst, call {calls} of a loop",
+            r.op
         );
     } else {
         s.push_str(", no reuse");
