@@ -726,3 +726,34 @@ set.auto.unknown = from 0: avx2; from 8KiB: avx512_nt
     drop(state);
     assert_eq!(cpu::features(), before);
 }
+
+/// The built-in tables' loop bounds, as a plan compiled from them answers: copies (and
+/// moves) 1 MiB; sets (and zeroing) half the effective LLC, worked out from the LLC the
+/// plan was given, whatever the class. A profile's own sizes replace both.
+#[test]
+fn built_in_loop_bounds_are_a_mebibyte_for_copies_and_half_the_llc_for_sets() {
+    let f = cpu::features();
+    for class in Class::ALL {
+        for llc in [8 << 20, 24 << 20, 192 << 20] {
+            let plan = Plan::UNCOMPILED;
+            policy::compile(class.table(), f, None, llc, &plan);
+            for (op, max) in [
+                (Op::Copy, 1 << 20),
+                (Op::Move, 1 << 20),
+                (Op::Set, llc / 2),
+                (Op::Zero, llc / 2),
+            ] {
+                assert_eq!(
+                    plan.loop_temporal_max(op),
+                    max,
+                    "{class:?}, LLC {llc}, {op:?}"
+                );
+            }
+        }
+    }
+    let t = synthetic("version = 2\ncopy.loop_temporal_max = 8MiB\nset.loop_temporal_max = 0\n");
+    let plan = Plan::UNCOMPILED;
+    policy::compile(&t, f, None, 24 << 20, &plan);
+    assert_eq!(plan.loop_temporal_max(Op::Move), 8 << 20);
+    assert_eq!(plan.loop_temporal_max(Op::Zero), 0);
+}

@@ -38,7 +38,7 @@ pub struct Measured {
     /// Whether fresh destinations were measured.
     pub fresh: bool,
     /// Calls into one block again and again: each kernel's median time of the last
-    /// call, per op and size ([`measure_loops`]).
+    /// call, per op and size (`measure_loops`).
     pub loops: LoopTimes,
 }
 
