@@ -536,8 +536,8 @@ pub const fn streamed_window(llc: usize, n: usize) -> usize {
 /// temporal stores ran such a loop 1.7-1.9x as fast as streaming at 4 MiB in three
 /// runs of four, level at 8 MiB, slower from 16 MiB; on a 16-vCPU Intel Xeon (family
 /// 6, model 0xcf) KVM guest (11-16 MiB effective LLC, 2 MiB L2) streaming won from 2
-/// MiB (1.5x at 2 MiB, 1.2x at 4 MiB, 1.2x at 8 MiB), where half the effective LLC,
-/// this bound before it was measured, wrote blocks of up to 8 MiB temporally (the
+/// MiB (1.5x at 2 MiB, 1.2x at 4 MiB, 1.2x at 8 MiB), and a fixed bound of half the
+/// effective LLC, which suits the EPYC, wrote blocks of up to 8 MiB temporally (the
 /// lab's `auto` at 0.86-0.97x glibc's time in those loops).
 pub fn keeps_streamed(k: KernelId, hint: Hint, n: usize, max: usize, forced: bool) -> bool {
     k.streams() && hint != Hint::NoReuse && !forced && n <= max

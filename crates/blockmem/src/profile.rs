@@ -77,9 +77,8 @@ pub const DEFAULT_PROBE_FAULT_MIN: u32 = 900;
 /// MiB there) and by 2x on a 16-vCPU Intel Xeon (family 6, model 0xcf) KVM guest, where
 /// streaming won from 2 MiB (1.5x at 2 MiB): copies 1 MiB. Setting one block in a loop
 /// (no source beside it), temporal stores won on the EPYC up to 16-32 MiB, twice its
-/// effective LLC: sets half the effective LLC ([`LOOP_HALF_LLC`]), the bound of both
-/// before calibration measured them (not measured on the Xeon). Calibration replaces
-/// both with the sizes it measures.
+/// effective LLC: sets half the effective LLC ([`LOOP_HALF_LLC`]; not measured on the
+/// Xeon). Calibration replaces both with the sizes it measures.
 pub const DEFAULT_LOOP_TEMPORAL_MAX: [usize; 2] = [1 << 20, LOOP_HALF_LLC];
 
 /// A `loop_temporal_max` of half the effective LLC, worked out when the table is used
