@@ -156,9 +156,33 @@ pub fn report(info: &CpuInfo) -> Value {
             "path": profile_path().map(|p| p.display().to_string()),
             "error": error.map(|e| e.to_string()),
             "inline_max": {"copy": dispatch::inline_max(Op::Copy), "set": dispatch::inline_max(Op::Set)},
+            "loop_bounds_from_file": loop_bounds_from_file(source, info),
         },
         "table": table_json(),
     })
+}
+
+/// For a profile the library loaded from a file, which of its loop bounds
+/// (`OP.loop_temporal_max`) the file names, by op (`null` for a built-in table or a
+/// file that cannot be read or parsed again).
+fn loop_bounds_from_file(source: blockmem::autoload::Source, info: &CpuInfo) -> Value {
+    use blockmem::autoload::Source;
+    let path = match source {
+        Source::Env | Source::DefaultPath => profile_path(),
+        _ => None,
+    };
+    let defaults = blockmem::builtin::Class::of(info.features).table();
+    let parsed = path
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|text| profile::parse(&text, defaults).ok());
+    match parsed {
+        Some((_, prov)) => profile::LOOP_OPS
+            .iter()
+            .map(|&op| (op.name().to_string(), json!(prov.loop_bound_from_file(op))))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        None => Value::Null,
+    }
 }
 
 /// Runs `blockmem info`.
@@ -284,6 +308,17 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             "profile: none at {path}; using the built-in table for {class} CPUs (run `blockmem calibrate` to measure this host)"
         ),
         (None, src) => say!("profile: {path} ({src}; rows it lacks from the built-in {class} table)"),
+    }
+    let lacking: Vec<&str> = profile::LOOP_OPS
+        .iter()
+        .map(|op| op.name())
+        .filter(|name| pr["loop_bounds_from_file"][name] == false)
+        .collect();
+    if !lacking.is_empty() {
+        say!(
+            "  it names no {} loop bound (OP.loop_temporal_max), so the built-in table's is used; re-run `blockmem calibrate` to measure this host's (a profile written by an earlier blockmem)",
+            lacking.join(" or ")
+        );
     }
     let t = &r["table"];
     say!(

@@ -588,3 +588,50 @@ fn neighbour_measures_beside_another_cpu_or_says_why_not() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("neighbour needs two CPUs"), "{err}");
 }
+
+/// `blockmem info` says when the profile in force names no loop bound of its own (a
+/// profile from an earlier blockmem): the built-in bound is used, and a new calibration
+/// measures the host's. Not said where the file names them.
+#[test]
+fn info_says_when_the_profile_names_no_loop_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let info = |text: &str, json: bool| {
+        let path = dir.path().join("profile");
+        std::fs::write(&path, text).unwrap();
+        let mut args = vec!["info"];
+        if json {
+            args.push("--json");
+        }
+        let out = Command::cargo_bin("blockmem")
+            .unwrap()
+            .args(&args)
+            .env("BLOCKMEM_PROFILE", &path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let old = "version = 2\ncopy.auto.unknown = from 0: sse2\n";
+    let text = info(old, false);
+    assert!(
+        text.contains("it names no copy or set loop bound (OP.loop_temporal_max)"),
+        "{text}"
+    );
+    assert!(text.contains("re-run `blockmem calibrate`"), "{text}");
+    let v: Value = serde_json::from_str(&info(old, true)).unwrap();
+    assert_eq!(
+        v["profile"]["loop_bounds_from_file"],
+        serde_json::json!({"copy": false, "set": false})
+    );
+    let set_only = "version = 2\nset.loop_temporal_max = 4MiB\n";
+    assert!(info(set_only, false).contains("it names no copy loop bound"));
+    let both = "version = 2\ncopy.loop_temporal_max = 2MiB\nset.loop_temporal_max = half-llc\n";
+    let text = info(both, false);
+    assert!(!text.contains("loop bound"), "{text}");
+    let v: Value = serde_json::from_str(&info(both, true)).unwrap();
+    assert_eq!(v["table"]["loop_temporal_max"]["copy"], 2 << 20);
+}

@@ -619,6 +619,11 @@ impl Provenance {
     pub fn rows_from_file(self) -> u32 {
         self.rows.count_ones()
     }
+    /// True if the file gave `op`'s `loop_temporal_max` (a move's is the copy's,
+    /// zeroing's the set's).
+    pub fn loop_bound_from_file(self, op: Op) -> bool {
+        self.loop_temporal_max[loop_index(op)]
+    }
 }
 
 /// Parses a byte count: digits with an optional `B`, `KiB`/`K`, `MiB`/`M`, `GiB`/`G`.
