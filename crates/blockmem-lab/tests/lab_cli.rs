@@ -364,6 +364,29 @@ fn fleet_finds_its_distributions_without_configuration() {
     assert_eq!(workloads, ["Memcpy_Fleet", "Memmove_Fleet", "Memset_Fleet"]);
 }
 
+/// `blockmem info` (`--json` if `json`) with `BLOCKMEM_PROFILE` naming a file of `text`
+/// in `dir`; its standard output, the run checked to succeed.
+fn info_with_profile(dir: &std::path::Path, text: &str, json: bool) -> String {
+    let path = dir.join("profile");
+    std::fs::write(&path, text).unwrap();
+    let mut args = vec!["info"];
+    if json {
+        args.push("--json");
+    }
+    let out = Command::cargo_bin("blockmem")
+        .unwrap()
+        .args(&args)
+        .env("BLOCKMEM_PROFILE", &path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// `blockmem info --json` reports the decision table in force: every row as the file
 /// wrote it (rows the file lacks from the built-in table of the CPU class) and as
 /// compiled for this CPU, bands contiguous from 0, and the table's text, which parses
@@ -373,26 +396,14 @@ fn info_reports_the_decision_table_in_force() {
     use blockmem::profile::{self, Family, State};
     use blockmem::Hint;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("profile");
-    std::fs::write(
-        &path,
+    let out = info_with_profile(
+        dir.path(),
         "version = 2\nllc_effective = 24MiB\nprobe_hit_max = 180\n\
          copy.auto.unknown = from 0: sse2; from 8KiB: rep_movsb; from 64KiB: portable; from 8MiB: probe\n\
          set.noreuse.cold = from 0: sse2; from 16KiB: rep_stosb\n",
-    )
-    .unwrap();
-    let out = Command::cargo_bin("blockmem")
-        .unwrap()
-        .args(["info", "--json"])
-        .env("BLOCKMEM_PROFILE", &path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        true,
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["profile"]["error"], Value::Null, "{}", v["profile"]);
     assert_eq!(v["profile"]["source"], "BLOCKMEM_PROFILE");
     let t = &v["table"];
@@ -595,26 +606,7 @@ fn neighbour_measures_beside_another_cpu_or_says_why_not() {
 #[test]
 fn info_says_when_the_profile_names_no_loop_bounds() {
     let dir = tempfile::tempdir().unwrap();
-    let info = |text: &str, json: bool| {
-        let path = dir.path().join("profile");
-        std::fs::write(&path, text).unwrap();
-        let mut args = vec!["info"];
-        if json {
-            args.push("--json");
-        }
-        let out = Command::cargo_bin("blockmem")
-            .unwrap()
-            .args(&args)
-            .env("BLOCKMEM_PROFILE", &path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let info = |text: &str, json: bool| info_with_profile(dir.path(), text, json);
     let old = "version = 2\ncopy.auto.unknown = from 0: sse2\n";
     let text = info(old, false);
     assert!(
