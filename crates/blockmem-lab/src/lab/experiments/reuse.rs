@@ -112,23 +112,29 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         .cloned()
         .collect();
     if !again.is_empty() {
-        out.push(per_size(
+        out.push(loop_table(
             &again,
             &methods,
             format!(
                 "reuse, hot→clean, then the same copy into the same destination {AGAIN_CALLS} more times: first call / last call, ns per KiB (libc last / method last)"
             ),
             "a buffer written in a loop: each call finds the destination where the last one left it",
-            |r, kib| {
-                format!(
-                    "{:.0} / {:.0}",
-                    r.extra_f64("first_median_ns").unwrap_or(f64::NAN) / kib,
-                    r.summary.median / kib
-                )
-            },
         ));
     }
     out
+}
+
+/// A table of loop records (`After::Again`, one op), one row per size in the order
+/// the records come: each method's first and last call per KiB, with libc's last call
+/// over the method's. The `zero` experiment's loop tables too.
+pub(crate) fn loop_table(recs: &[Record], methods: &[String], title: String, note: &str) -> Table {
+    per_size(recs, methods, title, note, |r, kib| {
+        format!(
+            "{:.0} / {:.0}",
+            r.extra_f64("first_median_ns").unwrap_or(f64::NAN) / kib,
+            r.summary.median / kib
+        )
+    })
 }
 
 /// A table of `recs`, one cell per size and method: `value` of each record (given its

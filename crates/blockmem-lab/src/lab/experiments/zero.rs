@@ -136,7 +136,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         }
     }
     for op in distinct(&recs, |r| r.op.clone()) {
-        let again: Vec<Record> = recs
+        let mut again: Vec<Record> = recs
             .iter()
             .filter(|r| r.op == op && r.reuse == "again")
             .cloned()
@@ -144,38 +144,15 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
         if again.is_empty() {
             continue;
         }
-        let mut header = vec!["size".to_string()];
-        header.extend(methods.iter().cloned());
-        let mut t = Table::new(
+        again.sort_by_key(|r| r.size);
+        out.push(super::reuse::loop_table(
+            &again,
+            &methods,
             format!(
                 "zero, the same {op} on one clean block, then {AGAIN_CALLS} more times: first call / last call, ns per KiB (libc last / method last)"
             ),
             "a buffer cleared or filled in a loop: each call finds the block where the last one left it",
-            header,
-        );
-        let mut sizes = distinct(&again, |r| r.size);
-        sizes.sort_unstable();
-        for n in sizes {
-            let same = |r: &Record| r.size == n && r.op == op && r.reuse == "again";
-            let kib = n as f64 / 1024.0;
-            let mut row = vec![fmt_size(n)];
-            for m in &methods {
-                row.push(match again.iter().find(|r| &r.method == m && same(r)) {
-                    Some(r) => with_ratio(
-                        format!(
-                            "{:.0} / {:.0}",
-                            r.extra_f64("first_median_ns").unwrap_or(f64::NAN) / kib,
-                            r.summary.median / kib
-                        ),
-                        r.summary.median,
-                        libc_median(&recs, same),
-                    ),
-                    None => "-".into(),
-                });
-            }
-            t.rows.push(row);
-        }
-        out.push(t);
+        ));
     }
     out
 }
