@@ -47,8 +47,8 @@
 //! then the bodies or `general`. One atomic store per slot, so a thread inside the
 //! entry meanwhile runs one version or the other, both right.
 //!
-//! Where the code lies matters as much as what it is. Each entry starts a 64-byte line
-//! (its first directive, `.p2align 6`, sets its section's alignment, so the symbol
+//! Where the code lies matters as much as what it is. Each entry starts a 4 KiB page
+//! (its first directive, `.p2align 12`, sets its section's alignment, so the symbol
 //! itself is aligned and nothing is executed as padding), and each size class's block,
 //! from where a branch reaches it to its `ret`, lies within one 64-byte line (a longer
 //! one starts a line; a test on the disassembly checks every entry). Unaligned, the
@@ -61,6 +61,23 @@
 //! started the line; with blocks at 16-byte boundaries the shim's memset ran the fleet
 //! distributions at 0.90–0.96× glibc's speed there, within lines at 0.97–1.00×
 //! (`docs/results`, the EPYC's `doors`).
+//!
+//! And it counts pages. Aligned to lines only, an entry lay wherever the linker put
+//! it, and `blockmem_memcpy` once began 64 bytes before the end of a page, its small
+//! classes on the next: in the lab's `doors` (one size in a tight loop, the C ABI in
+//! `memcpy`'s shape, 11 rounds, two runs) it copied 1–16 bytes at 1.00× glibc's speed
+//! and 32 bytes at 0.92× (interval 0.91–0.92), where `blockmem_copy`, the same code
+//! at 0xac0 into its page, ran 1.08–1.09× and 1.00×; moved to a page's start it ran
+//! 1.08–1.09× and 1.00× too. The same code placed at eleven offsets in a page and
+//! called in a C loop took 0.7 TSC ticks more per 1–32-byte copy (5.6 -> 6.3, 6.3 ->
+//! 7.0) at the last two lines (0xf80, 0xfc0) in every one of six processes, and never
+//! ran at the faster speed (3.5–4.3) that the other placements reached in some
+//! processes and not in others (2-vCPU EPYC Zen 4 KVM guest). So no entry is left to
+//! the linker's placement: a page each costs about 3 KiB of padding per entry in the
+//! file and none in what runs. (Each at a 1 KiB boundary would also keep the bodies
+//! off a page's end and the entries at four page offsets; its runs were no better, and
+//! page starts give every build the same offset. The disassembly test also checks
+//! that no block runs in a page's last two lines.)
 //!
 //! The trades, measured on that guest in tight loops of plain calls through the PLT
 //! and with the lab's `doors` experiment:
@@ -208,10 +225,10 @@
 //! differential tests run every size through the C entries too, and every size to 160
 //! bytes against an inaccessible page (`pagedge`).
 
-/// The first lines of every entry's assembly: the 64-byte alignment, the entry's own
-/// address under a hidden name (for [`entry_address!`](crate::entry_address): the
-/// exported name may be interposed, and taking its address would need a GOT entry),
-/// and the binding slot, one aligned qword (see [`bind`]): `jmp rel32` to the flag test
+/// The first lines of every entry's assembly: the page alignment (see the module
+/// docs), the entry's own address under a hidden name (for
+/// [`entry_address!`](crate::entry_address): the exported name may be interposed, and
+/// taking its address would need a GOT entry), and the binding slot, one aligned qword (see [`bind`]): `jmp rel32` to the flag test
 /// at local label 19, the offset of the AVX2 bodies at label 30, `int3`. The bodies
 /// for AVX-512 follow at label 40.
 #[doc(hidden)]
@@ -219,7 +236,7 @@
 macro_rules! entry_head {
     ($name:ident) => {
         concat!(
-            ".p2align 6\n.globl ",
+            ".p2align 12\n.globl ",
             stringify!($name),
             "_slot\n.hidden ",
             stringify!($name),
