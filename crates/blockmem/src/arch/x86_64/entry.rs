@@ -114,8 +114,12 @@
 //!   1.45×, and 32–128-byte copies in a loop to 0.91×; both windows placed in the
 //!   bytes' lines by conditional moves (both start- or both end-aligned, twelve
 //!   instructions more) cost 0–7% hot and were slower cold (0.85–0.90× where no window
-//!   crossed a line, 0.87× where every one did). And a load takes a masked store's
-//!   bytes later than a plain store's: read back right after the call (`doors`'
+//!   crossed a line, 0.87× where every one did); a `prefetchw` of the destination
+//!   before the masked access, to start its line's fetch for ownership early, made them
+//!   slower cold, not faster (random 1–15-byte copies at cold random addresses, the
+//!   masked block alone in a C loop: 0.99× glibc's speed without it, 0.93× with it,
+//!   and 1.05× for a block of glibc's ladder in the same loop, 41 rounds). And a load
+//!   takes a masked store's bytes later than a plain store's: read back right after the call (`doors`'
 //!   read-back table), copies of 1–8 bytes ran at 0.56–0.86× glibc's speed.
 //!   2-vCPU EPYC Zen 4 KVM guest.
 //! * 64–128-byte copies are the fall-through and the masked path is one taken branch
