@@ -171,7 +171,7 @@ fn loop_bounds_from_file(source: blockmem::autoload::Source, info: &CpuInfo) -> 
         Source::Env | Source::DefaultPath => profile_path(),
         _ => None,
     };
-    let defaults = blockmem::builtin::Class::of(info.features).table();
+    let defaults = blockmem::builtin::Class::of(info.features, info.family).table();
     let parsed = path
         .and_then(|p| std::fs::read(p).ok())
         .and_then(|text| profile::parse(&text, defaults).ok());

@@ -13,12 +13,27 @@
 //!   8 MiB, or from 16 KiB with `NoReuse`): the probe's hit threshold is the default,
 //!   which sits between the LLC-hit and DRAM latencies of every host measured;
 //! * `rep stosb` for sets from 2 KiB where the CPU has fast strings (glibc's window
-//!   too), and never `rep movsb` on AMD: glibc turned it off on Zen 3 and 4 after
-//!   finding it up to 20 times slower for some destination alignments, and a table
-//!   written without measuring the host cannot rule that out. (The `rep_movsb` kernel
-//!   copies with vectors at the distances where a Zen 4 was measured slow, and is not
-//!   faster elsewhere: 2-64 KiB copies at random offsets in cache ran 0.94-0.99×
-//!   glibc's speed with it, 1.14-1.19× with `avx2`, on a 2-vCPU EPYC Zen 4 guest.)
+//!   too), and no `rep movsb` on AMD before Zen 5: glibc turned it off on Zen 3 and 4
+//!   after finding it up to 20 times slower for some destination alignments, and a
+//!   table written without measuring the host cannot rule that out. (The `rep_movsb`
+//!   kernel copies with vectors at the distances where a Zen 4 was measured slow, and
+//!   is not faster elsewhere there: 2-64 KiB copies at random offsets in cache ran
+//!   0.94-0.99× glibc's speed with it, 1.14-1.19× with `avx2`, on a 2-vCPU EPYC Zen 4
+//!   guest.)
+//! * on AMD Zen 5 (CPUID family 0x1a), the string instructions from 2 KiB for copies
+//!   and sets alike, which is where glibc 2.36 runs them on AMD. Zen 5's microcode
+//!   writes whole lines without reading them first and its vector loops fall behind,
+//!   in cache as well as out of it. On a 2-vCPU EPYC 9005 (Zen 5) KVM guest, with this
+//!   table against [`AMD_ZEN`]'s (`docs/results`, the Zen 5 host's `builtin-zen5`):
+//!   copies of 2-64 KiB at any offset, through every door of the lab's `doors`, ran
+//!   0.98-1.02× glibc's speed in cache and 0.94-1.03× on evicted lines, against
+//!   0.76-0.82× and 0.83-0.88× with `avx2`; the memset distributions on evicted lines
+//!   0.99-1.03× against 0.75-1.00×, and in cache 1.02-1.10× against 1.06-1.17×; the
+//!   policy grid's copies 1.08× (no cell below 0.95×) against 1.01× (14 cells, down to
+//!   0.57× for 64 KiB into an evicted destination). The cost is a set repeated on one
+//!   block in cache: a 4 KiB one in a C loop took 1.03× glibc's time, 0.55× with
+//!   `avx2`. Copies into fresh pages (the probe's `fresh`) keep `avx2`, which won there
+//!   on Zen 4 and ties on Zen 5.
 //!
 //! The effective LLC, which only moves where a probe looks, comes from
 //! [`crate::cpu::llc_estimate`]: CPUID's size, but never more than a core can really
@@ -36,8 +51,10 @@ use crate::profile::{
 pub enum Class {
     /// Intel with AVX-512 (byte/word) and fast short `rep movsb`.
     IntelAvx512,
-    /// AMD Zen (the CPUs with `clzero`), AVX2 and possibly AVX-512.
+    /// AMD Zen (the CPUs with `clzero`) before Zen 5, AVX2 and possibly AVX-512.
     AmdZen,
+    /// AMD Zen 5 and later (family 0x1a on), AVX2 and possibly AVX-512.
+    AmdZen5,
     /// AVX2 without the above (Intel or AMD).
     Avx2,
     /// SSE2 only (the x86-64 baseline), or not x86-64.
@@ -46,18 +63,24 @@ pub enum Class {
 
 impl Class {
     /// Every class.
-    pub const ALL: [Class; 4] = [
+    pub const ALL: [Class; 5] = [
         Class::IntelAvx512,
         Class::AmdZen,
+        Class::AmdZen5,
         Class::Avx2,
         Class::Baseline,
     ];
 
-    /// The class of a CPU with features `f` (CLZERO marks AMD Zen, which may also have
-    /// AVX-512 and FSRM).
-    pub const fn of(f: Features) -> Class {
+    /// The class of a CPU with features `f` and CPUID family `family` (CLZERO marks AMD
+    /// Zen, which may also have AVX-512 and FSRM; Zen 5 is family 0x1a, and the string
+    /// instructions it runs differ from Zen 4's: see the module docs).
+    pub const fn of(f: Features, family: u32) -> Class {
         if f.contains(Features::CLZERO) && f.contains(Features::AVX2) {
-            Class::AmdZen
+            if family >= ZEN5_FAMILY {
+                Class::AmdZen5
+            } else {
+                Class::AmdZen
+            }
         } else if f.contains(Features::AVX512BW.union(Features::FSRM)) {
             Class::IntelAvx512
         } else if f.contains(Features::AVX2) {
@@ -67,11 +90,12 @@ impl Class {
         }
     }
 
-    /// The stable name (`intel-avx512`, `amd-zen`, `avx2`, `baseline`).
+    /// The stable name (`intel-avx512`, `amd-zen`, `amd-zen5`, `avx2`, `baseline`).
     pub const fn name(self) -> &'static str {
         match self {
             Class::IntelAvx512 => "intel-avx512",
             Class::AmdZen => "amd-zen",
+            Class::AmdZen5 => "amd-zen5",
             Class::Avx2 => "avx2",
             Class::Baseline => "baseline",
         }
@@ -83,6 +107,7 @@ impl Class {
         match self {
             Class::IntelAvx512 => &INTEL_AVX512,
             Class::AmdZen => &AMD_ZEN,
+            Class::AmdZen5 => &AMD_ZEN5,
             Class::Avx2 => &AVX2,
             Class::Baseline => &BASELINE,
         }
@@ -92,6 +117,9 @@ impl Class {
 const fn run(k: KernelId) -> Action {
     Action::Run(k)
 }
+
+/// The CPUID family of AMD Zen 5 (EPYC 9005, Ryzen 9000).
+pub const ZEN5_FAMILY: u32 = 0x1a;
 
 const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
@@ -228,6 +256,40 @@ static AMD_ZEN: Table = table(
     ),
 );
 
+/// AMD Zen 5: `rep movsb` for copies and `rep stosb` for sets from 2 KiB (glibc's
+/// window on AMD, from 2,112 bytes), where the destination is cold, cached or not
+/// probed; a fresh destination keeps `avx2`; streaming as [`AMD_ZEN`].
+static AMD_ZEN5: Table = table(
+    fresh_keeps(
+        family(
+            KernelId::Avx2,
+            KernelId::Avx2,
+            Some((2 * KIB, KernelId::RepMovsb)),
+            KernelId::Avx2Nt,
+            None,
+        ),
+        KernelId::Avx2,
+    ),
+    family(
+        KernelId::Avx2,
+        KernelId::Avx2,
+        Some((2 * KIB, KernelId::RepStosb)),
+        KernelId::Clzero,
+        None,
+    ),
+);
+
+/// `rows` with every fresh row running `k` whatever the size.
+const fn fresh_keeps(rows: FamilyRows, k: KernelId) -> FamilyRows {
+    let mut rows = rows;
+    let mut h = 0;
+    while h < 3 {
+        rows[h][3] = Row::always(run(k));
+        h += 1;
+    }
+    rows
+}
+
 /// AVX2 without AVX-512 or CLZERO (Intel, in practice: every AMD Zen has CLZERO).
 /// Copies: `rep movsb` from 4 KiB where the destination may be cached (glibc's AVX2
 /// path does the same, and on an Intel Xeon with AVX-512 and glibc masked to AVX2 it
@@ -306,15 +368,56 @@ mod tests {
 
     #[test]
     fn classes_follow_the_features() {
+        let zen4 = 0x19;
         let avx2 = Features::SSE2.union(Features::AVX).union(Features::AVX2);
-        assert_eq!(Class::of(avx2), Class::Avx2);
-        assert_eq!(Class::of(avx2.union(Features::CLZERO)), Class::AmdZen);
+        assert_eq!(Class::of(avx2, 6), Class::Avx2);
+        assert_eq!(Class::of(avx2, ZEN5_FAMILY), Class::Avx2);
+        assert_eq!(Class::of(avx2.union(Features::CLZERO), zen4), Class::AmdZen);
+        assert_eq!(Class::of(avx2.union(Features::CLZERO), 0x17), Class::AmdZen);
+        let zen5 = avx2.union(Features::CLZERO).union(Features::FSRM);
+        assert_eq!(Class::of(zen5, ZEN5_FAMILY), Class::AmdZen5);
+        assert_eq!(Class::of(zen5, ZEN5_FAMILY + 1), Class::AmdZen5);
         let skx = avx2
             .union(Features::AVX512F)
             .union(Features::AVX512BW)
             .union(Features::FSRM);
-        assert_eq!(Class::of(skx), Class::IntelAvx512);
-        assert_eq!(Class::of(skx.union(Features::CLZERO)), Class::AmdZen);
-        assert_eq!(Class::of(Features::SSE2), Class::Baseline);
+        assert_eq!(Class::of(skx, 6), Class::IntelAvx512);
+        assert_eq!(Class::of(skx.union(Features::CLZERO), zen4), Class::AmdZen);
+        assert_eq!(
+            Class::of(skx.union(Features::CLZERO), ZEN5_FAMILY),
+            Class::AmdZen5
+        );
+        assert_eq!(Class::of(Features::SSE2, ZEN5_FAMILY), Class::Baseline);
+    }
+
+    #[test]
+    fn zen5_runs_the_string_instructions_from_2_kib_but_copies_into_fresh_pages() {
+        let t = Class::AmdZen5.table();
+        for hint in [Hint::Auto, Hint::Reuse, Hint::NoReuse] {
+            for (fam, k) in [
+                (Family::Copy, KernelId::RepMovsb),
+                (Family::Set, KernelId::RepStosb),
+            ] {
+                for st in [State::Unknown, State::Cached, State::Cold] {
+                    let r = t.row(fam, hint, st);
+                    assert_eq!(
+                        r.at(2 * KIB - 1),
+                        Action::Run(KernelId::Avx2),
+                        "{fam:?} {hint:?} {st:?}"
+                    );
+                    assert_eq!(r.at(2 * KIB), Action::Run(k), "{fam:?} {hint:?} {st:?}");
+                }
+                assert_eq!(t.row(fam, hint, State::Cached).at(64 * MIB), Action::Run(k));
+            }
+            // Copies into fresh pages keep vectors; sets take `rep stosb` there too.
+            for n in [0, 2 * KIB, MIB, 64 * MIB] {
+                let r = t.row(Family::Copy, hint, State::Fresh);
+                assert_eq!(r.at(n), Action::Run(KernelId::Avx2));
+            }
+        }
+        // Zen 4 and earlier keep vectors in cache.
+        let t = Class::AmdZen.table();
+        let unknown = t.row(Family::Copy, Hint::Auto, State::Unknown);
+        assert_eq!(unknown.at(64 * KIB), Action::Run(KernelId::Avx2));
     }
 }

@@ -148,6 +148,35 @@ pub fn detected_features() -> Features {
     Features(DETECTED.load(Ordering::Relaxed) & !INIT_BIT)
 }
 
+static FAMILY: AtomicU32 = AtomicU32::new(0);
+
+/// The CPU's family, extended family folded in (as [`CpuInfo::family`]): read once, 0
+/// off x86-64. The built-in table of an AMD Zen depends on it
+/// ([`crate::builtin::Class::of`]).
+pub fn family() -> u32 {
+    let f = FAMILY.load(Ordering::Relaxed);
+    if f & INIT_BIT != 0 {
+        return f & !INIT_BIT;
+    }
+    #[cfg(target_arch = "x86_64")]
+    let f = family_of_leaf1(x86::cpuid(1, 0).eax);
+    #[cfg(not(target_arch = "x86_64"))]
+    let f = 0;
+    FAMILY.store(f | INIT_BIT, Ordering::Relaxed);
+    f
+}
+
+/// The family in CPUID leaf 1's EAX: the base family, plus the extended family where
+/// the base is 0xf.
+pub const fn family_of_leaf1(eax: u32) -> u32 {
+    let base = (eax >> 8) & 0xf;
+    if base == 0xf {
+        base + ((eax >> 20) & 0xff)
+    } else {
+        base
+    }
+}
+
 /// CPUID leaves as another party already read them, for [`detect_from`]: EAX, EBX,
 /// ECX, EDX of leaf 1, leaf 7 (subleaf 0), 0x8000_0001, 0x8000_0007 and 0x8000_0008;
 /// all zeros for a leaf the CPU lacks.
@@ -703,11 +732,7 @@ mod x86 {
         info.vendor = vendor_of(&info.vendor_string);
         let l1 = cpuid(1, 0);
         let base_family = (l1.eax >> 8) & 0xf;
-        info.family = if base_family == 0xf {
-            base_family + ((l1.eax >> 20) & 0xff)
-        } else {
-            base_family
-        };
+        info.family = family_of_leaf1(l1.eax);
         info.model = (l1.eax >> 4) & 0xf;
         if base_family == 0x6 || base_family == 0xf {
             info.model |= ((l1.eax >> 16) & 0xf) << 4;

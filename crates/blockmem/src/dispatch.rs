@@ -197,7 +197,7 @@ pub fn table() -> &'static Table {
 
 /// The CPU class whose built-in table serves rows a profile does not give.
 pub fn builtin_class() -> Class {
-    Class::of(cpu::features())
+    Class::of(cpu::features(), cpu::family())
 }
 
 fn record_error(e: Option<ProfileError>) {

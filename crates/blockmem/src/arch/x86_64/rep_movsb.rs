@@ -7,7 +7,8 @@
 //! Moves: `rep movsb` copies in ascending order, which is correct whenever `dst` is
 //! below `src` or the ranges are disjoint. Descending `rep movsb` (with `std`) is
 //! architecturally correct but runs without fast-string microcode on every CPU we know,
-//! so the overlapping `dst > src` case uses the SSE2 backward loop instead.
+//! so the overlapping `dst > src` case takes the backward loop of the widest temporal
+//! vector kernel the CPU runs.
 //!
 //! Where the destination lies 1–31 bytes past the source modulo 4 KiB the microcode
 //! falls off a cliff, and the kernel copies with vectors instead ([`short_alias`]). On
@@ -39,7 +40,8 @@ pub fn short_alias(dst: *const u8, src: *const u8) -> bool {
 }
 
 /// `op` (copy or move) with the widest temporal vector kernel the CPU runs (features
-/// masked off included), for the distances [`short_alias`] finds.
+/// masked off included), for the distances [`short_alias`] finds and the moves that
+/// ascending `rep movsb` would get wrong (`dst` above `src`, overlapping).
 ///
 /// # Safety
 /// As the op's contract: `src` valid for `n` reads, `dst` for `n` writes; no overlap
@@ -98,16 +100,14 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 #[inline]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: ascending rep movsb only when dst is below src or the ranges are
-    // disjoint; otherwise the SSE2 move, which handles dst > src.
+    // disjoint; otherwise a vector kernel's move, which handles dst > src.
     unsafe {
         if n <= SMALL_MAX {
             copy_le32(dst, src, n)
-        } else if short_alias(dst, src) {
-            by_vectors(Op::Move, dst, src, n)
-        } else if (dst as usize).wrapping_sub(src as usize) >= n {
+        } else if (dst as usize).wrapping_sub(src as usize) >= n && !short_alias(dst, src) {
             rep_movsb(dst, src, n)
         } else {
-            super::sse2::move_(dst, src, n)
+            by_vectors(Op::Move, dst, src, n)
         }
     }
 }
