@@ -31,7 +31,7 @@
 //!   0.99-1.03× against 0.75-1.00×, and in cache 1.02-1.10× against 1.06-1.17×; the
 //!   policy grid's copies 1.08× (no cell below 0.95×) against 1.01× (14 cells, down to
 //!   0.57× for 64 KiB into an evicted destination). The cost is a set repeated on one
-//!   block in cache: a 4 KiB one in a C loop took 1.03× glibc's time, 0.55× with
+//!   block in cache: a 4 KiB one in a C loop took 1.01-1.03× glibc's time, 0.55-0.57× with
 //!   `avx2`. Copies into fresh pages (the probe's `fresh`) keep `avx2`, which won there
 //!   on Zen 4 and ties on Zen 5.
 //!
