@@ -22,18 +22,19 @@
 //!   guest.)
 //! * on AMD Zen 5 (CPUID family 0x1a), the string instructions from 2 KiB for copies
 //!   and sets alike, which is where glibc 2.36 runs them on AMD. Zen 5's microcode
-//!   writes whole lines without reading them first and its vector loops fall behind,
-//!   in cache as well as out of it. On a 2-vCPU EPYC 9005 (Zen 5) KVM guest, with this
-//!   table against [`AMD_ZEN`]'s (`docs/results`, the Zen 5 host's `builtin-zen5`):
-//!   copies of 2-64 KiB at any offset, through every door of the lab's `doors`, ran
+//!   runs as if it wrote whole lines without reading them first (the guest measured
+//!   has no hardware counters to tell), and its vector loops fall behind, in cache as
+//!   well as out of it. On a 2-vCPU EPYC 9005 (Zen 5) KVM guest, with this table
+//!   against `amd-zen`'s (`docs/results`, the Zen 5 host's `builtin-zen5`): copies
+//!   of 2-64 KiB at any offset, through every door of the lab's `doors`, ran
 //!   0.98-1.02× glibc's speed in cache and 0.94-1.03× on evicted lines, against
 //!   0.76-0.82× and 0.83-0.88× with `avx2`; the memset distributions on evicted lines
 //!   0.99-1.03× against 0.75-1.00×, and in cache 1.02-1.10× against 1.06-1.17×; the
-//!   policy grid's copies 1.08× (no cell below 0.95×) against 1.01× (14 cells, down to
-//!   0.57× for 64 KiB into an evicted destination). The cost is a set repeated on one
-//!   block in cache: a 4 KiB one in a C loop took 1.01-1.03× glibc's time, 0.55-0.57× with
-//!   `avx2`. Copies into fresh pages (the probe's `fresh`) keep `avx2`, which won there
-//!   on Zen 4 and ties on Zen 5.
+//!   policy grid's copies 1.08× (no cell below 0.95×) against 1.01× (14 cells, down
+//!   to 0.57× for 64 KiB into an evicted destination). The cost is a set repeated on
+//!   one block in cache: a 4 KiB one in a C loop took 1.01-1.03× glibc's time,
+//!   0.55-0.57× with `avx2`. Copies into fresh pages (the probe's `fresh`) keep
+//!   `avx2`, which won there on Zen 4 and ties on Zen 5.
 //!
 //! The effective LLC, which only moves where a probe looks, comes from
 //! [`crate::cpu::llc_estimate`]: CPUID's size, but never more than a core can really
