@@ -11,13 +11,14 @@
 //! without `#[target_feature]` cannot inline one with it), the register moves of its
 //! other paths; 16–128-byte copies and sets in a tight loop ran at 0.6–0.9× glibc's
 //! speed that way on a 2-vCPU Intel Xeon KVM guest. Here each size class is found by
-//! a binary search ending in its own straight-line block. Each tests for more than 128
-//! bytes first, then for less than 64 (glibc's functions test for less than 64 first;
-//! see the trades below): 64–128 bytes with two compares and no taken branch, 129–256
-//! with one compare and one taken branch, 1–63 bytes with two compares and one taken
-//! branch (sets: one masked store; copies of 1–15 bytes: one masked access), copies of
-//! 16–63 bytes with two taken branches, 257–512 bytes with two, 513–2048 (a loop) with
-//! three.
+//! a binary search ending in its own straight-line block. Copies test for less than 64
+//! bytes first, then for more than 128, as glibc's functions do; sets test for more
+//! than 128 first (see the trades below). Copies: 64–128 bytes with two compares and
+//! no taken branch, 1–63 with one compare and one taken branch (1–15 bytes: one
+//! masked access; 16–63: two taken branches), 129–256 with three compares and one
+//! taken branch, 257–512 with two taken branches, 513–2048 (a loop) with three. Sets:
+//! 64–128 bytes with two compares and no taken branch, 129–256 with one compare and
+//! one taken branch, 1–63 with two compares and one taken branch (one masked store).
 //!
 //! ## Binding: the flag test leaves the call
 //!
@@ -148,23 +149,34 @@
 //!   sets ran at 0.79–0.83× glibc's speed (in a C loop, 9.3–9.7 ns a set and read
 //!   against 7.1–7.5 with the window at the destination and 7.9 with the line alone,
 //!   no conditional move, wrong where the bytes cross a line).
-//! * copies and sets test for more than 128 bytes before they test for less than 64,
-//!   the reverse of glibc's functions. Where sizes come at random, each test mispredicts
-//!   about as often as its rarer side comes, so a search pays, per call, the sum over
-//!   its tests of the share of calls reaching the test times the rarer side's share
-//!   among them. With the small sets the common class (S, below 64 bytes), then the
-//!   middle (M, 64–128) and the rest (L), glibc's order pays (M + L) + min(M, L), this
-//!   one L + M: min(M, L) fewer mispredictions a call, 0.07 for Memset_0, 0.09 for
-//!   Memset_Fleet, 0.21 for Memset_4 (the repository's distributions, assuming a
-//!   predictor that learns only each test's bias). A small set pays a not-taken
-//!   compare more, a set above 128 bytes one less. With `doors` (21 rounds, two runs
-//!   of each order alternated, 2-vCPU EPYC Zen 4 KVM guest) the memset distributions
-//!   hot went from 0.96–1.05× glibc's speed (geometric mean 1.00–1.01 in every door) to
-//!   1.02–1.11× (1.06–1.07), and one size in a tight loop stayed at 0.98–1.03× from 1
-//!   byte to 4 KiB. The copy and move distributions, the same way: hot 1.11–1.97× ->
-//!   1.12–2.03× (geometric mean 1.49–1.54 -> 1.54–1.58), every one faster but
-//!   Memcpy_0 (half its calls at 513–2048 bytes, where the model loses 0.04 a call:
-//!   1.45–1.48× -> 1.40–1.47×); one size in a loop 0.95× or above either way.
+//! * sets test for more than 128 bytes before they test for less than 64, the reverse
+//!   of glibc's functions (copies did too; see the next point). Where sizes come at
+//!   random, each test mispredicts about as often as its rarer side comes, so a search
+//!   pays, per call, the sum over its tests of the share of calls reaching the test
+//!   times the rarer side's share among them. With the small sets the common class (S,
+//!   below 64 bytes), then the middle (M, 64–128) and the rest (L), glibc's order pays
+//!   (M + L) + min(M, L), this one L + M: min(M, L) fewer mispredictions a call, 0.07
+//!   for Memset_0, 0.09 for Memset_Fleet, 0.21 for Memset_4 (the repository's
+//!   distributions, assuming a predictor that learns only each test's bias). A small
+//!   set pays a not-taken compare more, a set above 128 bytes one less. With `doors`
+//!   (21 rounds, two runs of each order alternated, 2-vCPU EPYC Zen 4 KVM guest) the
+//!   memset distributions hot went from 0.96–1.05× glibc's speed (geometric mean
+//!   1.00–1.01 in every door) to 1.02–1.11× (1.06–1.07), and one size in a tight loop
+//!   stayed at 0.98–1.03× from 1 byte to 4 KiB. The copy and move distributions, the
+//!   same way: hot 1.11–1.97× -> 1.12–2.03× (geometric mean 1.49–1.54 -> 1.54–1.58),
+//!   every one faster but Memcpy_0 (half its calls at 513–2048 bytes, where the model
+//!   loses 0.04 a call: 1.45–1.48× -> 1.40–1.47×); one size in a loop 0.95× or above
+//!   either way.
+//! * copies test for less than 64 bytes first, as glibc's functions do, and give up
+//!   that gain: on a 2-vCPU AMD EPYC Zen 5 (family 0x1a) KVM guest, copies of 64 and
+//!   128 bytes in a tight loop (`doors`, 21 rounds) ran at 0.87-0.92× glibc's speed
+//!   through every door in ten runs of three builds testing for more than 128 first,
+//!   and at 0.97-1.01× in five runs of two builds testing for less than 64 first,
+//!   with the same two loads and two stores behind either order (glibc's path; in a C
+//!   loop at sixteen placements both orders tied with it: not explained). The fleet
+//!   distributions' geometric mean went from 1.33-1.37× to 1.30-1.36× glibc's speed
+//!   hot, per door, and 256-byte copies in a loop stayed at 1.05-1.20×. Sets show no
+//!   such cliff there (64 and 128 bytes at 0.99-1.01× in every run).
 //! * sets below 64 bytes do not test for zero, as glibc's do not: an empty masked
 //!   store costs the assist only where the page is not writable (`memset(NULL, c, 0)`
 //!   or an untouched zero page: 78 ns, as glibc's; 0.9 ns on a written page), while the
@@ -174,7 +186,7 @@
 //!
 //! ```text
 //!   unbound slot: flag 1 -> after the slot; flag 2 -> AVX2 bodies; else `general`
-//!   copy  n > 128 first, then n < 64;
+//!   copy  n < 64 first, then n > 128;
 //!         64 <= n <= 128  two 64-byte loads from both ends, then the stores
 //!         n < 16    n == 0 returns; one masked 16-byte load and store
 //!         n < 32    two 16-byte loads from both ends, then the stores
@@ -342,11 +354,11 @@ macro_rules! copy_entry {
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
                 $crate::entry_head!($name),
-                // Above 128 first, then below 64 (see the module docs).
-                "cmp rdx, 128",
-                "ja 4f",
+                // Below 64 first, then above 128 (see the module docs).
                 "cmp rdx, 64",
                 "jb 1f",
+                "cmp rdx, 128",
+                "ja 4f",
                 "vmovdqu64 zmm16, zmmword ptr [rsi]",
                 "vmovdqu64 zmm17, zmmword ptr [rsi + rdx - 64]",
                 "vmovdqu64 zmmword ptr [rdi], zmm16",
