@@ -169,14 +169,15 @@
 //!   either way.
 //! * copies test for less than 64 bytes first, as glibc's functions do, and give up
 //!   that gain: on a 2-vCPU AMD EPYC Zen 5 (family 0x1a) KVM guest, copies of 64 and
-//!   128 bytes in a tight loop (`doors`, 21 rounds) ran at 0.87-0.92× glibc's speed
-//!   through every door in ten runs of three builds testing for more than 128 first,
-//!   and at 0.97-1.01× in five runs of two builds testing for less than 64 first,
+//!   128 bytes in a tight loop ran at 0.87-0.97× glibc's speed through every door (most
+//!   0.87-0.91×) with the other order and at 0.99-1.01× with this one (`doors`, 21
+//!   rounds, two runs of each alternated; the same in twelve more runs of four builds),
 //!   with the same two loads and two stores behind either order (glibc's path; in a C
 //!   loop at sixteen placements both orders tied with it: not explained). The fleet
-//!   distributions' geometric mean went from 1.33-1.37× to 1.30-1.36× glibc's speed
-//!   hot, per door, and 256-byte copies in a loop stayed at 1.05-1.20×. Sets show no
-//!   such cliff there (64 and 128 bytes at 0.99-1.01× in every run).
+//!   distributions' geometric mean went from 1.33-1.38× to 1.30-1.34× glibc's speed hot
+//!   per door, and from 1.04-1.07× to 1.06-1.09× cold; 256-byte copies in a loop stayed
+//!   at 1.05-1.20×. Sets show no such cliff there (64 and 128 bytes at 0.99-1.01× in
+//!   every run).
 //! * sets below 64 bytes do not test for zero, as glibc's do not: an empty masked
 //!   store costs the assist only where the page is not writable (`memset(NULL, c, 0)`
 //!   or an untouched zero page: 78 ns, as glibc's; 0.9 ns on a written page), while the
