@@ -27,6 +27,7 @@
 //! 20× as fast (`blockmem lab alignment`).
 
 use crate::arch::all::small::{copy_le32, SMALL_MAX};
+use crate::arch::generic::disjoint;
 use crate::kernel::Op;
 
 /// Distances (`dst − src` modulo 4 KiB, in bytes, from 1) where `rep movsb` is slow.
@@ -106,7 +107,7 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
     unsafe {
         if n <= SMALL_MAX {
             copy_le32(dst, src, n)
-        } else if crate::arch::generic::disjoint(dst, src, n) && !short_alias(dst, src) {
+        } else if disjoint(dst, src, n) && !short_alias(dst, src) {
             rep_movsb(dst, src, n)
         } else {
             by_vectors(Op::Move, dst, src, n)
