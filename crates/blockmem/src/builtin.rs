@@ -259,7 +259,9 @@ static AMD_ZEN: Table = table(
 
 /// AMD Zen 5: `rep movsb` for copies and `rep stosb` for sets from 2 KiB (glibc's
 /// window on AMD, from 2,112 bytes), where the destination is cold, cached or not
-/// probed; a fresh destination keeps `avx2`; streaming as [`AMD_ZEN`].
+/// probed; a fresh destination keeps `avx2`; streaming as [`AMD_ZEN`]. Sets below 1
+/// MiB into a destination known to be cached (written lately: the dispatcher's
+/// memory, [`crate::dispatch::written_lately`]) keep `avx2` (`Auto` and `Reuse`).
 static AMD_ZEN5: Table = table(
     fresh_keeps(
         family(
@@ -271,14 +273,51 @@ static AMD_ZEN5: Table = table(
         ),
         KernelId::Avx2,
     ),
-    family(
+    cached_keeps(
+        family(
+            KernelId::Avx2,
+            KernelId::Avx2,
+            Some((2 * KIB, KernelId::RepStosb)),
+            KernelId::Clzero,
+            None,
+        ),
         KernelId::Avx2,
-        KernelId::Avx2,
-        Some((2 * KIB, KernelId::RepStosb)),
-        KernelId::Clzero,
-        None,
+        MIB,
     ),
 );
+
+/// `rows` with the cached rows of `Auto` and `Reuse` calls running `k` below `to`.
+/// Below the probe's sizes they serve only destinations the dispatcher remembers
+/// writing lately (in the L1 or L2 cache: see [`crate::dispatch::WRITTEN_WINDOW`]);
+/// `NoReuse` calls probe from 16 KiB, and a probe's hit may be an L3 one.
+const fn cached_keeps(rows: FamilyRows, k: KernelId, to: usize) -> FamilyRows {
+    let mut rows = rows;
+    let mut h = 0;
+    while h < 2 {
+        let old = rows[h][1].bands_const();
+        let mut r = Row::always(run(k));
+        let mut i = 0;
+        while i < old.len() {
+            // The old row's band holding `to` starts there; later ones follow.
+            let next = if i + 1 < old.len() {
+                old[i + 1].from
+            } else {
+                usize::MAX
+            };
+            if next > to {
+                let from = if old[i].from > to { old[i].from } else { to };
+                r = match r.with(from, old[i].action) {
+                    Some(r) => r,
+                    None => panic!("bands are sorted"),
+                };
+            }
+            i += 1;
+        }
+        rows[h][1] = r;
+        h += 1;
+    }
+    rows
+}
 
 /// `rows` with every fresh row running `k` whatever the size.
 const fn fresh_keeps(rows: FamilyRows, k: KernelId) -> FamilyRows {
@@ -400,6 +439,10 @@ mod tests {
                 (Family::Set, KernelId::RepStosb),
             ] {
                 for st in [State::Unknown, State::Cached, State::Cold] {
+                    // Sets known to be cached below 1 MiB: next test.
+                    if fam == Family::Set && st == State::Cached && hint != Hint::NoReuse {
+                        continue;
+                    }
                     let r = t.row(fam, hint, st);
                     assert_eq!(
                         r.at(2 * KIB - 1),
@@ -420,5 +463,34 @@ mod tests {
         let t = Class::AmdZen.table();
         let unknown = t.row(Family::Copy, Hint::Auto, State::Unknown);
         assert_eq!(unknown.at(64 * KIB), Action::Run(KernelId::Avx2));
+    }
+
+    #[test]
+    fn zen5_sets_a_block_known_cached_with_vectors_below_1_mib() {
+        let t = Class::AmdZen5.table();
+        for hint in [Hint::Auto, Hint::Reuse] {
+            let cached = t.row(Family::Set, hint, State::Cached);
+            for n in [0, 2 * KIB, 4 * KIB, MIB - 1] {
+                assert_eq!(cached.at(n), Action::Run(KernelId::Avx2), "{hint:?} {n}");
+            }
+            for n in [MIB, 64 * MIB] {
+                assert_eq!(
+                    cached.at(n),
+                    Action::Run(KernelId::RepStosb),
+                    "{hint:?} {n}"
+                );
+            }
+            // Not probed below 1 MiB: the cached row is met only through the
+            // dispatcher's memory of pages written lately.
+            let unknown = t.row(Family::Set, hint, State::Unknown);
+            assert_eq!(unknown.at(4 * KIB), Action::Run(KernelId::RepStosb));
+            assert_eq!(unknown.at(MIB), Action::Probe);
+        }
+        // `NoReuse` probes from 16 KiB, and its probe's hits include the L3's.
+        let cached = t.row(Family::Set, Hint::NoReuse, State::Cached);
+        assert_eq!(cached.at(16 * KIB), Action::Run(KernelId::RepStosb));
+        // Copies are unchanged: `rep movsb` in cache too.
+        let cached = t.row(Family::Copy, Hint::Auto, State::Cached);
+        assert_eq!(cached.at(4 * KIB), Action::Run(KernelId::RepMovsb));
     }
 }

@@ -424,9 +424,10 @@ unsafe fn probed_state(plan: &Plan, op: Op, dst: *const u8, src: *const u8, n: u
     unsafe { probe_block(dst, n, plan) }
 }
 
-/// The kernel of a call whose `unknown` band probes, after probing; a destination
-/// this process streamed lately and meets again gets a temporal kernel instead (see
-/// [`STREAMED`]).
+/// The kernel of a call whose `unknown` band has no entry point for the hot path: a
+/// band that recalls ([`recalled`]), else one that probes, after probing; a
+/// destination this process streamed lately and meets again gets a temporal kernel
+/// instead (see [`STREAMED`]).
 ///
 /// # Safety
 /// As [`probed_state`].
@@ -438,6 +439,13 @@ unsafe fn after_probe(
     n: usize,
     hint: Hint,
 ) -> (KernelId, *mut ()) {
+    let second = matches!(op, Op::Move | Op::Zero);
+    if let Step::Recall(k) = plan
+        .row(Family::of(op), hint, State::Unknown)
+        .step(n, second)
+    {
+        return recalled(plan, op, dst, n, hint, k);
+    }
     // SAFETY: forwarded contract.
     let state = unsafe { probed_state(plan, op, dst, src, n) };
     let (k, f) = step_or_portable(plan, op, n, hint, state);
@@ -465,6 +473,159 @@ fn tsc() -> usize {
     #[cfg(not(target_arch = "x86_64"))]
     {
         0
+    }
+}
+
+/// The kernel of a call in a band that recalls ([`Step::Recall`]), whose `unknown` row
+/// runs `k`: the `cached` row's kernel where the page `dst` starts in was written by a
+/// call of such a band less than [`WRITTEN_WINDOW`] ticks ago, else `k`. Either way the
+/// page is remembered ([`WRITTEN`]) as written now.
+fn recalled(
+    plan: &Plan,
+    op: Op,
+    dst: *const u8,
+    n: usize,
+    hint: Hint,
+    k: KernelId,
+) -> (KernelId, *mut ()) {
+    if written_lately(dst as usize, tsc) {
+        let (c, f) = step_or_portable(plan, op, n, hint, State::Cached);
+        if !c.streams() {
+            return (c, f);
+        }
+    }
+    (k, entry_of(k, op))
+}
+
+/// The entry point of kernel `k` for `op` (the portable kernel's where `k` lacks it,
+/// which a compiled plan never names).
+fn entry_of(k: KernelId, op: Op) -> *mut () {
+    match crate::kernel::entry_for(k, op) {
+        Some(f) => f,
+        None => crate::kernel::entry_for(KernelId::Portable, op).unwrap_or(core::ptr::null_mut()),
+    }
+}
+
+/// Ways in each set of [`WRITTEN`].
+const WRITTEN_WAYS: usize = 4;
+/// Sets of [`WRITTEN`] (a power of two).
+const WRITTEN_SETS: usize = 64;
+
+/// One set of the memory of written pages: page numbers (0: empty) and the
+/// time-stamp counter when each was last checked (0: not yet), its low bits the count
+/// of calls left that trust the check ([`written_lately`]), in one cache line.
+#[repr(C, align(64))]
+struct WrittenSet {
+    page: [AtomicUsize; WRITTEN_WAYS],
+    at: [AtomicUsize; WRITTEN_WAYS],
+}
+
+/// The pages that calls of recalling bands ([`Step::Recall`]) started in lately, for
+/// the process: a set-associative table of [`WRITTEN_SETS`] sets of [`WRITTEN_WAYS`]
+/// pages, the set chosen by the calling thread's stack (which megabyte it lies in), the
+/// way by the page.
+///
+/// Why: below the sizes where a probe pays, a call cannot tell a destination in cache
+/// from one in memory, and the kernel that wins on one loses on the other. On a 2-vCPU
+/// AMD EPYC 9005 (Zen 5) KVM guest, a 4-64 KiB set with `rep stosb` ran at glibc's speed
+/// on both (glibc runs it too), where 32-byte stores ran 1.5-1.8x as fast on a block in
+/// the L1 or L2 cache (4 KiB set again and again: 40 TSC ticks against 72; 16 KiB: 162
+/// against 265; 256 KiB: 2,636 against 4,010) and 0.5-0.8x as fast on one in memory. A
+/// destination written by the call before, or a few calls before, is in cache: a
+/// program setting one buffer again and again, or reusing a freed heap block at once.
+/// So a recalling band runs the `unknown` row's kernel (the one for a destination
+/// nobody knows) unless the page the call starts in was written by such a call lately,
+/// and then the `cached` row's. Lately is [`WRITTEN_WINDOW`].
+///
+/// Each thread mostly keeps to its own set (threads' stacks lie megabytes apart), so
+/// threads setting their own blocks do not take each other's lines on every call. The
+/// first call on a page stores it without a time (no time-stamp read on calls at new
+/// addresses: scattered calls pay one load and two stores); the second stores the
+/// time; from the third on, a call within the window finds it written lately. Races between threads lose or
+/// repeat an entry: a wrong guess costs one call the other kernel, never correctness.
+static WRITTEN: [WrittenSet; WRITTEN_SETS] = [const {
+    WrittenSet {
+        page: [const { AtomicUsize::new(0) }; WRITTEN_WAYS],
+        at: [const { AtomicUsize::new(0) }; WRITTEN_WAYS],
+    }
+}; WRITTEN_SETS];
+
+/// How long (time-stamp counter ticks) a page written by a recalling call counts as
+/// written lately: about the time a core takes to read half a megabyte of other data
+/// (at 32 bytes a tick), which would push a block out of a 1-2 MiB L2 cache. Once it
+/// has left the L2, 32-byte stores lost to `rep stosb` there: on the Zen 5 guest above,
+/// a 64 KiB set after a 2 MiB read took 2,236 ticks with them against 1,638 (16 KiB: 520
+/// against 572; 4 KiB: 260 against 208, each the median of 15). 6 us at a 2.6 GHz
+/// counter; a loop on one buffer comes back within a few hundred ticks.
+pub const WRITTEN_WINDOW: usize = 1 << 14;
+
+/// Multiplier of the memory's hashes (the golden ratio in fixed point, truncated where
+/// `usize` is narrower).
+const GOLDEN: usize = 0x9e37_79b9_7f4a_7c15_u64 as usize;
+
+/// The entry of [`WRITTEN`] for the page holding `dst`, as seen from the calling
+/// thread: (the way's page, its time).
+#[inline(always)]
+fn written_entry(dst: usize) -> (&'static AtomicUsize, &'static AtomicUsize, usize) {
+    let marker = 0u8;
+    let stack = core::ptr::addr_of!(marker) as usize;
+    let set = (stack >> 20).wrapping_mul(GOLDEN) >> (usize::BITS - WRITTEN_SETS.trailing_zeros());
+    let page = dst >> 12;
+    let way = page.wrapping_mul(GOLDEN) >> (usize::BITS - WRITTEN_WAYS.trailing_zeros());
+    let s = &WRITTEN[set % WRITTEN_SETS];
+    (&s.page[way % WRITTEN_WAYS], &s.at[way % WRITTEN_WAYS], page)
+}
+
+/// Calls on a page found written lately that trust that finding without reading the
+/// time-stamp counter again (see [`written_lately`]).
+const WRITTEN_TRUSTED: usize = 15;
+/// The bits of a [`WRITTEN`] time that count the trusted calls left.
+const WRITTEN_BUDGET: usize = 0xf;
+
+/// Whether the page holding `dst` was started in by a recalling call lately, as the
+/// one now asking (reading the time-stamp counter through `now`, which gives 0 where
+/// there is none: then never); records this call either way.
+///
+/// Lately: less than [`WRITTEN_WINDOW`] ticks before the last time the page was
+/// checked, and a check is needed only every [`WRITTEN_TRUSTED`] + 1 calls on it: a
+/// time-stamp read costs about 24 TSC ticks (2-vCPU AMD EPYC Zen 5 KVM guest), a third
+/// of a 4 KiB set, and a loop on one buffer would pay it on every call. A page found
+/// written lately trusts that for the next [`WRITTEN_TRUSTED`] calls on it (its count
+/// kept in the time's low bits); one found written long ago, or not yet timed, is
+/// checked again on the next call. So a block met again only after a long while (the
+/// lab's cold cells, which evict it between two calls) is never trusted, and a block
+/// evicted between two calls of a loop that was trusting it costs at most that many
+/// calls the cached row's kernel: a block leaves the cache only once the program (or
+/// the machine) has read far more than it, which takes longer than those calls lose.
+pub fn written_lately(dst: usize, now: impl FnOnce() -> usize) -> bool {
+    let (page_of, at_of, page) = written_entry(dst);
+    // Page 0 is never a destination (the null page), so 0 marks an empty way.
+    if page == 0 || page_of.load(Ordering::Relaxed) != page {
+        page_of.store(page, Ordering::Relaxed);
+        at_of.store(0, Ordering::Relaxed);
+        return false;
+    }
+    let at = at_of.load(Ordering::Relaxed);
+    if at & WRITTEN_BUDGET != 0 {
+        at_of.store(at - 1, Ordering::Relaxed);
+        return true;
+    }
+    let now = now() & !WRITTEN_BUDGET;
+    if now == 0 {
+        return false;
+    }
+    let lately = at != 0 && now.wrapping_sub(at) < WRITTEN_WINDOW;
+    let budget = if lately { WRITTEN_TRUSTED } else { 0 };
+    at_of.store(now | budget, Ordering::Relaxed);
+    lately
+}
+
+/// Forgets every written page (for tests that check decisions call by call).
+pub fn forget_written() {
+    for s in &WRITTEN {
+        for p in &s.page {
+            p.store(0, Ordering::Relaxed);
+        }
     }
 }
 
@@ -609,6 +770,8 @@ fn step_or_portable(
     let second = matches!(op, Op::Move | Op::Zero);
     match plan.row(Family::of(op), hint, state).step(n, second) {
         Step::Run(k, f) => (k, f),
+        // Only `unknown` rows recall (`first_call`): the band's own kernel.
+        Step::Recall(k) => (k, entry_of(k, op)),
         Step::Probe => (
             KernelId::Portable,
             crate::kernel::entry_for(KernelId::Portable, op).unwrap_or(core::ptr::null_mut()),
@@ -1103,6 +1266,30 @@ fn auto_entry(family: Family, n: usize, second: bool) -> *mut () {
     }
 }
 
+/// The entry point an Auto call of `n` bytes at `dst` runs where its band recalls
+/// ([`Step::Recall`]): the `cached` row's kernel's where [`written_lately`] says so,
+/// else the band's own; null where the band does not recall (it probes), or before a
+/// plan is published (the general path then decides). For the C entries, beside
+/// [`auto_entry`]: the general path's decision (`recalled`, with the kernel's id)
+/// costs a 4 KiB set in a loop about 15 TSC ticks more (2-vCPU AMD EPYC Zen 5 KVM
+/// guest, where glibc takes 75).
+#[inline(always)]
+fn recall_entry(family: Family, second: bool, dst: *mut u8, n: usize) -> *mut () {
+    let Some(plan) = published() else {
+        return core::ptr::null_mut();
+    };
+    let row = plan.row(family, Hint::Auto, State::Unknown);
+    let (own, hot) = plan.recalls(family, Hint::Auto).entries(row, n, second);
+    if own.is_null() || hot.is_null() {
+        return core::ptr::null_mut();
+    }
+    if written_lately(dst as usize, tsc) {
+        hot
+    } else {
+        own
+    }
+}
+
 /// A C entry's copy or move above its inline sizes. An Auto call (the C ABI's
 /// `BLOCKMEM_HINT_AUTO`, every call through the shim) whose band runs a kernel goes
 /// straight to it: one load of the plan, the band search, one indirect call. Through
@@ -1125,7 +1312,10 @@ unsafe fn copy_above_c<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint
             MOVE => true,
             _ => !disjoint(dst, src, n),
         };
-        let f = auto_entry(Family::Copy, n, second);
+        let mut f = auto_entry(Family::Copy, n, second);
+        if f.is_null() {
+            f = recall_entry(Family::Copy, second, dst, n);
+        }
         if !f.is_null() {
             // SAFETY: forwarded contract; `f` is a copy-family entry point of the
             // published plan, for the op the ranges allow.
@@ -1145,7 +1335,10 @@ unsafe fn copy_above_c<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint
 #[inline(always)]
 unsafe fn set_above_c(dst: *mut u8, byte: u8, n: usize, hint: u32) -> *mut u8 {
     if hint == Hint::C_AUTO && n > SET_WIDE_MAX {
-        let f = auto_entry(Family::Set, n, byte == 0);
+        let mut f = auto_entry(Family::Set, n, byte == 0);
+        if f.is_null() {
+            f = recall_entry(Family::Set, byte == 0, dst, n);
+        }
         if !f.is_null() {
             // SAFETY: forwarded contract; `f` is a set-family entry point of the
             // published plan (a zero kernel's set-shaped entry for a zero byte).
@@ -1438,7 +1631,9 @@ pub unsafe fn decide_for_call(
     {
         Step::Run(k, _) => Some(k),
         // SAFETY: forwarded contract.
-        Step::Probe => Some(unsafe { after_probe(plan, op, dst, src, n, hint) }.0),
+        Step::Probe | Step::Recall(_) => {
+            Some(unsafe { after_probe(plan, op, dst, src, n, hint) }.0)
+        }
     }
 }
 

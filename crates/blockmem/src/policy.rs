@@ -57,6 +57,45 @@ pub struct PlanRow {
     kernel_a: [AtomicU8; MAX_BANDS],
     /// Per band, the kernel for the family's second op (move, zero), or [`PROBE`].
     kernel_b: [AtomicU8; MAX_BANDS],
+    /// Per band, [`RECALL_A`] and [`RECALL_B`]: the op recalls (see [`Step::Recall`];
+    /// its entry point above is then null, so the dispatcher's hot path leaves it).
+    recall: [AtomicU8; MAX_BANDS],
+}
+
+/// [`PlanRow::recall`]'s bit for the family's first op.
+const RECALL_A: u8 = 1;
+/// [`PlanRow::recall`]'s bit for the family's second op.
+const RECALL_B: u8 = 2;
+
+/// The entry points of an `unknown` row's recalling bands ([`Step::Recall`]), per band
+/// and op (first, second): the band's own kernel's and the `cached` row's; both null
+/// for a band that does not recall. What the dispatcher's recall path reads, without
+/// decoding kernels or searching the `cached` row.
+#[repr(C, align(64))]
+pub struct RecallRow {
+    own: [[AtomicPtr<()>; 2]; MAX_BANDS],
+    hot: [[AtomicPtr<()>; 2]; MAX_BANDS],
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const RECALL_INIT: RecallRow = RecallRow {
+    own: [const { [const { AtomicPtr::new(core::ptr::null_mut()) }; 2] }; MAX_BANDS],
+    hot: [const { [const { AtomicPtr::new(core::ptr::null_mut()) }; 2] }; MAX_BANDS],
+};
+
+impl RecallRow {
+    /// The entry points (own, cached row's) of the band holding `n` bytes in `u`, the
+    /// row this one belongs to, for the family's second op if `second`; both null
+    /// where the band does not recall.
+    #[inline(always)]
+    pub fn entries(&self, u: &PlanRow, n: usize, second: bool) -> (*mut (), *mut ()) {
+        let i = u.band(n);
+        let op = second as usize;
+        (
+            self.own[i][op].load(Ordering::Relaxed),
+            self.hot[i][op].load(Ordering::Relaxed),
+        )
+    }
 }
 
 /// A table compiled for one feature set: what the dispatcher reads on every call above
@@ -75,6 +114,8 @@ pub struct Plan {
     probe_fault_min: AtomicUsize,
     loop_temporal_max: [AtomicUsize; 2],
     features: AtomicUsize,
+    /// Per family and hint, the entry points of the `unknown` row's recalling bands.
+    recalls: [RecallRow; ROWS / 4],
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -82,6 +123,7 @@ const ROW_INIT: PlanRow = PlanRow {
     below: [const { AtomicUsize::new(usize::MAX) }; MAX_BANDS],
     kernel_a: [const { AtomicU8::new(KernelId::Portable as u8) }; MAX_BANDS],
     kernel_b: [const { AtomicU8::new(KernelId::Portable as u8) }; MAX_BANDS],
+    recall: [const { AtomicU8::new(0) }; MAX_BANDS],
     fn_a: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_BANDS],
     fn_b: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_BANDS],
 };
@@ -93,12 +135,17 @@ pub enum Step {
     Run(KernelId, *mut ()),
     /// Probe the destination, then read the row of the state found.
     Probe,
+    /// Run this kernel, unless the destination was written lately by a call of the
+    /// same kind (the dispatcher's memory of written pages): then the `cached` row's.
+    /// Only an `unknown` row's band recalls, where its kernel keeps what it writes in
+    /// cache and the `cached` row runs another kernel somewhere in the band.
+    Recall(KernelId),
 }
 
 impl PlanRow {
     /// The band index for `n` bytes.
     #[inline(always)]
-    fn band(&self, n: usize) -> usize {
+    pub(crate) fn band(&self, n: usize) -> usize {
         let mut i = 0;
         while i < MAX_BANDS - 1 && n >= self.below[i].load(Ordering::Relaxed) {
             i += 1;
@@ -124,14 +171,16 @@ impl PlanRow {
     #[inline(always)]
     pub fn step(&self, n: usize, second: bool) -> Step {
         let i = self.band(n);
-        let (k, f) = if second {
-            (&self.kernel_b[i], &self.fn_b[i])
+        let (k, f, bit) = if second {
+            (&self.kernel_b[i], &self.fn_b[i], RECALL_B)
         } else {
-            (&self.kernel_a[i], &self.fn_a[i])
+            (&self.kernel_a[i], &self.fn_a[i], RECALL_A)
         };
         let f = f.load(Ordering::Relaxed);
         let k = k.load(Ordering::Relaxed);
-        if k == PROBE || f.is_null() {
+        if k != PROBE && f.is_null() && self.recall[i].load(Ordering::Relaxed) & bit != 0 {
+            Step::Recall(kernel_at(k))
+        } else if k == PROBE || f.is_null() {
             Step::Probe
         } else {
             Step::Run(kernel_at(k), f)
@@ -186,12 +235,19 @@ impl Plan {
         probe_fault_min: AtomicUsize::new(0),
         loop_temporal_max: [const { AtomicUsize::new(0) }; 2],
         features: AtomicUsize::new(0),
+        recalls: [RECALL_INIT; ROWS / 4],
     };
 
     /// The compiled row of a family, hint and state.
     #[inline(always)]
     pub fn row(&self, family: Family, hint: Hint, state: State) -> &PlanRow {
         &self.rows[row_index(family, hint, state)]
+    }
+
+    /// The entry points of the recalling bands of a family's and hint's `unknown` row.
+    #[inline(always)]
+    pub fn recalls(&self, family: Family, hint: Hint) -> &RecallRow {
+        &self.recalls[row_index(family, hint, State::Unknown) / State::ALL.len()]
     }
 
     /// The effective LLC the table was measured with (for [`probe_offset`]); for a
@@ -258,13 +314,13 @@ impl Plan {
         let state = if overlap && dst == State::Unknown {
             match self.row(fam, hint, State::Unknown).step(n, second) {
                 Step::Probe => State::Cached,
-                Step::Run(..) => State::Unknown,
+                Step::Run(..) | Step::Recall(_) => State::Unknown,
             }
         } else {
             dst
         };
         let k = match self.row(fam, hint, state).step(n, second) {
-            Step::Run(k, _) => k,
+            Step::Run(k, _) | Step::Recall(k) => k,
             Step::Probe => return None,
         };
         Some(if overlap && k.streams() {
@@ -356,6 +412,91 @@ pub fn compile(t: &Table, f: Features, forced: Option<KernelId>, llc_default: us
         compile_row(t, r, f, forced, &out.rows[r]);
         r += 1;
     }
+    let mut r = 0;
+    while r < ROWS {
+        let rr = &out.recalls[r / State::ALL.len()];
+        mark_recalls(&out.rows[r], &out.rows[r + State::Cached as usize], rr);
+        r += State::ALL.len();
+    }
+}
+
+/// Marks the bands of the compiled `unknown` row `u` that recall ([`Step::Recall`]),
+/// per op, and fills `rr` with their entry points: the band runs a kernel that does not
+/// stream (what it writes stays cached) and the compiled `cached` row `c` runs one
+/// other such kernel over all of the band's sizes. Such a band's entry point in `u` is
+/// cleared, so the dispatcher's hot path, which reads entry points only, leaves it.
+fn mark_recalls(u: &PlanRow, c: &PlanRow, rr: &RecallRow) {
+    let mut last = [None, None];
+    let mut start = 0;
+    let mut i = 0;
+    while i < MAX_BANDS {
+        let end = u.below[i].load(Ordering::Relaxed);
+        // Bands past the last repeat it (see `compile_row`), and so do their marks.
+        let hot = if start == usize::MAX {
+            last
+        } else {
+            [
+                recalls(u.kernel_a[i].load(Ordering::Relaxed), c, start, end, false),
+                recalls(u.kernel_b[i].load(Ordering::Relaxed), c, start, end, true),
+            ]
+        };
+        let mut bits = 0;
+        let fns = [&u.fn_a[i], &u.fn_b[i]];
+        let mut op = 0;
+        while op < 2 {
+            let (own, cached) = match hot[op] {
+                Some(f) => {
+                    bits |= [RECALL_A, RECALL_B][op];
+                    (fns[op].swap(core::ptr::null_mut(), Ordering::Relaxed), f)
+                }
+                None => (core::ptr::null_mut(), core::ptr::null_mut()),
+            };
+            rr.own[i][op].store(own, Ordering::Relaxed);
+            rr.hot[i][op].store(cached, Ordering::Relaxed);
+            op += 1;
+        }
+        u.recall[i].store(bits, Ordering::Relaxed);
+        last = hot;
+        start = end;
+        i += 1;
+    }
+}
+
+/// Where a band of sizes `start..end` running kernel `k` (a table index, or [`PROBE`])
+/// for an op recalls: the entry point of the one kernel the compiled `cached` row `c`
+/// runs for that op over all those sizes, if it is another kernel and both keep the
+/// bytes they write cached; `None` where the band does not recall.
+fn recalls(k: u8, c: &PlanRow, start: usize, end: usize, second: bool) -> Option<*mut ()> {
+    if k == PROBE || kernel_at(k).streams() {
+        return None;
+    }
+    let mut found: Option<*mut ()> = None;
+    let mut from = 0;
+    let mut j = 0;
+    while j < MAX_BANDS && from != usize::MAX {
+        let below = c.below[j].load(Ordering::Relaxed);
+        if from < end && below > start {
+            let (ck, f) = if second {
+                (
+                    c.kernel_b[j].load(Ordering::Relaxed),
+                    c.fn_b[j].load(Ordering::Relaxed),
+                )
+            } else {
+                (
+                    c.kernel_a[j].load(Ordering::Relaxed),
+                    c.fn_a[j].load(Ordering::Relaxed),
+                )
+            };
+            let other = ck != PROBE && ck != k && !kernel_at(ck).streams() && !f.is_null();
+            if !other || found.is_some_and(|g| g != f) {
+                return None;
+            }
+            found = Some(f);
+        }
+        from = below;
+        j += 1;
+    }
+    found
 }
 
 /// A band as compiled: (kernel or [`PROBE`], the same for the second op).
@@ -416,6 +557,7 @@ fn store_band(out: &PlanRow, i: usize, fam: Family, (a, b): Compiled) {
     out.fn_b[i].store(entry_point(b, op_b), Ordering::Relaxed);
     out.kernel_a[i].store(a, Ordering::Relaxed);
     out.kernel_b[i].store(b, Ordering::Relaxed);
+    out.recall[i].store(0, Ordering::Relaxed);
 }
 
 /// The entry point of kernel `k` (a table index, or [`PROBE`]) for `op`: a `CopyFn`

@@ -153,6 +153,24 @@ fn check_installed(name: &str, t: &Table, probe_finds: State) -> usize {
                         assert_eq!(dispatch::choose(op, n, hint, false), None, "{ctx}");
                         assert!(n >= published.probe_from(fam, hint), "{ctx}");
                     }
+                    // A recalling band leaves the hot path; its entries are its own
+                    // kernel's and the cached row's, another kernel that keeps bytes
+                    // cached too.
+                    Step::Recall(k) => {
+                        assert!(row.entry(n, second(op)).is_null(), "{ctx}");
+                        assert_eq!(dispatch::choose(op, n, hint, false), Some(k), "{ctx}");
+                        let (own, hot) = published.recalls(fam, hint).entries(row, n, second(op));
+                        assert_eq!(Some(own), kernel::entry_for(k, op), "{ctx}");
+                        let cached = published.row(fam, hint, State::Cached).step(n, second(op));
+                        let Step::Run(ck, centry) = cached else {
+                            panic!("{ctx}: recalls, the cached row {cached:?}");
+                        };
+                        assert_eq!(hot, centry, "{ctx}");
+                        assert!(
+                            ck != k && !ck.streams() && !k.streams(),
+                            "{ctx}: {k:?} {ck:?}"
+                        );
+                    }
                 }
                 // What a real call runs.
                 let s = if matches!(op, Op::Set | Op::Zero) {
@@ -161,8 +179,9 @@ fn check_installed(name: &str, t: &Table, probe_finds: State) -> usize {
                     src.as_ptr() as *const u8
                 };
                 // The same destination every time: forget what earlier calls streamed
-                // (tested on its own below).
+                // and wrote (each tested on its own below).
                 dispatch::forget_streamed();
+                dispatch::forget_written();
                 // SAFETY: both buffers hold more than n bytes.
                 let ran = unsafe { dispatch::decide_for_call(op, dst.as_ptr(), s, n, hint) };
                 // Inline: up to the op's inline size, and a move of disjoint ranges (the
@@ -421,6 +440,161 @@ set.auto.cold = from 0: avx2_nt
         );
     }
     assert!(!dispatch::met_again(0, 0, w), "null is never a block");
+}
+
+/// A band whose `cached` row runs another temporal kernel recalls: a call there runs
+/// the band's own kernel unless the page its destination starts in was written by such
+/// a call lately (the dispatcher's memory of written pages), then the cached row's.
+/// The memory's logic on synthetic times; then real calls, where a test thread
+/// preempted between two calls may find the page written too long ago, so the cached
+/// row need only be seen once in many tries.
+#[test]
+fn a_page_written_lately_takes_the_cached_row() {
+    let _state = lock_global();
+    let f = cpu::features();
+    if !policy::usable(KernelId::RepStosb, Op::Set, f) {
+        eprintln!("no rep_stosb on this CPU: the test table cannot be compiled as written");
+        return;
+    }
+    let t = synthetic(
+        "version = 2
+set.auto.unknown = from 0: sse2; from 8KiB: rep_stosb; from 64KiB: avx2_nt; from 1MiB: probe
+set.auto.cached = from 0: sse2; from 32KiB: portable
+set.auto.cold = from 0: rep_stosb
+",
+    );
+    dispatch::install(&t);
+    let plan = dispatch::plan();
+    let row = plan.row(Family::Set, Hint::Auto, State::Unknown);
+    let recalls = |n: usize| matches!(row.step(n, false), Step::Recall(_));
+    // 8-32 KiB: rep_stosb against one other kernel (sse2) all the way: recalls. The
+    // band from 8 KiB ends at 64 KiB, where the cached row changes kernel at 32 KiB:
+    // no single kernel to recall, so the band runs its own.
+    assert!(!recalls(4 << 10), "the cached row's own kernel below 8 KiB");
+    assert!(
+        !recalls(16 << 10),
+        "two cached kernels over the band: no recall"
+    );
+    assert!(!recalls(128 << 10), "a streaming band never recalls");
+    assert!(!recalls(2 << 20), "a probing band probes");
+    let t = synthetic(
+        "version = 2
+set.auto.unknown = from 0: sse2; from 8KiB: rep_stosb; from 64KiB: avx2_nt; from 1MiB: probe
+set.auto.cached = from 0: sse2; from 64KiB: portable
+set.auto.cold = from 0: rep_stosb
+",
+    );
+    dispatch::install(&t);
+    let plan = dispatch::plan();
+    let row = plan.row(Family::Set, Hint::Auto, State::Unknown);
+    for (n, want) in [
+        (4 << 10, false),
+        (8 << 10, true),
+        (60 << 10, true),
+        (64 << 10, false),
+    ] {
+        assert_eq!(
+            matches!(row.step(n, false), Step::Recall(KernelId::RepStosb)),
+            want,
+            "set of {n} bytes"
+        );
+        assert_eq!(
+            matches!(row.step(n, true), Step::Recall(KernelId::RepStosb)),
+            want,
+            "zero of {n} bytes"
+        );
+        if want {
+            assert!(row.entry(n, false).is_null(), "{n}: not on the hot path");
+            let (own, hot) = plan.recalls(Family::Set, Hint::Auto).entries(row, n, false);
+            assert_eq!(Some(own), kernel::entry_for(KernelId::RepStosb, Op::Set));
+            assert_eq!(Some(hot), kernel::entry_for(KernelId::Sse2, Op::Set));
+        }
+    }
+    // Other hints' rows are the built-in defaults' or this table's: none recalls here.
+    assert_eq!(
+        dispatch::choose(Op::Set, 16 << 10, Hint::Auto, false),
+        Some(KernelId::RepStosb),
+        "an unknown destination: the band's own kernel"
+    );
+
+    // The memory, on synthetic times (multiples of 16: the low bits count trusted calls).
+    let w = dispatch::WRITTEN_WINDOW;
+    let page = 0x7f12_3456_7000usize;
+    let never = || -> usize { panic!("a trusted call reads no time") };
+    dispatch::forget_written();
+    assert!(
+        !dispatch::written_lately(page + 8, never),
+        "first call: remembered, no time read"
+    );
+    assert!(
+        !dispatch::written_lately(page + 16, || 1 << 20),
+        "second: timed"
+    );
+    let t1 = (1 << 20) + w - 32;
+    assert!(
+        dispatch::written_lately(page + 1, || t1),
+        "within the window"
+    );
+    for i in 0..15 {
+        assert!(
+            dispatch::written_lately(page + 64, never),
+            "trusted call {i}"
+        );
+    }
+    // The next call checks again, against the last check.
+    let t2 = t1 + w + 16;
+    assert!(!dispatch::written_lately(page, || t2), "too late");
+    assert!(
+        dispatch::written_lately(page + 4095, || t2 + 16),
+        "timed again just now"
+    );
+    // Another page in the same way replaces it; the null page is never remembered; a
+    // machine without a time-stamp counter (time 0) never finds a page written lately.
+    dispatch::forget_written();
+    assert!(!dispatch::written_lately(page, || 0));
+    assert!(!dispatch::written_lately(page, || 0));
+    assert!(
+        !dispatch::written_lately(page, || 0),
+        "no time, never lately"
+    );
+    assert!(!dispatch::written_lately(8, never));
+    assert!(!dispatch::written_lately(8, never), "the null page");
+
+    // Real calls: the first two at a page run the band's own kernel, the third the
+    // cached row's (unless the thread was preempted between the second and third).
+    let n = 16 << 10;
+    let dst = Aligned::new(n);
+    let decide = |op: Op| {
+        // SAFETY: `dst` holds n bytes.
+        unsafe { dispatch::decide_for_call(op, dst.as_ptr(), std::ptr::null(), n, Hint::Auto) }
+    };
+    let mut hot_seen = false;
+    for _ in 0..100 {
+        dispatch::forget_written();
+        assert_eq!(decide(Op::Set), Some(KernelId::RepStosb), "first call");
+        assert_eq!(decide(Op::Zero), Some(KernelId::RepStosb), "second call");
+        match decide(Op::Set) {
+            Some(KernelId::Sse2) => {
+                hot_seen = true;
+                break;
+            }
+            other => assert_eq!(other, Some(KernelId::RepStosb), "third call"),
+        }
+    }
+    assert!(
+        hot_seen,
+        "a page written twice just now never took the cached row"
+    );
+    // The bytes are right whichever kernel runs.
+    let mut buf = vec![0u8; n + 2];
+    for round in 0..20u8 {
+        blockmem::set_with(&mut buf[1..1 + n], round | 1, Hint::Auto);
+        assert!(
+            buf[1..1 + n].iter().all(|&b| b == round | 1),
+            "round {round}"
+        );
+        assert!(buf[0] == 0 && buf[n + 1] == 0, "round {round}: outside");
+    }
 }
 
 /// A probe band probes: a destination flushed from the caches runs the cold row's

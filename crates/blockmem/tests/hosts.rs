@@ -274,6 +274,24 @@ fn check_bands(h: &Host, class: Class, plan: &Plan) -> usize {
                             assert!(policy::usable(ka, a, h.features), "{ctx} {from}: {ka:?}");
                             assert!(policy::usable(kb, b, h.features), "{ctx} {from}: {kb:?}");
                             for (op, k, second) in [(a, ka, false), (b, kb, true)] {
+                                // A recalling band (only an unknown row's) leaves the
+                                // hot path for its own kernel or the cached row's.
+                                let unknown = plan.row(fam, hint, State::Unknown);
+                                let (own, hot) =
+                                    plan.recalls(fam, hint).entries(unknown, from, second);
+                                if let Step::Recall(r) = row.step(from, second) {
+                                    assert_eq!(st, State::Unknown, "{ctx} {from}: recall");
+                                    assert_eq!(r, k, "{ctx} {from}");
+                                    assert!(row.entry(from, second).is_null(), "{ctx} {from}");
+                                    assert_eq!(Some(own), kernel::entry_for(k, op), "{ctx} {from}");
+                                    let cached = plan.row(fam, hint, State::Cached);
+                                    assert_eq!(hot, cached.entry(from, second), "{ctx} {from}");
+                                    assert!(!hot.is_null() && hot != own, "{ctx} {from}");
+                                    continue;
+                                }
+                                if st == State::Unknown {
+                                    assert!(own.is_null() && hot.is_null(), "{ctx} {from}");
+                                }
                                 assert_eq!(
                                     Some(row.entry(from, second)),
                                     kernel::entry_for(k, op),
@@ -542,6 +560,7 @@ fn run_sizes(b: &mut Bufs, ctx: &str, sizes: &[usize], t: &Table, outcome: Optio
                 // The calls above may have streamed this destination; what a call
                 // meeting it again runs is tested in features.rs.
                 dispatch::forget_streamed();
+                dispatch::forget_written();
                 // SAFETY: both hold more than n bytes past PAD.
                 let ran = unsafe { dispatch::decide_for_call(op, d, s, n, hint) };
                 // A move of disjoint ranges (these two buffers) stays inline up to the
