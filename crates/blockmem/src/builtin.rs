@@ -31,10 +31,15 @@
 //!   0.76-0.82× and 0.83-0.88× with `avx2`; the memset distributions on evicted lines
 //!   0.99-1.03× against 0.75-1.00×, and in cache 1.02-1.10× against 1.06-1.17×; the
 //!   policy grid's copies 1.08× (no cell below 0.95×) against 1.01× (14 cells, down
-//!   to 0.57× for 64 KiB into an evicted destination). The cost is a set repeated on
-//!   one block in cache: a 4 KiB one in a C loop took 1.01-1.03× glibc's time,
-//!   0.55-0.57× with `avx2`. Copies into fresh pages (the probe's `fresh`) keep
-//!   `avx2`, which won there on Zen 4 and ties on Zen 5.
+//!   to 0.57× for 64 KiB into an evicted destination). Copies into fresh pages (the
+//!   probe's `fresh`) keep `avx2`, which won there on Zen 4 and ties on Zen 5. A set
+//!   repeated on one block in cache is where `rep stosb` loses (a 4 KiB one in a C loop
+//!   took 1.01-1.03× glibc's time with it, 0.55-0.57× with `avx2`), so the cached rows
+//!   of sets keep `avx2` below 1 MiB; below the probe's sizes they serve the blocks the
+//!   dispatcher remembers writing lately (`dispatch::written_lately`). With them that
+//!   loop (`scripts/workloads/block_loop.c`, `blockmem run --compare`, 11 runs) took
+//!   0.70-0.72× glibc's time at 4 KiB, 0.68× at 8 and 16 KiB, 0.91× at 64 KiB and
+//!   0.87-0.88× at 256 KiB, against 1.01-1.03× with `rep stosb` in those rows.
 //!
 //! The effective LLC, which only moves where a probe looks, comes from
 //! [`crate::cpu::llc_estimate`]: CPUID's size, but never more than a core can really
@@ -288,7 +293,7 @@ static AMD_ZEN5: Table = table(
 
 /// `rows` with the cached rows of `Auto` and `Reuse` calls running `k` below `to`.
 /// Below the probe's sizes they serve only destinations the dispatcher remembers
-/// writing lately (in the L1 or L2 cache: see [`crate::dispatch::WRITTEN_WINDOW`]);
+/// writing lately (in the L1 or L2 cache: see [`crate::dispatch::written_window`]);
 /// `NoReuse` calls probe from 16 KiB, and a probe's hit may be an L3 one.
 const fn cached_keeps(rows: FamilyRows, k: KernelId, to: usize) -> FamilyRows {
     let mut rows = rows;

@@ -10,7 +10,10 @@
 //!                      find the band holding n; call its kernel through the entry
 //!                      point stored in the band, or, in a probe band, time one load
 //!                      of the destination (policy::probe_offset) and call the kernel
-//!                      of the band holding n in the row of the state found
+//!                      of the band holding n in the row of the state found, or, in a
+//!                      recalling band, call the `cached` row's kernel if the page dst
+//!                      starts in was written lately by such a call (`WRITTEN`), else
+//!                      the band's own
 //! ```
 //!
 //! The plan is compiled ([`policy::compile`]) from the table in use: the file named by
@@ -478,7 +481,7 @@ fn tsc() -> usize {
 
 /// The kernel of a call in a band that recalls ([`Step::Recall`]), whose `unknown` row
 /// runs `k`: the `cached` row's kernel where the page `dst` starts in was written by a
-/// call of such a band less than [`WRITTEN_WINDOW`] ticks ago, else `k`. Either way the
+/// call of such a band lately ([`written_lately`]), else `k`. Either way the
 /// page is remembered ([`WRITTEN`]) as written now.
 fn recalled(
     plan: &Plan,
@@ -488,7 +491,7 @@ fn recalled(
     hint: Hint,
     k: KernelId,
 ) -> (KernelId, *mut ()) {
-    if written_lately(dst as usize, tsc) {
+    if written_lately(dst as usize, n, tsc) {
         let (c, f) = step_or_portable(plan, op, n, hint, State::Cached);
         if !c.streams() {
             return (c, f);
@@ -535,14 +538,15 @@ struct WrittenSet {
 /// program setting one buffer again and again, or reusing a freed heap block at once.
 /// So a recalling band runs the `unknown` row's kernel (the one for a destination
 /// nobody knows) unless the page the call starts in was written by such a call lately,
-/// and then the `cached` row's. Lately is [`WRITTEN_WINDOW`].
+/// and then the `cached` row's. Lately: see [`written_lately`] and [`written_window`].
 ///
 /// Each thread mostly keeps to its own set (threads' stacks lie megabytes apart), so
 /// threads setting their own blocks do not take each other's lines on every call. The
 /// first call on a page stores it without a time (no time-stamp read on calls at new
 /// addresses: scattered calls pay one load and two stores); the second stores the
-/// time; from the third on, a call within the window finds it written lately. Races between threads lose or
-/// repeat an entry: a wrong guess costs one call the other kernel, never correctness.
+/// time; from the third on, a call within the window finds it written lately. Races
+/// between threads lose or repeat an entry: a wrong guess costs one call the other
+/// kernel, never correctness.
 static WRITTEN: [WrittenSet; WRITTEN_SETS] = [const {
     WrittenSet {
         page: [const { AtomicUsize::new(0) }; WRITTEN_WAYS],
@@ -550,14 +554,20 @@ static WRITTEN: [WrittenSet; WRITTEN_SETS] = [const {
     }
 }; WRITTEN_SETS];
 
-/// How long (time-stamp counter ticks) a page written by a recalling call counts as
-/// written lately: about the time a core takes to read half a megabyte of other data
-/// (at 32 bytes a tick), which would push a block out of a 1-2 MiB L2 cache. Once it
-/// has left the L2, 32-byte stores lost to `rep stosb` there: on the Zen 5 guest above,
-/// a 64 KiB set after a 2 MiB read took 2,236 ticks with them against 1,638 (16 KiB: 520
-/// against 572; 4 KiB: 260 against 208, each the median of 15). 6 us at a 2.6 GHz
-/// counter; a loop on one buffer comes back within a few hundred ticks.
-pub const WRITTEN_WINDOW: usize = 1 << 14;
+/// How long (time-stamp counter ticks) after a check a page written by a recalling
+/// call of `n` bytes still counts as written lately ([`written_lately`]): 4,096 ticks
+/// (about what a core takes to read 128 KiB at 32 bytes a tick: too little to push a
+/// block out of a 1-2 MiB L2 cache) plus `n / 4`, the time sixteen calls take at 64
+/// bytes a tick (the trusted calls between two checks, in a loop on one block: 4 KiB
+/// sets in cache ran at 100 bytes a tick, 256 KiB at 100, on the Zen 5 guest below).
+/// Once the block has left the L2, 32-byte stores lose to `rep stosb`: on a 2-vCPU AMD
+/// EPYC Zen 5 KVM guest a 64 KiB set after a 2 MiB read took 2,236 ticks with them
+/// against 1,638 (16 KiB: 520 against 572; 4 KiB: 260 against 208; medians of 15).
+/// 4 KiB: 5,120 ticks, 2 us at a 2.6 GHz counter; a loop on one buffer comes back
+/// within a few hundred.
+pub const fn written_window(n: usize) -> usize {
+    4096 + n / 4
+}
 
 /// Multiplier of the memory's hashes (the golden ratio in fixed point, truncated where
 /// `usize` is narrower).
@@ -586,18 +596,21 @@ const WRITTEN_BUDGET: usize = 0xf;
 /// one now asking (reading the time-stamp counter through `now`, which gives 0 where
 /// there is none: then never); records this call either way.
 ///
-/// Lately: less than [`WRITTEN_WINDOW`] ticks before the last time the page was
+/// Lately: less than [`written_window`] ticks before the last time the page was
 /// checked, and a check is needed only every [`WRITTEN_TRUSTED`] + 1 calls on it: a
 /// time-stamp read costs about 24 TSC ticks (2-vCPU AMD EPYC Zen 5 KVM guest), a third
 /// of a 4 KiB set, and a loop on one buffer would pay it on every call. A page found
 /// written lately trusts that for the next [`WRITTEN_TRUSTED`] calls on it (its count
 /// kept in the time's low bits); one found written long ago, or not yet timed, is
 /// checked again on the next call. So a block met again only after a long while (the
-/// lab's cold cells, which evict it between two calls) is never trusted, and a block
-/// evicted between two calls of a loop that was trusting it costs at most that many
-/// calls the cached row's kernel: a block leaves the cache only once the program (or
-/// the machine) has read far more than it, which takes longer than those calls lose.
-pub fn written_lately(dst: usize, now: impl FnOnce() -> usize) -> bool {
+/// lab's cold cells that read other data between two calls) is never trusted, and a
+/// block evicted between two calls of a loop that was trusting it costs at most that
+/// many calls the cached row's kernel: a block leaves the cache only once the program
+/// (or the machine) has read far more than it, which takes longer than those calls
+/// lose. What the memory cannot see is `clflush`: the policy grid's clean 4 KiB zero
+/// cell, which flushes the block within the window of the last call on it, ran at
+/// 0.94-1.00x glibc's speed (1.00x before), on the Zen 5 guest.
+pub fn written_lately(dst: usize, n: usize, now: impl FnOnce() -> usize) -> bool {
     let (page_of, at_of, page) = written_entry(dst);
     // Page 0 is never a destination (the null page), so 0 marks an empty way.
     if page == 0 || page_of.load(Ordering::Relaxed) != page {
@@ -614,7 +627,7 @@ pub fn written_lately(dst: usize, now: impl FnOnce() -> usize) -> bool {
     if now == 0 {
         return false;
     }
-    let lately = at != 0 && now.wrapping_sub(at) < WRITTEN_WINDOW;
+    let lately = at != 0 && now.wrapping_sub(at) < written_window(n);
     let budget = if lately { WRITTEN_TRUSTED } else { 0 };
     at_of.store(now | budget, Ordering::Relaxed);
     lately
@@ -1283,7 +1296,7 @@ fn recall_entry(family: Family, second: bool, dst: *mut u8, n: usize) -> *mut ()
     if own.is_null() || hot.is_null() {
         return core::ptr::null_mut();
     }
-    if written_lately(dst as usize, tsc) {
+    if written_lately(dst as usize, n, tsc) {
         hot
     } else {
         own

@@ -9,6 +9,13 @@
 //! threshold, window and kernel choice is a band of the table, measured by
 //! `blockmem calibrate` or taken from a built-in table ([`crate::builtin`]).
 //!
+//! One thing a call knows without probing: whether the dispatcher itself wrote its
+//! destination lately (`dispatch::written_lately`). So where an `unknown` band runs
+//! one kernel and the `cached` row another over all its sizes (both keeping what they
+//! write cached), the band recalls ([`Step::Recall`]): a destination written lately by
+//! such a call takes the `cached` row's kernel. No table says so explicitly; it
+//! follows from the two rows, as a probe band's decision does.
+//!
 //! Compiling does what the CPU requires and nothing else:
 //! * a kernel the CPU cannot run (or that lacks one of the family's ops: `clzero`
 //!   only zeroes) is replaced by its stand-in ([`stand_in`]): the nearest kernel of
@@ -300,7 +307,9 @@ impl Plan {
     /// The kernel a call runs, given the destination state a probe found (`Unknown`:
     /// not probed). `overlap` is true only for a move whose ranges share bytes. Where
     /// the `unknown` row probes and `dst` is `Unknown`, the answer is the `cached`
-    /// row's for an overlapping move and `None` (a probe is needed) otherwise.
+    /// row's for an overlapping move and `None` (a probe is needed) otherwise; where it
+    /// recalls, the band's own kernel (for a destination not written lately: a caller
+    /// that knows it was asks with `Cached`).
     pub fn decide(
         &self,
         op: Op,

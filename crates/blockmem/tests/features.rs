@@ -518,47 +518,48 @@ set.auto.cold = from 0: rep_stosb
     );
 
     // The memory, on synthetic times (multiples of 16: the low bits count trusted calls).
-    let w = dispatch::WRITTEN_WINDOW;
+    let n = 16 << 10;
+    let w = dispatch::written_window(n);
     let page = 0x7f12_3456_7000usize;
     let never = || -> usize { panic!("a trusted call reads no time") };
     dispatch::forget_written();
     assert!(
-        !dispatch::written_lately(page + 8, never),
+        !dispatch::written_lately(page + 8, n, never),
         "first call: remembered, no time read"
     );
     assert!(
-        !dispatch::written_lately(page + 16, || 1 << 20),
+        !dispatch::written_lately(page + 16, n, || 1 << 20),
         "second: timed"
     );
     let t1 = (1 << 20) + w - 32;
     assert!(
-        dispatch::written_lately(page + 1, || t1),
+        dispatch::written_lately(page + 1, n, || t1),
         "within the window"
     );
     for i in 0..15 {
         assert!(
-            dispatch::written_lately(page + 64, never),
+            dispatch::written_lately(page + 64, n, never),
             "trusted call {i}"
         );
     }
     // The next call checks again, against the last check.
     let t2 = t1 + w + 16;
-    assert!(!dispatch::written_lately(page, || t2), "too late");
+    assert!(!dispatch::written_lately(page, n, || t2), "too late");
     assert!(
-        dispatch::written_lately(page + 4095, || t2 + 16),
+        dispatch::written_lately(page + 4095, n, || t2 + 16),
         "timed again just now"
     );
     // Another page in the same way replaces it; the null page is never remembered; a
     // machine without a time-stamp counter (time 0) never finds a page written lately.
     dispatch::forget_written();
-    assert!(!dispatch::written_lately(page, || 0));
-    assert!(!dispatch::written_lately(page, || 0));
+    assert!(!dispatch::written_lately(page, n, || 0));
+    assert!(!dispatch::written_lately(page, n, || 0));
     assert!(
-        !dispatch::written_lately(page, || 0),
+        !dispatch::written_lately(page, n, || 0),
         "no time, never lately"
     );
-    assert!(!dispatch::written_lately(8, never));
-    assert!(!dispatch::written_lately(8, never), "the null page");
+    assert!(!dispatch::written_lately(8, n, never));
+    assert!(!dispatch::written_lately(8, n, never), "the null page");
 
     // Real calls: the first two at a page run the band's own kernel, the third the
     // cached row's (unless the thread was preempted between the second and third).
