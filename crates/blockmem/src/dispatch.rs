@@ -597,10 +597,10 @@ const WRITTEN_BUDGET: usize = 0xf;
 /// there is none: then never); records this call either way.
 ///
 /// Lately: less than [`written_window`] ticks before the last time the page was
-/// checked, and a check is needed only every [`WRITTEN_TRUSTED`] + 1 calls on it: a
+/// checked, and a check is needed only every sixteenth call on it: a
 /// time-stamp read costs about 24 TSC ticks (2-vCPU AMD EPYC Zen 5 KVM guest), a third
 /// of a 4 KiB set, and a loop on one buffer would pay it on every call. A page found
-/// written lately trusts that for the next [`WRITTEN_TRUSTED`] calls on it (its count
+/// written lately trusts that for the next fifteen calls on it (its count
 /// kept in the time's low bits); one found written long ago, or not yet timed, is
 /// checked again on the next call. So a block met again only after a long while (the
 /// lab's cold cells that read other data between two calls) is never trusted, and a
