@@ -503,20 +503,22 @@ fn a_page_written_lately_takes_the_cached_row() {
         eprintln!("no {k:?} on this CPU (or masked): the recalling bands are not tested");
         return;
     }
-    let t = synthetic(
-        "version = 2
+    // The same unknown row under two cached rows.
+    let install = |cached: &str| {
+        dispatch::install(&synthetic(&format!(
+            "version = 2
 set.auto.unknown = from 0: sse2; from 8KiB: rep_stosb; from 64KiB: avx2_nt; from 1MiB: probe
-set.auto.cached = from 0: sse2; from 32KiB: portable
+set.auto.cached = {cached}
 set.auto.cold = from 0: rep_stosb
-",
-    );
-    dispatch::install(&t);
-    let plan = dispatch::plan();
+"
+        )));
+        dispatch::plan()
+    };
+    // The band 8-64 KiB against a cached row that changes kernel at 32 KiB: no single
+    // kernel to recall, so the band runs its own.
+    let plan = install("from 0: sse2; from 32KiB: portable");
     let row = plan.row(Family::Set, Hint::Auto, State::Unknown);
     let recalls = |n: usize| matches!(row.step(n, false), Step::Recall(_));
-    // 8-32 KiB: rep_stosb against one other kernel (sse2) all the way: recalls. The
-    // band from 8 KiB ends at 64 KiB, where the cached row changes kernel at 32 KiB:
-    // no single kernel to recall, so the band runs its own.
     assert!(!recalls(4 << 10), "the cached row's own kernel below 8 KiB");
     assert!(
         !recalls(16 << 10),
@@ -524,15 +526,8 @@ set.auto.cold = from 0: rep_stosb
     );
     assert!(!recalls(128 << 10), "a streaming band never recalls");
     assert!(!recalls(2 << 20), "a probing band probes");
-    let t = synthetic(
-        "version = 2
-set.auto.unknown = from 0: sse2; from 8KiB: rep_stosb; from 64KiB: avx2_nt; from 1MiB: probe
-set.auto.cached = from 0: sse2; from 64KiB: portable
-set.auto.cold = from 0: rep_stosb
-",
-    );
-    dispatch::install(&t);
-    let plan = dispatch::plan();
+    // Against sse2 over all of it: recalls.
+    let plan = install("from 0: sse2; from 64KiB: portable");
     let row = plan.row(Family::Set, Hint::Auto, State::Unknown);
     for (n, want) in [
         (4 << 10, false),
