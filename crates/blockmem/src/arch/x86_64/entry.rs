@@ -178,6 +178,24 @@
 //!   per door, and from 1.04-1.07× to 1.06-1.09× cold; 256-byte copies in a loop stayed
 //!   at 1.05-1.20×. Sets show no such cliff there (64 and 128 bytes at 0.99-1.01× in
 //!   every run).
+//! * sets of 513-2048 bytes store each line past the first 256 bytes once: whole
+//!   lines two a step, the line before the last, the last line's bytes with one masked
+//!   store, where the 256-byte blocks and four unaligned stores of the last 256 bytes
+//!   before them stored up to four lines twice and split four across two lines. On
+//!   lines in memory a call costs about one store-queue entry per store, whatever line
+//!   it falls on (a second store to a line already on its way costs as much as another
+//!   line; so does a masked store with no byte selected): on a 2-vCPU AMD EPYC Zen 5
+//!   KVM guest, sets at 4,000 random addresses over 64 MiB of flushed lines (a C loop,
+//!   medians of 25) ran at 1.04-1.18x glibc's speed from 513 bytes to 2 KiB this way,
+//!   at 0.99-1.05x the old way; with `doors`, 1 and 2 KiB sets scattered cold went from
+//!   0.97-0.99x to 1.04-1.08x, and the memset distributions cold from 1.00-1.04x to
+//!   1.01-1.08x through the shim. In cache, in a C loop, 520 bytes to 2 KiB took 6.7-21.5
+//!   TSC ticks a call, glibc 7.9-22.5, the old way 6.6-21.2. Below 513 bytes the same
+//!   scheme needs a branch or a loop per line (the line count varies with the offset),
+//!   and it was faster cold (1.09-1.39x glibc at 140-400 bytes, one plain store per
+//!   line with a loop) but not in cache (a set of 512 bytes in a loop: 7.3 ticks,
+//!   glibc 5.5; 200-256 bytes 0.86x): the 129-512-byte blocks keep their straight-line
+//!   stores, as many as glibc's, and tie it cold.
 //! * sets below 64 bytes do not test for zero, as glibc's do not: an empty masked
 //!   store costs the assist only where the page is not writable (`memset(NULL, c, 0)`
 //!   or an untouched zero page: 78 ns, as glibc's; 0.9 ns on a written page), while the
@@ -201,8 +219,9 @@
 //!                   before the test for the next class (as glibc's memset)
 //!   513..=2048      copy: the first 64 and last 256 bytes loaded first, 256-byte blocks
 //!                   to 64-byte-aligned destinations, the ends stored last (ranges
-//!                   that share a byte go to `above`); set: 256 bytes at each end and
-//!                   aligned blocks between, as `masked::copy_le2k`/`set_le2k`
+//!                   that share a byte go to `above`); set: the first 256 bytes, then
+//!                   one store per line, the last line's bytes masked; as
+//!                   `masked::copy_le2k`/`set_le2k`
 //!   above 2048      `above` (the rest of `dispatch::wide`: the plan), with the hint
 //!                   in ecx: the C ABI's own, or zero (Auto)
 //! ```
@@ -678,29 +697,33 @@ macro_rules! set_entry {
                 "vmovdqu64 zmmword ptr [rdi + rdx - 128], zmm16",
                 "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16",
                 "ret",
-                // 513..=2048: the first 256 bytes are stored.
+                // 513..=2048: the first 256 bytes are stored. The rest with one store
+                // per line (see the module docs): whole lines from the one holding
+                // byte 256 (r8), two a step (at least one step: the last line, r9, is
+                // 192 bytes or more past r8), then the line before the last (a line
+                // the steps may have stored), then the last line's bytes with one
+                // masked store.
                 ".p2align 6",
                 "5:",
-                "lea rcx, [rdi + rdx - 256]",
-                "mov r8, rdi",
+                "lea rcx, [rdi + rdx - 1]",
+                "lea r8, [rdi + 256]",
                 "and r8, -64",
-                "add r8, 256",
-                "cmp r8, rcx",
-                "jae 9f",
-                // The loop follows in the same line (no padding to execute).
+                "mov r9, rcx",
+                "and r9, -64",
+                "lea r10, [r9 - 128]",
                 "8:",
                 "vmovdqa64 zmmword ptr [r8], zmm16",
                 "vmovdqa64 zmmword ptr [r8 + 64], zmm16",
-                "vmovdqa64 zmmword ptr [r8 + 128], zmm16",
-                "vmovdqa64 zmmword ptr [r8 + 192], zmm16",
-                "add r8, 256",
-                "cmp r8, rcx",
-                "jb 8b",
-                "9:",
-                "vmovdqu64 zmmword ptr [rcx], zmm16",
-                "vmovdqu64 zmmword ptr [rcx + 64], zmm16",
-                "vmovdqu64 zmmword ptr [rcx + 128], zmm16",
-                "vmovdqu64 zmmword ptr [rcx + 192], zmm16",
+                "add r8, 128",
+                "cmp r8, r10",
+                "jbe 8b",
+                "vmovdqa64 zmmword ptr [r9 - 64], zmm16",
+                // ~last & 63 = 63 - (last & 63): the mask of the last line's bytes.
+                "not ecx",
+                "mov r10, -1",
+                "shrx r10, r10, rcx",
+                "kmovq k1, r10",
+                "vmovdqu8 zmmword ptr [r9] {{k1}}, zmm16",
                 "ret",
                 "6:",
                 $hint,

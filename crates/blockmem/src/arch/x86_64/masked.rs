@@ -74,7 +74,9 @@
 //! Used by the dispatcher's inline path when the CPU has AVX-512BW and BMI2; not a
 //! kernel of its own (every kernel keeps the portable ladder).
 
-use core::arch::x86_64::{__m512i, _mm512_loadu_epi8, _mm512_set1_epi8, _mm512_storeu_epi8};
+use core::arch::x86_64::{
+    __m512i, _mm512_loadu_epi8, _mm512_mask_storeu_epi8, _mm512_set1_epi8, _mm512_storeu_epi8,
+};
 
 /// Largest size the single masked access handles.
 pub const MAX: usize = 64;
@@ -454,11 +456,14 @@ pub unsafe fn copy_le2k(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// Sets `n <= 2048` bytes to `byte`: up to 512 as [`set_le512`], above it 256 bytes
-/// at each end and 64-byte-aligned blocks of 256 between them. A set has no overlap to
-/// respect, so it keeps the inline path longer than a copy: glibc switches to
-/// `rep stosb` at 2 KiB on a 2-vCPU Intel Xeon KVM guest, and below that an indirect
-/// call into the `avx2` kernel cost 1.4–1.6× glibc's time there (1–2 KiB, hot).
+/// Sets `n <= 2048` bytes to `byte`: up to 512 as [`set_le512`], above it the first
+/// 256 bytes, then one store per line: the whole lines from the one holding byte 256
+/// to the one before the last, and the last line's bytes with one masked store (the
+/// C entries' `set_entry!` block, store for store; see `entry`'s docs for why). A set
+/// has no overlap to respect, so it keeps the inline path longer than a copy: glibc
+/// switches to `rep stosb` at 2 KiB on a 2-vCPU Intel Xeon KVM guest, and below that
+/// an indirect call into the `avx2` kernel cost 1.4–1.6× glibc's time there (1–2 KiB,
+/// hot).
 ///
 /// # Safety
 /// `dst` valid for `n` writes, `n <= 2048`; CPU features as for [`copy_le64`].
@@ -466,30 +471,34 @@ pub unsafe fn copy_le2k(dst: *mut u8, src: *const u8, n: usize) {
 #[inline]
 pub unsafe fn set_le2k(dst: *mut u8, byte: u8, n: usize) {
     debug_assert!(n <= SET_WIDE_MAX);
-    // SAFETY: up to 512 as `set_le512`; above, [0, 256) and [n-256, n) unaligned and
-    // aligned blocks from the first line boundary after dst+192 while they start
-    // before n-256 (so they end before n). n > 512 keeps every offset in range.
+    // SAFETY: up to 512 as `set_le512`. Above: [0, 256) unaligned; `line` runs over
+    // whole lines from the one holding byte 256 (at or after dst, as 256 >= 63) while
+    // it and the next lie before the last line (`last`, which holds byte n - 1, so
+    // every whole line before it is in range); the line before the last is in range
+    // (n > 512 puts it past dst); the masked store writes [last, dst + n) only.
     unsafe {
         if n <= WIDE_MAX {
             return set_le512(dst, byte, n);
         }
         let v = _mm512_set1_epi8(byte as i8);
-        let last = dst.add(n - 256);
         st(dst, v);
         st(dst.add(64), v);
         st(dst.add(128), v);
         st(dst.add(192), v);
-        let mut p = dst.add(256 - (dst as usize & 63));
-        while p < last {
-            st(p, v);
-            st(p.add(64), v);
-            st(p.add(128), v);
-            st(p.add(192), v);
-            p = p.add(256);
+        let end = dst as usize + n;
+        let last = dst.add(((end - 1) & !63) - dst as usize);
+        let mut line = dst.add(((dst as usize + 256) & !63) - dst as usize);
+        // At least one step: `last` lies 192 bytes or more past `line`.
+        loop {
+            st(line, v);
+            st(line.add(64), v);
+            line = line.add(128);
+            if line as usize > last as usize - 128 {
+                break;
+            }
         }
-        st(last, v);
-        st(last.add(64), v);
-        st(last.add(128), v);
-        st(last.add(192), v);
+        st(last.sub(64), v);
+        let mask = u64::MAX >> (63 - ((end - 1) & 63));
+        _mm512_mask_storeu_epi8(last as *mut i8, mask, v);
     }
 }
