@@ -3,6 +3,7 @@
 use blockmem::cpu::{self, CacheKind, CpuInfo};
 use blockmem::dispatch;
 use blockmem::kernel::{self, Op};
+use blockmem::policy::Step;
 use blockmem::profile;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -57,14 +58,27 @@ pub fn table_json() -> Value {
                 .map(|b| json!({"from": b.from, "action": b.action.name()}))
                 .collect();
             let [op_a, op_b] = fam.ops();
-            let compiled: Vec<Value> = plan
-                .row(fam, hint, st)
+            let prow = plan.row(fam, hint, st);
+            let compiled: Vec<Value> = prow
                 .bands()
-                .map(|(from, ks)| match ks {
-                    None => json!({"from": from, "action": "probe"}),
-                    Some((a, b)) if a == b => json!({"from": from, "action": a.name()}),
-                    Some((a, b)) => json!({"from": from, "action": a.name(),
-                        op_a.name(): a.name(), op_b.name(): b.name()}),
+                .map(|(from, ks)| {
+                    let mut band = match ks {
+                        None => json!({"from": from, "action": "probe"}),
+                        Some((a, b)) if a == b => json!({"from": from, "action": a.name()}),
+                        Some((a, b)) => json!({"from": from, "action": a.name(),
+                            op_a.name(): a.name(), op_b.name(): b.name()}),
+                    };
+                    // The ops whose band recalls: a destination blockmem wrote lately
+                    // takes the cached row's kernel.
+                    let recalls: Vec<&str> = [(op_a, false), (op_b, true)]
+                        .into_iter()
+                        .filter(|&(_, second)| matches!(prow.step(from, second), Step::Recall(_)))
+                        .map(|(op, _)| op.name())
+                        .collect();
+                    if !recalls.is_empty() {
+                        band["recalls"] = json!(recalls);
+                    }
+                    band
                 })
                 .collect();
             json!({
@@ -94,9 +108,12 @@ fn row_line(bands: &[Value]) -> String {
     bands
         .iter()
         .map(|b| {
-            let action = b["action"].as_str().unwrap_or("?");
+            let mut action = b["action"].as_str().unwrap_or("?").to_string();
+            if b.get("recalls").is_some() {
+                action.push_str(" (recalls)");
+            }
             match b["from"].as_u64().unwrap_or(0) {
-                0 => action.to_string(),
+                0 => action,
                 from => format!("{} {action}", fmt_bytes(from as usize)),
             }
         })
@@ -340,6 +357,15 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         );
         let compiled = row["compiled"].as_array().map_or(&[][..], |v| v.as_slice());
         say!("  {key:<22} {}", row_line(compiled));
+    }
+    let recalling = t["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["compiled"].as_array().into_iter().flatten())
+        .any(|b| b.get("recalls").is_some());
+    if recalling {
+        say!("  (recalls): a destination whose page such a band wrote within the last few microseconds runs the cached row's kernel (it is in cache); any other, the band's own");
     }
     crate::output::print(&out)?;
     Ok(())

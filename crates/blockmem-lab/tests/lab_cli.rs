@@ -400,6 +400,7 @@ fn info_reports_the_decision_table_in_force() {
         dir.path(),
         "version = 2\nllc_effective = 24MiB\nprobe_hit_max = 180\n\
          copy.auto.unknown = from 0: sse2; from 8KiB: rep_movsb; from 64KiB: portable; from 8MiB: probe\n\
+         copy.auto.cached = from 0: sse2\n\
          set.noreuse.cold = from 0: sse2; from 16KiB: rep_stosb\n",
         true,
     );
@@ -454,6 +455,20 @@ fn info_reports_the_decision_table_in_force() {
     if cfg!(target_arch = "x86_64") {
         // Kernels every x86-64 CPU runs compile to themselves.
         assert_eq!(bands(copy, "compiled"), want);
+        // The bands whose kernel differs from the cached row's (sse2) recall it, for
+        // both ops; the first runs it already, the probe band probes.
+        let recalls: Vec<&Value> = copy["compiled"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| &b["recalls"])
+            .collect();
+        let both = serde_json::json!(["copy", "move"]);
+        assert_eq!(
+            recalls,
+            [&Value::Null, &both, &both, &Value::Null],
+            "{copy}"
+        );
     }
     // The text is the table in force: it parses back to the rows reported.
     let text = t["text"].as_str().unwrap();

@@ -197,7 +197,10 @@
 //!   and it was faster cold (1.09-1.39x glibc at 140-400 bytes, one plain store per
 //!   line with a loop) but not in cache (a set of 512 bytes in a loop: 7.3 ticks,
 //!   glibc 5.5; 200-256 bytes 0.86x): the 129-512-byte blocks keep their straight-line
-//!   stores, as many as glibc's, and tie it cold.
+//!   stores, as many as glibc's, and tie it cold. Measured and dropped: one store fewer
+//!   where the bytes allow (129-192 bytes in three stores, 257-384 in six, a test
+//!   more each): the memset distributions cold at 1.00-1.06x through the shim, but hot
+//!   Memset_2 at 0.99x and 256-byte sets in a loop at 0.89x.
 //! * sets below 64 bytes do not test for zero, as glibc's do not: an empty masked
 //!   store costs the assist only where the page is not writable (`memset(NULL, c, 0)`
 //!   or an untouched zero page: 78 ns, as glibc's; 0.9 ns on a written page), while the
