@@ -1283,9 +1283,10 @@ fn auto_entry(family: Family, n: usize, second: bool) -> *mut () {
 /// ([`Step::Recall`]): the `cached` row's kernel's where [`written_lately`] says so,
 /// else the band's own; null where the band does not recall (it probes), or before a
 /// plan is published (the general path then decides). For the C entries, beside
-/// [`auto_entry`]: the general path's decision (`recalled`, with the kernel's id)
-/// costs a 4 KiB set in a loop about 15 TSC ticks more (2-vCPU AMD EPYC Zen 5 KVM
-/// guest, where glibc takes 75).
+/// [`auto_entry`]: through the general path's decision (`recalled`, with the kernel's
+/// id and a search of the `cached` row) a 4 KiB set in a loop took 76 TSC ticks, this
+/// way 64, with `avx2` in the band itself 59, glibc's 75 (2-vCPU AMD EPYC Zen 5 KVM
+/// guest).
 #[inline(always)]
 fn recall_entry(family: Family, second: bool, dst: *mut u8, n: usize) -> *mut () {
     let Some(plan) = published() else {
