@@ -530,10 +530,11 @@ struct WrittenSet {
 ///
 /// Why: below the sizes where a probe pays, a call cannot tell a destination in cache
 /// from one in memory, and the kernel that wins on one loses on the other. On a 2-vCPU
-/// AMD EPYC 9005 (Zen 5) KVM guest, a 4-64 KiB set with `rep stosb` ran at glibc's speed
-/// on both (glibc runs it too), where 32-byte stores ran 1.5-1.8x as fast on a block in
-/// the L1 or L2 cache (4 KiB set again and again: 40 TSC ticks against 72; 16 KiB: 162
-/// against 265; 256 KiB: 2,636 against 4,010) and 0.5-0.8x as fast on one in memory. A
+/// AMD EPYC 9005 (Zen 5) KVM guest, a 4 KiB-1 MiB set with `rep stosb` ran at glibc's
+/// speed on both (glibc runs it too), where 32-byte stores ran 1.1-1.8x as fast on a
+/// block in the L1 or L2 cache (`scripts/workloads/set_loops.c`: a 4 KiB set again and
+/// again 40 TSC ticks against 71, 16 KiB 158 against 261, 512 KiB 5,261 against 7,884;
+/// 1 MiB 19,952 against 15,956) and 0.5-1.0x as fast on one in memory. A
 /// destination written by the call before, or a few calls before, is in cache: a
 /// program setting one buffer again and again, or reusing a freed heap block at once.
 /// So a recalling band runs the `unknown` row's kernel (the one for a destination
@@ -559,10 +560,11 @@ static WRITTEN: [WrittenSet; WRITTEN_SETS] = [const {
 /// (about what a core takes to read 128 KiB at 32 bytes a tick: too little to push a
 /// block out of a 1-2 MiB L2 cache) plus `n / 4`, the time sixteen calls take at 64
 /// bytes a tick (the trusted calls between two checks, in a loop on one block: 4 KiB
-/// sets in cache ran at 100 bytes a tick, 256 KiB at 100, on the Zen 5 guest below).
+/// sets in cache ran at 100 bytes a tick, 512 KiB at 100, on the Zen 5 guest below).
 /// Once the block has left the L2, 32-byte stores lose to `rep stosb`: on a 2-vCPU AMD
-/// EPYC Zen 5 KVM guest a 64 KiB set after a 2 MiB read took 2,236 ticks with them
-/// against 1,638 (16 KiB: 520 against 572; 4 KiB: 260 against 208; medians of 15).
+/// EPYC Zen 5 KVM guest (`scripts/workloads/set_loops.c after`, medians of 15) a 64 KiB
+/// set after a 2 MiB read took 2,106 ticks with them against 1,534, 16 KiB 1,222
+/// against 572, 4 KiB 286 either way.
 /// 4 KiB: 5,120 ticks, 2 us at a 2.6 GHz counter; a loop on one buffer comes back
 /// within a few hundred.
 pub const fn written_window(n: usize) -> usize {

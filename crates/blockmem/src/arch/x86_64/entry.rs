@@ -185,18 +185,19 @@
 //!   lines in memory a call costs about one store-queue entry per store, whatever line
 //!   it falls on (a second store to a line already on its way costs as much as another
 //!   line; so does a masked store with no byte selected): on a 2-vCPU AMD EPYC Zen 5
-//!   KVM guest, sets at 4,000 random addresses over 64 MiB of flushed lines (a C loop,
-//!   medians of 25) ran at 1.04-1.18x glibc's speed from 513 bytes to 2 KiB this way,
-//!   at 0.99-1.05x the old way; with `doors` (five runs of each build), 1 and 2 KiB
-//!   sets scattered cold went from 0.97-1.01x to 1.02-1.09x, and the memset
-//!   distributions cold from 0.98-1.05x to 0.97-1.12x through the shim and from
-//!   0.98-1.04x to 0.99-1.07x through the C ABI (their lowest cells now those whose
-//!   sets are mostly of 129-512 bytes; below). In cache, in a C loop, 520 bytes to 2 KiB took 6.7-21.5
-//!   TSC ticks a call, glibc 7.9-22.5, the old way 6.6-21.2. Below 513 bytes the same
-//!   scheme needs a branch or a loop per line (the line count varies with the offset),
-//!   and it was faster cold (1.09-1.39x glibc at 140-400 bytes, one plain store per
-//!   line with a loop) but not in cache (a set of 512 bytes in a loop: 7.3 ticks,
-//!   glibc 5.5; 200-256 bytes 0.86x): the 129-512-byte blocks keep their straight-line
+//!   KVM guest, sets at 4,000 random addresses over 64 MiB of flushed lines
+//!   (`scripts/workloads/cold_sets.c`, medians of 25) ran at 1.03-1.25x glibc's speed
+//!   from 513 bytes to 2 KiB this way, at 0.96-1.02x the old way; with `doors` (five
+//!   runs of each build), 1 and 2 KiB sets scattered cold went from 0.97-1.01x to
+//!   1.02-1.09x, and the memset distributions cold from 0.98-1.05x to 0.97-1.12x
+//!   through the shim and from 0.98-1.04x to 0.99-1.07x through the C ABI (their lowest
+//!   cells now those whose sets are mostly of 129-512 bytes; below). In cache, in a C
+//!   loop, 520 bytes to 2 KiB took 6.7-21.5 TSC ticks a call, glibc 7.9-22.5, the old
+//!   way 6.6-21.2. Below 513 bytes the same scheme needs a branch or a loop per line
+//!   (the line count varies with the offset), and it was faster cold (`cold_sets.c`'s
+//!   loop storing each line once: 1.06-1.38x glibc at 140-400 bytes, but 0.90-0.93x at
+//!   256 and 512) but not in cache (a set of 512 bytes in a loop: 7.3 ticks, glibc
+//!   5.5; 200-256 bytes 0.86x): the 129-512-byte blocks keep their straight-line
 //!   stores, as many as glibc's, and tie it cold. Measured and dropped: one store fewer
 //!   where the bytes allow (129-192 bytes in three stores, 257-384 in six, a test
 //!   more each): the memset distributions cold at 1.00-1.06x through the shim, but hot
