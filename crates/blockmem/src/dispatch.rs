@@ -1267,37 +1267,32 @@ unsafe extern "C" fn set_large(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> 
     opaque(dst)
 }
 
-/// The kernel an Auto call of `n` bytes runs under the published plan (`second`: the
-/// family's second op, move or zero), without probing: null where the band probes or
-/// before a plan is published. The rows of Auto calls are the ones every `memcpy`,
-/// `memmove` and `memset` through the shim reads.
+/// The kernel an Auto call of `n` bytes at `dst` runs under the published plan
+/// (`second`: the family's second op, move or zero), without probing: the band's entry
+/// point, or where the band recalls ([`Step::Recall`]) the `cached` row's kernel's if
+/// [`written_lately`] says so, else the band's own; null where the band probes or
+/// before a plan is published (the general path then decides). The rows of Auto calls
+/// are the ones every `memcpy`, `memmove` and `memset` through the shim reads. One band
+/// search serves both: through the general path's decision (`recalled`, with the
+/// kernel's id and a search of the `cached` row) a 4 KiB set in a loop took 76 TSC
+/// ticks, through a second search here 64, with `avx2` in the band itself 59, glibc's
+/// 75 (2-vCPU AMD EPYC Zen 5 KVM guest).
 #[inline(always)]
-fn auto_entry(family: Family, n: usize, second: bool) -> *mut () {
-    match published() {
-        Some(plan) => plan
-            .row(family, Hint::Auto, State::Unknown)
-            .entry(n, second),
-        None => core::ptr::null_mut(),
-    }
-}
-
-/// The entry point an Auto call of `n` bytes at `dst` runs where its band recalls
-/// ([`Step::Recall`]): the `cached` row's kernel's where [`written_lately`] says so,
-/// else the band's own; null where the band does not recall (it probes), or before a
-/// plan is published (the general path then decides). For the C entries, beside
-/// [`auto_entry`]: through the general path's decision (`recalled`, with the kernel's
-/// id and a search of the `cached` row) a 4 KiB set in a loop took 76 TSC ticks, this
-/// way 64, with `avx2` in the band itself 59, glibc's 75 (2-vCPU AMD EPYC Zen 5 KVM
-/// guest).
-#[inline(always)]
-fn recall_entry(family: Family, second: bool, dst: *mut u8, n: usize) -> *mut () {
+fn auto_entry(family: Family, n: usize, second: bool, dst: *mut u8) -> *mut () {
     let Some(plan) = published() else {
         return core::ptr::null_mut();
     };
     let row = plan.row(family, Hint::Auto, State::Unknown);
-    let (own, hot) = plan.recalls(family, Hint::Auto).entries(row, n, second);
+    let i = row.band(n);
+    let f = row.entry_at(i, second);
+    if !f.is_null() {
+        return f;
+    }
+    let (own, hot) = plan.recalls(family, Hint::Auto).entries_at(i, n, second);
     if own.is_null() || hot.is_null() {
-        return core::ptr::null_mut();
+        // A band that probes (null: the general path), or sizes of a recalling band
+        // where the cached row runs the band's own kernel.
+        return own;
     }
     if written_lately(dst as usize, n, tsc) {
         hot
@@ -1328,10 +1323,7 @@ unsafe fn copy_above_c<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint
             MOVE => true,
             _ => !disjoint(dst, src, n),
         };
-        let mut f = auto_entry(Family::Copy, n, second);
-        if f.is_null() {
-            f = recall_entry(Family::Copy, second, dst, n);
-        }
+        let f = auto_entry(Family::Copy, n, second, dst);
         if !f.is_null() {
             // SAFETY: forwarded contract; `f` is a copy-family entry point of the
             // published plan, for the op the ranges allow.
@@ -1351,10 +1343,7 @@ unsafe fn copy_above_c<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint
 #[inline(always)]
 unsafe fn set_above_c(dst: *mut u8, byte: u8, n: usize, hint: u32) -> *mut u8 {
     if hint == Hint::C_AUTO && n > SET_WIDE_MAX {
-        let mut f = auto_entry(Family::Set, n, byte == 0);
-        if f.is_null() {
-            f = recall_entry(Family::Set, byte == 0, dst, n);
-        }
+        let f = auto_entry(Family::Set, n, byte == 0, dst);
         if !f.is_null() {
             // SAFETY: forwarded contract; `f` is a set-family entry point of the
             // published plan (a zero kernel's set-shaped entry for a zero byte).

@@ -11,9 +11,9 @@
 //!
 //! One thing a call knows without probing: whether the dispatcher itself wrote its
 //! destination lately (`dispatch::written_lately`). So where an `unknown` band runs
-//! one kernel and the `cached` row another over all its sizes (both keeping what they
-//! write cached), the band recalls ([`Step::Recall`]): a destination written lately by
-//! such a call takes the `cached` row's kernel. No table says so explicitly; it
+//! one kernel and the `cached` row one other for some of its sizes (both keeping what
+//! they write cached), the band recalls ([`Step::Recall`]): a destination written
+//! lately by such a call takes the `cached` row's kernel. No table says so explicitly; it
 //! follows from the two rows, as a probe band's decision does.
 //!
 //! Compiling does what the CPU requires and nothing else:
@@ -75,33 +75,49 @@ const RECALL_A: u8 = 1;
 const RECALL_B: u8 = 2;
 
 /// The entry points of an `unknown` row's recalling bands ([`Step::Recall`]), per band
-/// and op (first, second): the band's own kernel's and the `cached` row's; both null
-/// for a band that does not recall. What the dispatcher's recall path reads, without
-/// decoding kernels or searching the `cached` row.
+/// and op (first, second): the band's own kernel's, the `cached` row's other kernel's,
+/// and the sizes `lo..hi` where the `cached` row runs that one (elsewhere in the band
+/// it runs the band's own, or streams); null entry points for a band that does not
+/// recall. What the dispatcher's recall path reads, without decoding kernels or
+/// searching the `cached` row.
 #[repr(C, align(64))]
 pub struct RecallRow {
     own: [[AtomicPtr<()>; 2]; MAX_BANDS],
     hot: [[AtomicPtr<()>; 2]; MAX_BANDS],
+    lo: [[AtomicUsize; 2]; MAX_BANDS],
+    hi: [[AtomicUsize; 2]; MAX_BANDS],
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const RECALL_INIT: RecallRow = RecallRow {
     own: [const { [const { AtomicPtr::new(core::ptr::null_mut()) }; 2] }; MAX_BANDS],
     hot: [const { [const { AtomicPtr::new(core::ptr::null_mut()) }; 2] }; MAX_BANDS],
+    lo: [const { [const { AtomicUsize::new(0) }; 2] }; MAX_BANDS],
+    hi: [const { [const { AtomicUsize::new(0) }; 2] }; MAX_BANDS],
 };
 
 impl RecallRow {
-    /// The entry points (own, cached row's) of the band holding `n` bytes in `u`, the
-    /// row this one belongs to, for the family's second op if `second`; both null
-    /// where the band does not recall.
+    /// The entry points (own, cached row's) for a call of `n` bytes in `u`, the row
+    /// this one belongs to, for the family's second op if `second`: both null where the
+    /// band holding `n` does not recall; the cached row's null where, at `n`, the
+    /// cached row runs the band's own kernel (or streams).
     #[inline(always)]
     pub fn entries(&self, u: &PlanRow, n: usize, second: bool) -> (*mut (), *mut ()) {
-        let i = u.band(n);
+        self.entries_at(u.band(n), n, second)
+    }
+
+    /// [`RecallRow::entries`] in band `i` ([`PlanRow::band`] of `n`).
+    #[inline(always)]
+    pub fn entries_at(&self, i: usize, n: usize, second: bool) -> (*mut (), *mut ()) {
         let op = second as usize;
-        (
-            self.own[i][op].load(Ordering::Relaxed),
-            self.hot[i][op].load(Ordering::Relaxed),
-        )
+        let own = self.own[i][op].load(Ordering::Relaxed);
+        let lo = self.lo[i][op].load(Ordering::Relaxed);
+        let hi = self.hi[i][op].load(Ordering::Relaxed);
+        if n.wrapping_sub(lo) < hi.wrapping_sub(lo) {
+            (own, self.hot[i][op].load(Ordering::Relaxed))
+        } else {
+            (own, core::ptr::null_mut())
+        }
     }
 }
 
@@ -152,7 +168,7 @@ pub enum Step {
 impl PlanRow {
     /// The band index for `n` bytes.
     #[inline(always)]
-    pub(crate) fn band(&self, n: usize) -> usize {
+    pub fn band(&self, n: usize) -> usize {
         let mut i = 0;
         while i < MAX_BANDS - 1 && n >= self.below[i].load(Ordering::Relaxed) {
             i += 1;
@@ -165,7 +181,12 @@ impl PlanRow {
     /// bounds, then the entry points), no kernel id.
     #[inline(always)]
     pub fn entry(&self, n: usize, second: bool) -> *mut () {
-        let i = self.band(n);
+        self.entry_at(self.band(n), second)
+    }
+
+    /// [`PlanRow::entry`] of band `i` ([`PlanRow::band`]).
+    #[inline(always)]
+    pub fn entry_at(&self, i: usize, second: bool) -> *mut () {
         if second {
             self.fn_b[i].load(Ordering::Relaxed)
         } else {
@@ -430,56 +451,78 @@ pub fn compile(t: &Table, f: Features, forced: Option<KernelId>, llc_default: us
 }
 
 /// Marks the bands of the compiled `unknown` row `u` that recall ([`Step::Recall`]),
-/// per op, and fills `rr` with their entry points: the band runs a kernel that does not
-/// stream (what it writes stays cached) and the compiled `cached` row `c` runs one
-/// other such kernel over all of the band's sizes. Such a band's entry point in `u` is
+/// per op, and fills `rr` with their entry points ([`recalls`]): the band runs a
+/// kernel that does not stream (what it writes stays cached) and the compiled `cached`
+/// row `c` runs one other such kernel over some of the band's sizes. Such a band's entry point in `u` is
 /// cleared, so the dispatcher's hot path, which reads entry points only, leaves it.
 fn mark_recalls(u: &PlanRow, c: &PlanRow, rr: &RecallRow) {
-    let mut last = [None, None];
+    // Scalars only, no arrays of tuples: the unoptimised core would copy those with
+    // `memcpy` (`tests/no_libc_calls.rs`).
     let mut start = 0;
     let mut i = 0;
     while i < MAX_BANDS {
         let end = u.below[i].load(Ordering::Relaxed);
-        // Bands past the last repeat it (see `compile_row`), and so do their marks.
-        let hot = if start == usize::MAX {
-            last
-        } else {
-            [
-                recalls(u.kernel_a[i].load(Ordering::Relaxed), c, start, end, false),
-                recalls(u.kernel_b[i].load(Ordering::Relaxed), c, start, end, true),
-            ]
-        };
         let mut bits = 0;
-        let fns = [&u.fn_a[i], &u.fn_b[i]];
         let mut op = 0;
         while op < 2 {
-            let (own, cached) = match hot[op] {
-                Some(f) => {
-                    bits |= [RECALL_A, RECALL_B][op];
-                    (fns[op].swap(core::ptr::null_mut(), Ordering::Relaxed), f)
+            let second = op == 1;
+            let (kernel, entry) = if second {
+                (&u.kernel_b[i], &u.fn_b[i])
+            } else {
+                (&u.kernel_a[i], &u.fn_a[i])
+            };
+            // Bands past the last repeat it (see `compile_row`), and so do their marks.
+            let (hot, lo, hi) = if start == usize::MAX {
+                (
+                    rr.hot[i - 1][op].load(Ordering::Relaxed),
+                    rr.lo[i - 1][op].load(Ordering::Relaxed),
+                    rr.hi[i - 1][op].load(Ordering::Relaxed),
+                )
+            } else {
+                match recalls(kernel.load(Ordering::Relaxed), c, start, end, second) {
+                    Some(found) => found,
+                    None => (core::ptr::null_mut(), 0, 0),
                 }
-                None => (core::ptr::null_mut(), core::ptr::null_mut()),
+            };
+            let own = if hot.is_null() {
+                core::ptr::null_mut()
+            } else {
+                bits |= if second { RECALL_B } else { RECALL_A };
+                entry.swap(core::ptr::null_mut(), Ordering::Relaxed)
             };
             rr.own[i][op].store(own, Ordering::Relaxed);
-            rr.hot[i][op].store(cached, Ordering::Relaxed);
+            rr.hot[i][op].store(hot, Ordering::Relaxed);
+            rr.lo[i][op].store(lo, Ordering::Relaxed);
+            rr.hi[i][op].store(hi, Ordering::Relaxed);
             op += 1;
         }
         u.recall[i].store(bits, Ordering::Relaxed);
-        last = hot;
         start = end;
         i += 1;
     }
 }
 
 /// Where a band of sizes `start..end` running kernel `k` (a table index, or [`PROBE`])
-/// for an op recalls: the entry point of the one kernel the compiled `cached` row `c`
-/// runs for that op over all those sizes, if it is another kernel and both keep the
-/// bytes they write cached; `None` where the band does not recall.
-fn recalls(k: u8, c: &PlanRow, start: usize, end: usize, second: bool) -> Option<*mut ()> {
+/// for an op recalls: the entry point of the other kernel the compiled `cached` row
+/// `c` runs for that op in those sizes, and the sizes `lo..hi` where it does, if `k`
+/// and it keep the bytes they write cached and it is the only other one, over
+/// contiguous sizes (elsewhere in the band the cached row runs `k` itself, or streams,
+/// which a recalled call does not do either); `None` where the band does not recall.
+/// So a calibrated table whose `cached` row changes kernel inside an `unknown` band
+/// (`avx512` to 1 MiB, then `rep_stosb` as the band does) still recalls below 1 MiB.
+fn recalls(
+    k: u8,
+    c: &PlanRow,
+    start: usize,
+    end: usize,
+    second: bool,
+) -> Option<(*mut (), usize, usize)> {
     if k == PROBE || kernel_at(k).streams() {
         return None;
     }
-    let mut found: Option<*mut ()> = None;
+    let mut found: Option<(*mut (), usize, usize)> = None;
+    // Whether a piece that is not the other kernel came after it (no second run).
+    let mut closed = false;
     let mut from = 0;
     let mut j = 0;
     while j < MAX_BANDS && from != usize::MAX {
@@ -497,10 +540,13 @@ fn recalls(k: u8, c: &PlanRow, start: usize, end: usize, second: bool) -> Option
                 )
             };
             let other = ck != PROBE && ck != k && !kernel_at(ck).streams() && !f.is_null();
-            if !other || found.is_some_and(|g| g != f) {
-                return None;
+            let (lo, hi) = (from.max(start), below.min(end));
+            match found {
+                _ if !other => closed = found.is_some(),
+                None => found = Some((f, lo, hi)),
+                Some((g, glo, _)) if g == f && !closed => found = Some((g, glo, hi)),
+                Some(_) => return None,
             }
-            found = Some(f);
         }
         from = below;
         j += 1;
