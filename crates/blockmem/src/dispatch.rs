@@ -1275,7 +1275,7 @@ unsafe extern "C" fn set_large(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> 
 /// are the ones every `memcpy`, `memmove` and `memset` through the shim reads. One band
 /// search serves both: through the general path's decision (`recalled`, with the
 /// kernel's id and a search of the `cached` row) a 4 KiB set in a loop took 76 TSC
-/// ticks, through a second search here 64, with `avx2` in the band itself 59, glibc's
+/// ticks, through this function 64-65, with `avx2` in the band itself 59, glibc's
 /// 75 (2-vCPU AMD EPYC Zen 5 KVM guest).
 #[inline(always)]
 fn auto_entry(family: Family, n: usize, second: bool, dst: *mut u8) -> *mut () {
