@@ -588,11 +588,11 @@ fn written_entry(dst: usize) -> (&'static AtomicUsize, &'static AtomicUsize, usi
     (&s.page[way % WRITTEN_WAYS], &s.at[way % WRITTEN_WAYS], page)
 }
 
-/// Calls on a page found written lately that trust that finding without reading the
-/// time-stamp counter again (see [`written_lately`]).
-const WRITTEN_TRUSTED: usize = 15;
 /// The bits of a [`WRITTEN`] time that count the trusted calls left.
 const WRITTEN_BUDGET: usize = 0xf;
+/// Calls on a page found written lately that trust that finding without reading the
+/// time-stamp counter again (see [`written_lately`]): as many as its count holds.
+const WRITTEN_TRUSTED: usize = WRITTEN_BUDGET;
 
 /// Whether the page holding `dst` was started in by a recalling call lately, as the
 /// one now asking (reading the time-stamp counter through `now`, which gives 0 where
@@ -787,10 +787,7 @@ fn step_or_portable(
         Step::Run(k, f) => (k, f),
         // Only `unknown` rows recall (`first_call`): the band's own kernel.
         Step::Recall(k) => (k, entry_of(k, op)),
-        Step::Probe => (
-            KernelId::Portable,
-            crate::kernel::entry_for(KernelId::Portable, op).unwrap_or(core::ptr::null_mut()),
-        ),
+        Step::Probe => (KernelId::Portable, entry_of(KernelId::Portable, op)),
     }
 }
 

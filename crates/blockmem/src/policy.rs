@@ -187,10 +187,17 @@ impl PlanRow {
     /// [`PlanRow::entry`] of band `i` ([`PlanRow::band`]).
     #[inline(always)]
     pub fn entry_at(&self, i: usize, second: bool) -> *mut () {
+        self.op_band(i, second).1.load(Ordering::Relaxed)
+    }
+
+    /// Band `i`'s kernel and entry point for the family's first op, or its second if
+    /// `second`, and that op's bit in [`PlanRow::recall`].
+    #[inline(always)]
+    fn op_band(&self, i: usize, second: bool) -> (&AtomicU8, &AtomicPtr<()>, u8) {
         if second {
-            self.fn_b[i].load(Ordering::Relaxed)
+            (&self.kernel_b[i], &self.fn_b[i], RECALL_B)
         } else {
-            self.fn_a[i].load(Ordering::Relaxed)
+            (&self.kernel_a[i], &self.fn_a[i], RECALL_A)
         }
     }
 
@@ -199,11 +206,7 @@ impl PlanRow {
     #[inline(always)]
     pub fn step(&self, n: usize, second: bool) -> Step {
         let i = self.band(n);
-        let (k, f, bit) = if second {
-            (&self.kernel_b[i], &self.fn_b[i], RECALL_B)
-        } else {
-            (&self.kernel_a[i], &self.fn_a[i], RECALL_A)
-        };
+        let (k, f, bit) = self.op_band(i, second);
         let f = f.load(Ordering::Relaxed);
         let k = k.load(Ordering::Relaxed);
         if k != PROBE && f.is_null() && self.recall[i].load(Ordering::Relaxed) & bit != 0 {
@@ -466,11 +469,7 @@ fn mark_recalls(u: &PlanRow, c: &PlanRow, rr: &RecallRow) {
         let mut op = 0;
         while op < 2 {
             let second = op == 1;
-            let (kernel, entry) = if second {
-                (&u.kernel_b[i], &u.fn_b[i])
-            } else {
-                (&u.kernel_a[i], &u.fn_a[i])
-            };
+            let (kernel, entry, bit) = u.op_band(i, second);
             // Bands past the last repeat it (see `compile_row`), and so do their marks.
             let (hot, lo, hi) = if start == usize::MAX {
                 (
@@ -487,7 +486,7 @@ fn mark_recalls(u: &PlanRow, c: &PlanRow, rr: &RecallRow) {
             let own = if hot.is_null() {
                 core::ptr::null_mut()
             } else {
-                bits |= if second { RECALL_B } else { RECALL_A };
+                bits |= bit;
                 entry.swap(core::ptr::null_mut(), Ordering::Relaxed)
             };
             rr.own[i][op].store(own, Ordering::Relaxed);
@@ -528,17 +527,8 @@ fn recalls(
     while j < MAX_BANDS && from != usize::MAX {
         let below = c.below[j].load(Ordering::Relaxed);
         if from < end && below > start {
-            let (ck, f) = if second {
-                (
-                    c.kernel_b[j].load(Ordering::Relaxed),
-                    c.fn_b[j].load(Ordering::Relaxed),
-                )
-            } else {
-                (
-                    c.kernel_a[j].load(Ordering::Relaxed),
-                    c.fn_a[j].load(Ordering::Relaxed),
-                )
-            };
+            let (ck, f, _) = c.op_band(j, second);
+            let (ck, f) = (ck.load(Ordering::Relaxed), f.load(Ordering::Relaxed));
             let other = ck != PROBE && ck != k && !kernel_at(ck).streams() && !f.is_null();
             let (lo, hi) = (from.max(start), below.min(end));
             match found {
