@@ -3,8 +3,9 @@
 //!
 //! ```text
 //!   AVX-512BW + BMI2:  set n <= 64 one masked store, copy n < 16 one masked access,
-//!                      n <= 64 two 16- or 32-byte ones; copy/move n <= 512 and set/zero
-//!                      n <= 2048 64-byte blocks (arch::x86_64::masked), inline
+//!                      n <= 64 two 16- or 32-byte ones; move n <= 512, copy n <= 2112
+//!                      and set/zero n <= 2048 64-byte blocks (arch::x86_64::masked),
+//!                      inline
 //!   otherwise          n <= 32 scalar head/tail, n <= 128 SSE2 head/tail, inline
 //!   above that         the plan's `unknown` row for the op's family and the hint:
 //!                      find the band holding n; call its kernel through the entry
@@ -908,8 +909,8 @@ const COPY_WIDE_MAX: usize = INLINE_MAX;
 const SET_WIDE_MAX: usize = INLINE_MAX;
 
 /// Largest size [`copy`], [`move_`] and [`set`] handle for `op` inline, without a
-/// kernel: where AVX-512BW and BMI2 are in force 2048 bytes for copy, set and zero
-/// and 512 for move (a move of disjoint ranges stays inline up to 2048 too: see
+/// kernel: where AVX-512BW and BMI2 are in force 2112 bytes for copy, 2048 for set and
+/// zero and 512 for move (a move of disjoint ranges stays inline up to 2112 too: see
 /// `runs_inline`), else 128 (64 on targets other than x86-64).
 pub fn inline_max(op: Op) -> usize {
     if small_path() == 0 {
@@ -1117,7 +1118,7 @@ unsafe fn set_wide_inline(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut 
 }
 
 /// [`copy_entry`] on a CPU with AVX-512BW and BMI2: up to 512 bytes one to eight
-/// 64-byte accesses, every load first (a move); up to 2048 the 256-byte loop of
+/// 64-byte accesses, every load first (a move); up to 2112 the 256-byte loop of
 /// `masked::copy_le2k` when the ranges are disjoint; else the plan.
 ///
 /// # Safety

@@ -88,10 +88,19 @@ fn guarded(op: Op) {
     let mut cases = 0u64;
     let mut fill = 0u8;
     // Sets and zeroes past the inline sets' 2 KiB (each line of their last block
-    // stored once, the last one masked), copies and moves to 1 KiB.
-    let max_n = if two_buffers { 1024 } else { 2176 };
+    // stored once, the last one masked), every size; copies and moves every size to 1
+    // KiB, then every 13th past the inline copies' 2,112 bytes and both sides of 2 KiB
+    // and of 2,112.
+    let sizes: Vec<usize> = if two_buffers {
+        (0..=1024)
+            .chain((1025..=2176).step_by(13))
+            .chain([2047, 2048, 2049, 2111, 2112, 2113])
+            .collect()
+    } else {
+        (0..=2176).collect()
+    };
     for m in &ms {
-        for n in 0..=max_n {
+        for &n in &sizes {
             for off in 0..64usize {
                 for (s_end, d_end) in [(false, false), (true, true), (false, true), (true, false)] {
                     if !two_buffers && s_end {
@@ -142,7 +151,11 @@ fn guarded(op: Op) {
     }
     assert_eq!(src.bytes(), &src_copy[..], "source pages modified");
     report(
-        &format!("guard pages, sizes 0..={max_n} x offsets 0..63 x both ends"),
+        &format!(
+            "guard pages, {} sizes to {} x offsets 0..63 x both ends",
+            sizes.len(),
+            sizes.iter().max().unwrap_or(&0)
+        ),
         op,
         &ms,
         cases,

@@ -348,7 +348,7 @@ pub fn flush(p: *const u8, n: usize) {
 pub fn interesting_sizes(max: usize) -> Vec<usize> {
     let mut v = Vec::new();
     // Ladder rungs, vector short/long boundaries (8 × 8/16/32), inline ladder (128,
-    // and 512/2048 with AVX-512), loop steps, block-prefetch block multiples, and where
+    // and 512/2048, copies 2112, with AVX-512), loop steps, block-prefetch block multiples, and where
     // a band of a built-in table starts.
     let thresholds = [
         2usize,
@@ -362,6 +362,7 @@ pub fn interesting_sizes(max: usize) -> Vec<usize> {
         512,
         1024,
         2048,
+        2112,
         4096,
         8192,
         8192 * 2,

@@ -16,7 +16,7 @@
 //! than 128 first (see the trades below). Copies: 64–128 bytes with two compares and
 //! no taken branch, 1–63 with one compare and one taken branch (1–15 bytes: one
 //! masked access; 16–63: two taken branches), 129–256 with three compares and one
-//! taken branch, 257–512 with two taken branches, 513–2048 (a loop) with three. Sets:
+//! taken branch, 257–512 with two taken branches, 513–2112 (a loop) with three. Sets:
 //! 64–128 bytes with two compares and no taken branch, 129–256 with one compare and
 //! one taken branch, 1–63 with two compares and one taken branch (one masked store).
 //!
@@ -223,26 +223,28 @@
 //!         n < 64    one masked 64-byte store, its window in the bytes' lines
 //!         n <= 256, 512   4 or 8 64-byte stores from both ends, the first 2 or 4 stored
 //!                   before the test for the next class (as glibc's memset)
-//!   513..=2048      copy: the first 64 and last 256 bytes loaded first, 256-byte blocks
+//!   513..=2112      copy: the first 64 and last 256 bytes loaded first, 256-byte blocks
 //!                   to 64-byte-aligned destinations, the ends stored last (ranges
-//!                   that share a byte go to `above`); set: the first 256 bytes, then
-//!                   one store per line, the last line's bytes masked; as
-//!                   `masked::copy_le2k`/`set_le2k`
-//!   above 2048      `above` (the rest of `dispatch::wide`: the plan), with the hint
+//!                   that share a byte go to `above`); up to glibc's `rep movsb`
+//!                   threshold on CPUs with FSRM (`masked::COPY_WIDE_MAX`)
+//!   513..=2048      set: the first 256 bytes, then one store per line, the last line's
+//!                   bytes masked; as `masked::copy_le2k`/`set_le2k`
+//!   above those     `above` (the rest of `dispatch::wide`: the plan), with the hint
 //!                   in ecx: the C ABI's own, or zero (Auto)
 //! ```
 //!
 //! The AVX2 bodies (a CPU without AVX-512BW) are overlapping head/tail pairs (1–3,
 //! 4–7, 8–15 bytes in general registers, 16–31 in xmm, up to 256 in ymm), then up to
-//! 2 KiB a loop of 128-byte blocks to 32-byte-aligned destinations between the ends
-//! (sets: 128 bytes at each end), each ending in `vzeroupper`; above 2 KiB, and copies
+//! 2,112 bytes (copies) or 2 KiB (sets) a loop of 128-byte blocks to 32-byte-aligned
+//! destinations between the ends (sets: 128 bytes at each end), each ending in
+//! `vzeroupper`; above those sizes, and copies
 //! of overlapping ranges above 256 bytes, the general path (through a `vzeroupper`).
 //! Before the loop was there, every call above 256 bytes paid the general path's
 //! dispatch (139 instructions for a 300-byte copy) and ran at 0.27–0.5× glibc's AVX2
 //! speed from 512 bytes to 1 KiB (AVX-512 masked on a 2-vCPU Intel Xeon KVM guest).
 //!
 //! Their search follows glibc's AVX2 functions: 32–64 bytes with no taken branch,
-//! 65–128 and 257–2048 with two, 129–256 with one (sets: 65–128 with one, 129–256 with
+//! 65–128 and 257–2112 with two, 129–256 with one (sets: 65–128 with one, 129–256 with
 //! two, as glibc's memset), and below 32 bytes glibc's ladder (two taken branches, one
 //! for 1–3 bytes). The trade, measured with the lab's `doors` (AVX-512 masked on both
 //! sides, 2-vCPU EPYC Zen 4 KVM guest, 11 rounds, two runs each, ratio glibc / blockmem
@@ -333,7 +335,7 @@ macro_rules! entry_avx2_bodies {
 }
 
 /// Defines a naked C entry `unsafe extern "C" fn NAME(dst, src, n[, hint]) -> dst` for
-/// copies and moves of up to 2048 bytes (see the module docs).
+/// copies and moves of up to 2112 bytes (see the module docs).
 ///
 /// * `flag`: a static byte (an `AtomicU8`): 1 where the CPU has AVX-512F/BW/VL and
 ///   BMI2 and the entry may take its AVX-512 path, 2 for its AVX2 path, anything else
@@ -365,7 +367,7 @@ macro_rules! copy_entry {
         "mov rcx, rdi\nsub rcx, rsi\ncmp rcx, rdx\njb 35f\nmov rcx, rsi\nsub rcx, rdi\ncmp rcx, rdx\njb 35f"
     };
     (@check possible) => {
-        // 513..=2048 bytes stay here only when the ranges share no byte (the loop
+        // 513..=2112 bytes stay here only when the ranges share no byte (the loop
         // interleaves loads and stores); overlapping ones go to `above`, a move.
         "mov rcx, rdi\nsub rcx, rsi\ncmp rcx, rdx\njb 8f\nmov rcx, rsi\nsub rcx, rdi\ncmp rcx, rdx\njb 8f"
     };
@@ -455,7 +457,7 @@ macro_rules! copy_entry {
                 "ret",
                 ".p2align 6",
                 "6:",
-                "cmp rdx, 2048",
+                "cmp rdx, 2112",
                 "ja 8f",
                 $overlap_check,
                 "vmovdqu64 zmm16, zmmword ptr [rsi]",
@@ -497,7 +499,7 @@ macro_rules! copy_entry {
                 "jmp {above}",
                 // Unbound: the flag test. AVX-512 continues after the slot, AVX2 at 30
                 // (see the module docs for the order): every load before the first store
-                // up to 256 bytes; a loop to 2 KiB for disjoint ranges; else `general`.
+                // up to 256 bytes; a loop to 2,112 bytes for disjoint ranges; else `general`.
                 $crate::entry_flag_test!(),
                 "cmp rdx, 32",
                 "jb 21f",
@@ -586,7 +588,7 @@ macro_rules! copy_entry {
                 "ret",
                 ".p2align 6",
                 "32:",
-                "cmp rdx, 2048",
+                "cmp rdx, 2112",
                 "ja 35f",
                 $overlap_check_avx2,
                 "vmovdqu ymm8, ymmword ptr [rsi + rdx - 128]",
@@ -623,7 +625,7 @@ macro_rules! copy_entry {
                 "vmovdqu ymmword ptr [r9 + 96], ymm11",
                 "vzeroupper",
                 "ret",
-                // Out (label 35) above 2 KiB and for overlapping ranges above 256 bytes.
+                // Out (label 35) above 2,112 bytes and for overlapping ranges above 256 bytes.
                 $crate::entry_avx2_bodies!($name),
                 flag = sym $flag,
                 general = sym $general,
