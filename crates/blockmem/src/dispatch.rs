@@ -32,7 +32,7 @@ use crate::arch::generic::disjoint;
 use crate::autoload::{self, Found, Source};
 use crate::builtin::Class;
 use crate::cpu::{self, Features};
-use crate::kernel::{CopyFn, Hint, KernelId, Op, SetFn};
+use crate::kernel::{CopyEntry, Hint, KernelId, Op, SetEntry};
 use crate::policy::{self, Plan, Step};
 use crate::profile::{self, ErrorKind, Family, ProfileError, State, Table};
 
@@ -580,13 +580,34 @@ const GOLDEN: usize = 0x9e37_79b9_7f4a_7c15_u64 as usize;
 /// thread: (the way's page, its time).
 #[inline(always)]
 fn written_entry(dst: usize) -> (&'static AtomicUsize, &'static AtomicUsize, usize) {
-    let marker = 0u8;
-    let stack = core::ptr::addr_of!(marker) as usize;
+    let stack = stack_pointer();
     let set = (stack >> 20).wrapping_mul(GOLDEN) >> (usize::BITS - WRITTEN_SETS.trailing_zeros());
     let page = dst >> 12;
     let way = page.wrapping_mul(GOLDEN) >> (usize::BITS - WRITTEN_WAYS.trailing_zeros());
     let s = &WRITTEN[set % WRITTEN_SETS];
     (&s.page[way % WRITTEN_WAYS], &s.at[way % WRITTEN_WAYS], page)
+}
+
+/// The calling thread's stack pointer, or an address near it: which of its megabytes
+/// the stack lies in. Read from the register on x86-64: the address of a local would
+/// give the calling function a stack slot whose address escapes, and keep it from ending
+/// in a jump to its kernel (see `kernel::CopyEntry`).
+#[inline(always)]
+fn stack_pointer() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let sp: usize;
+        // SAFETY: reads a register; no memory, stack or flags touched.
+        unsafe {
+            core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let marker = 0u8;
+        core::hint::black_box(core::ptr::addr_of!(marker)) as usize
+    }
 }
 
 /// The bits of a [`WRITTEN`] time that count the trusted calls left.
@@ -1324,9 +1345,9 @@ unsafe fn copy_above_c<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint
         let f = auto_entry(Family::Copy, n, second, dst);
         if !f.is_null() {
             // SAFETY: forwarded contract; `f` is a copy-family entry point of the
-            // published plan, for the op the ranges allow.
-            unsafe { as_copy(f)(dst, src, n) };
-            return opaque(dst);
+            // published plan, for the op the ranges allow. It returns `dst`: the call
+            // is the function's last act, a jump (see `kernel::CopyEntry`).
+            return unsafe { as_copy(f)(dst, src, n) };
         }
     }
     // SAFETY: forwarded contract.
@@ -1344,33 +1365,33 @@ unsafe fn set_above_c(dst: *mut u8, byte: u8, n: usize, hint: u32) -> *mut u8 {
         let f = auto_entry(Family::Set, n, byte == 0, dst);
         if !f.is_null() {
             // SAFETY: forwarded contract; `f` is a set-family entry point of the
-            // published plan (a zero kernel's set-shaped entry for a zero byte).
-            unsafe { as_set(f)(dst, byte, n) };
-            return opaque(dst);
+            // published plan (a zero kernel's set-shaped entry for a zero byte). It
+            // returns `dst`: the call is the function's last act, a jump.
+            return unsafe { as_set(f)(dst, byte, n) };
         }
     }
     // SAFETY: forwarded contract.
     unsafe { set_wide(dst, byte, n, Hint::from_c(hint)) }
 }
 
-/// The entry point of a band, as a copy kernel.
+/// The entry point of a band, as a copy kernel's.
 ///
 /// # Safety
-/// `f` is a non-null `CopyFn` entry point from a compiled copy-family row.
+/// `f` is a non-null `CopyEntry` from a compiled copy-family row.
 #[inline(always)]
-unsafe fn as_copy(f: *mut ()) -> CopyFn {
-    // SAFETY: per the contract the pointer came from a `CopyFn`.
-    unsafe { core::mem::transmute::<*mut (), CopyFn>(f) }
+unsafe fn as_copy(f: *mut ()) -> CopyEntry {
+    // SAFETY: per the contract the pointer came from a `CopyEntry`.
+    unsafe { core::mem::transmute::<*mut (), CopyEntry>(f) }
 }
 
-/// The entry point of a band, as a set kernel.
+/// The entry point of a band, as a set kernel's.
 ///
 /// # Safety
-/// `f` is a non-null `SetFn` entry point from a compiled set-family row.
+/// `f` is a non-null `SetEntry` from a compiled set-family row.
 #[inline(always)]
-unsafe fn as_set(f: *mut ()) -> SetFn {
-    // SAFETY: per the contract the pointer came from a `SetFn`.
-    unsafe { core::mem::transmute::<*mut (), SetFn>(f) }
+unsafe fn as_set(f: *mut ()) -> SetEntry {
+    // SAFETY: per the contract the pointer came from a `SetEntry`.
+    unsafe { core::mem::transmute::<*mut (), SetEntry>(f) }
 }
 
 /// The published plan, or `None` before the first initialisation.
@@ -1403,7 +1424,7 @@ unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, h
         match op {
             Op::Copy | Op::Move => as_copy(f)(dst, src, n),
             Op::Set | Op::Zero => as_set(f)(dst, byte, n),
-        }
+        };
     }
 }
 
@@ -1577,7 +1598,7 @@ unsafe fn by_probe(
         match op {
             Op::Copy | Op::Move => as_copy(f)(dst, src, n),
             Op::Set | Op::Zero => as_set(f)(dst, byte, n),
-        }
+        };
     }
 }
 

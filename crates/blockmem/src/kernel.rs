@@ -15,6 +15,12 @@ pub type CopyFn = unsafe fn(*mut u8, *const u8, usize);
 pub type SetFn = unsafe fn(*mut u8, u8, usize);
 /// A zero kernel: `(dst, n)`.
 pub type ZeroFn = unsafe fn(*mut u8, usize);
+/// The dispatcher's entry point of a copy or move kernel ([`entry_for`]): the kernel
+/// behind the C calling convention, returning `dst`.
+pub type CopyEntry = unsafe extern "C" fn(*mut u8, *const u8, usize) -> *mut u8;
+/// The dispatcher's entry point of a set or zero kernel ([`entry_for`]): `(dst, byte,
+/// n)`, returning `dst`; a zero kernel is called with byte 0.
+pub type SetEntry = unsafe extern "C" fn(*mut u8, u8, usize) -> *mut u8;
 
 /// A block memory operation.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -219,6 +225,99 @@ pub struct Kernel {
     move_: Option<CopyFn>,
     set: Option<SetFn>,
     zero: Option<ZeroFn>,
+    entries: Entries,
+}
+
+/// A kernel's entry points for the dispatcher ([`entry_for`]), one per op it has.
+#[derive(Debug, Clone, Copy)]
+struct Entries {
+    copy: Option<CopyEntry>,
+    move_: Option<CopyEntry>,
+    set: Option<SetEntry>,
+    zero: Option<SetEntry>,
+}
+
+/// The ops of one kernel as the table lists them: the kernel functions and their
+/// entry points.
+struct Ops {
+    copy: Option<CopyFn>,
+    move_: Option<CopyFn>,
+    set: Option<SetFn>,
+    zero: Option<ZeroFn>,
+    entries: Entries,
+}
+
+/// The entry point of a copy or move kernel function `$f`: a function of the C calling
+/// convention that calls it and returns `dst`.
+///
+/// Why: a C entry that hands a call to the table's kernel (`dispatch`'s `copy_above_c`
+/// and `set_above_c`) can then end in a jump to it, with nothing left to do after it. A
+/// call instead keeps `dst` in a saved register, and the registers come back from the
+/// stack after the kernel returns: loads that, after `rep stosb`, waited for it. On a
+/// 2-vCPU AMD EPYC Zen 5 KVM guest, 2,049-byte sets through `rep stosb` in a loop over
+/// 64 buffers took 47-52 TSC ticks that way against glibc's 40
+/// (`scripts/workloads/edge_loops.c`), and 41 with the jump. A kernel function that
+/// needs no CPU feature (`rep_movsb`, `rep_stosb`) is inlined into its entry point.
+macro_rules! copy_entry_of {
+    ($f:path) => {{
+        unsafe extern "C" fn e(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
+            // SAFETY: the entry point's contract is the kernel's.
+            unsafe { $f(dst, src, n) };
+            dst
+        }
+        Some(e as CopyEntry)
+    }};
+}
+
+/// The entry point of a set kernel function `$f` (see [`copy_entry_of`]).
+macro_rules! set_entry_of {
+    ($f:path) => {{
+        unsafe extern "C" fn e(dst: *mut u8, byte: u8, n: usize) -> *mut u8 {
+            // SAFETY: the entry point's contract is the kernel's.
+            unsafe { $f(dst, byte, n) };
+            dst
+        }
+        Some(e as SetEntry)
+    }};
+}
+
+/// The ops of a kernel module `$m` with `copy` and `move_` only.
+macro_rules! copy_ops {
+    ($m:path) => {{
+        use $m as m;
+        Ops {
+            copy: Some(m::copy as CopyFn),
+            move_: Some(m::move_ as CopyFn),
+            set: None,
+            zero: None,
+            entries: Entries {
+                copy: copy_entry_of!(m::copy),
+                move_: copy_entry_of!(m::move_),
+                set: None,
+                zero: None,
+            },
+        }
+    }};
+}
+
+/// The ops of a kernel module `$m` with `set` and `zero` only (a zero runs the set
+/// entry point with byte 0).
+macro_rules! set_ops {
+    ($m:path) => {{
+        use $m as m;
+        Ops {
+            copy: None,
+            move_: None,
+            set: Some(m::set as SetFn),
+            zero: Some(m::zero as ZeroFn),
+            entries: Entries {
+                copy: None,
+                move_: None,
+                set: set_entry_of!(m::set),
+                zero: set_entry_of!(m::set),
+            },
+        }
+    }};
 }
 
 impl Kernel {
@@ -281,37 +380,35 @@ impl Available {
     }
 }
 
-const fn entry(
-    id: KernelId,
-    summary: &'static str,
-    requires: Features,
-    ops: (
-        Option<CopyFn>,
-        Option<CopyFn>,
-        Option<SetFn>,
-        Option<ZeroFn>,
-    ),
-) -> Kernel {
+const fn entry(id: KernelId, summary: &'static str, requires: Features, ops: Ops) -> Kernel {
     Kernel {
         id,
         summary,
         requires,
-        copy: ops.0,
-        move_: ops.1,
-        set: ops.2,
-        zero: ops.3,
+        copy: ops.copy,
+        move_: ops.move_,
+        set: ops.set,
+        zero: ops.zero,
+        entries: ops.entries,
     }
 }
 
+/// The ops of a kernel module `$m` with all four.
 macro_rules! all_ops {
     ($m:path) => {{
         use $m as m;
-        (
-            Some(m::copy as CopyFn),
-            Some(m::move_ as CopyFn),
-            Some(m::set as SetFn),
-            Some(m::zero as ZeroFn),
-        )
+        Ops {
+            copy: Some(m::copy as CopyFn),
+            move_: Some(m::move_ as CopyFn),
+            set: Some(m::set as SetFn),
+            zero: Some(m::zero as ZeroFn),
+            entries: Entries {
+                copy: copy_entry_of!(m::copy),
+                move_: copy_entry_of!(m::move_),
+                set: set_entry_of!(m::set),
+                zero: set_entry_of!(m::set),
+            },
+        }
     }};
 }
 
@@ -359,23 +456,13 @@ static TABLE: [Kernel; 14] = {
             KernelId::Avx2Pf,
             "seed 003 Fig. 1: prefetch an 8 KiB source block, copy it, temporal stores",
             Features::AVX2,
-            (
-                Some(x::avx2_pf::copy as CopyFn),
-                Some(x::avx2_pf::move_ as CopyFn),
-                None,
-                None,
-            ),
+            copy_ops!(x::avx2_pf),
         ),
         entry(
             KernelId::Avx2PfNt,
             "seed 003 Fig. 1: prefetch an 8 KiB source block, copy it, non-temporal stores",
             Features::AVX2,
-            (
-                Some(x::avx2_pf_nt::copy as CopyFn),
-                Some(x::avx2_pf_nt::move_ as CopyFn),
-                None,
-                None,
-            ),
+            copy_ops!(x::avx2_pf_nt),
         ),
         entry(
             KernelId::Avx512,
@@ -393,51 +480,42 @@ static TABLE: [Kernel; 14] = {
             KernelId::RepMovsb,
             "rep movsb microcode (fast with ERMS/FSRM); vectors where dst is 1-31 bytes past src mod 4 KiB",
             Features::NONE,
-            (
-                Some(x::rep_movsb::copy as CopyFn),
-                Some(x::rep_movsb::move_ as CopyFn),
-                None,
-                None,
-            ),
+            copy_ops!(x::rep_movsb),
         ),
         entry(
             KernelId::RepStosb,
             "rep stosb microcode (fast with ERMS)",
             Features::NONE,
-            (
-                None,
-                None,
-                Some(x::rep_stosb::set as SetFn),
-                Some(x::rep_stosb::zero as ZeroFn),
-            ),
+            set_ops!(x::rep_stosb),
         ),
         entry(
             KernelId::Clzero,
             "AMD clzero: zero whole lines without reading them",
             Features::CLZERO,
-            (None, None, None, Some(x::clzero::zero as ZeroFn)),
+            Ops {
+                copy: None,
+                move_: None,
+                set: None,
+                zero: Some(x::clzero::zero as ZeroFn),
+                entries: Entries {
+                    copy: None,
+                    move_: None,
+                    set: None,
+                    zero: set_entry_of!(clzero_as_set),
+                },
+            },
         ),
         entry(
             KernelId::Avx2Pw,
             "avx2 with the destination prefetched for ownership a step ahead; cold or L2 destinations",
             Features::AVX2.union(Features::PREFETCHW),
-            (
-                Some(x::avx2_pw::copy as CopyFn),
-                Some(x::avx2_pw::move_ as CopyFn),
-                None,
-                None,
-            ),
+            copy_ops!(x::avx2_pw),
         ),
         entry(
             KernelId::Avx512Pw,
             "avx512 with the destination prefetched for ownership a step ahead; cold or L2 destinations",
             Features::AVX512F.union(Features::AVX2).union(Features::PREFETCHW),
-            (
-                Some(x::avx512_pw::copy as CopyFn),
-                Some(x::avx512_pw::move_ as CopyFn),
-                None,
-                None,
-            ),
+            copy_ops!(x::avx512_pw),
         ),
     ]
 };
@@ -456,21 +534,17 @@ unsafe fn clzero_as_set(dst: *mut u8, _byte: u8, n: usize) {
     unsafe { arch::x86_64::clzero::zero(dst, n) }
 }
 
-/// The entry point of kernel `k` for `op`, type-erased: a [`CopyFn`] for copy and move,
-/// a [`SetFn`] for set and for zero (called with byte 0). `None` if `k` lacks the op.
-/// No feature check: the caller (the policy's compile step) runs only usable kernels.
+/// The dispatcher's entry point of kernel `k` for `op`, type-erased: a [`CopyEntry`]
+/// for copy and move, a [`SetEntry`] for set and for zero (called with byte 0). `None`
+/// if `k` lacks the op. No feature check: the caller (the policy's compile step) runs
+/// only usable kernels.
 pub fn entry_for(k: KernelId, op: Op) -> Option<*mut ()> {
-    let e = k.kernel()?;
+    let e = k.kernel()?.entries;
     match op {
         Op::Copy => e.copy.map(|f| f as *mut ()),
         Op::Move => e.move_.map(|f| f as *mut ()),
         Op::Set => e.set.map(|f| f as *mut ()),
-        Op::Zero => match (e.set, e.zero) {
-            (Some(f), Some(_)) => Some(f as *mut ()),
-            #[cfg(target_arch = "x86_64")]
-            (None, Some(_)) if k == KernelId::Clzero => Some(clzero_as_set as SetFn as *mut ()),
-            _ => None,
-        },
+        Op::Zero => e.zero.map(|f| f as *mut ()),
     }
 }
 
