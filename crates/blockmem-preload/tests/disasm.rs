@@ -427,7 +427,7 @@ fn entry_blocks_keep_within_their_64_byte_lines_and_off_a_pages_end() {
 fn the_c_entries_reach_the_tables_kernels_by_a_jump() {
     // Above their inline sizes the assembly entries hand the call to `dispatch::wide`'s
     // `copy_above`, `copy_forgiving_above`, `move_above` or `set_above`, which find the
-    // band's kernel and must end in a jump to it (`kernel::CopyEntry`): a call would
+    // band's kernel and must end in a jump to it (`kernel::CopyFn`): a call would
     // leave saved registers to restore from the stack after the kernel, loads that wait
     // for a `rep stosb` to finish (sets of 2,049 bytes in a loop over 64 buffers took
     // 47-52 TSC ticks that way against glibc's 40, 44 with the jump, on a 2-vCPU AMD

@@ -21,7 +21,9 @@
 //!   0.94-0.99× glibc's speed with it, 1.14-1.19× with `avx2`, on a 2-vCPU EPYC Zen 4
 //!   guest.)
 //! * on AMD Zen 5 (CPUID family 0x1a), the string instructions from 2 KiB for copies
-//!   and sets alike, which is where glibc 2.36 runs them on AMD. Zen 5's microcode
+//!   and sets alike, about where glibc 2.36 runs them on AMD (`rep stosb` from 2,049
+//!   bytes; `rep movsb` from 2,113 with FSRM, up to which the C entries and the Rust
+//!   API copy inline, as glibc does: `arch::x86_64::masked::COPY_WIDE_MAX`). Zen 5's microcode
 //!   runs as if it wrote whole lines without reading them first (the guest measured
 //!   has no hardware counters to tell), and its vector loops fall behind, in cache as
 //!   well as out of it. On a 2-vCPU EPYC 9005 (Zen 5) KVM guest, with this table

@@ -32,7 +32,7 @@ use crate::arch::generic::disjoint;
 use crate::autoload::{self, Found, Source};
 use crate::builtin::Class;
 use crate::cpu::{self, Features};
-use crate::kernel::{CopyEntry, Hint, KernelId, Op, SetEntry};
+use crate::kernel::{CopyFn, Hint, KernelId, Op, SetFn};
 use crate::policy::{self, Plan, Step};
 use crate::profile::{self, ErrorKind, Family, ProfileError, State, Table};
 
@@ -591,7 +591,7 @@ fn written_entry(dst: usize) -> (&'static AtomicUsize, &'static AtomicUsize, usi
 /// The calling thread's stack pointer, or an address near it: which of its megabytes
 /// the stack lies in. Read from the register on x86-64: the address of a local would
 /// give the calling function a stack slot whose address escapes, and keep it from ending
-/// in a jump to its kernel (see `kernel::CopyEntry`).
+/// in a jump to its kernel (see `kernel::CopyFn`).
 #[inline(always)]
 fn stack_pointer() -> usize {
     #[cfg(target_arch = "x86_64")]
@@ -822,7 +822,7 @@ fn step_or_portable(
 /// CPU features present (the policy, the fast path and `choose` only return such
 /// kernels).
 #[inline(never)]
-unsafe fn run(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
+unsafe fn run(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> *mut u8 {
     use crate::arch::all::{naive, portable};
     #[cfg(target_arch = "x86_64")]
     use crate::arch::x86_64 as x;
@@ -1207,7 +1207,8 @@ unsafe extern "C" fn copy_large<const K: u8>(
         if entry.is_null() {
             by_probe(plan, op, dst, src, 0, n, hint);
         } else {
-            as_copy(entry)(dst, src, n);
+            // The kernel returns `dst`: a jump (see `kernel::CopyFn`).
+            return as_copy(entry)(dst, src, n);
         }
     }
     opaque(dst)
@@ -1280,7 +1281,8 @@ unsafe extern "C" fn set_large(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> 
         if entry.is_null() {
             by_probe(plan, op, dst, core::ptr::null(), byte, n, hint);
         } else {
-            as_set(entry)(dst, byte, n);
+            // The kernel returns `dst`: a jump (see `kernel::CopyFn`).
+            return as_set(entry)(dst, byte, n);
         }
     }
     opaque(dst)
@@ -1346,7 +1348,7 @@ unsafe fn copy_above_c<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint
         if !f.is_null() {
             // SAFETY: forwarded contract; `f` is a copy-family entry point of the
             // published plan, for the op the ranges allow. It returns `dst`: the call
-            // is the function's last act, a jump (see `kernel::CopyEntry`).
+            // is the function's last act, a jump (see `kernel::CopyFn`).
             return unsafe { as_copy(f)(dst, src, n) };
         }
     }
@@ -1374,24 +1376,24 @@ unsafe fn set_above_c(dst: *mut u8, byte: u8, n: usize, hint: u32) -> *mut u8 {
     unsafe { set_wide(dst, byte, n, Hint::from_c(hint)) }
 }
 
-/// The entry point of a band, as a copy kernel's.
+/// The entry point of a band, as a copy kernel.
 ///
 /// # Safety
-/// `f` is a non-null `CopyEntry` from a compiled copy-family row.
+/// `f` is a non-null `CopyFn` entry point from a compiled copy-family row.
 #[inline(always)]
-unsafe fn as_copy(f: *mut ()) -> CopyEntry {
-    // SAFETY: per the contract the pointer came from a `CopyEntry`.
-    unsafe { core::mem::transmute::<*mut (), CopyEntry>(f) }
+unsafe fn as_copy(f: *mut ()) -> CopyFn {
+    // SAFETY: per the contract the pointer came from a `CopyFn`.
+    unsafe { core::mem::transmute::<*mut (), CopyFn>(f) }
 }
 
-/// The entry point of a band, as a set kernel's.
+/// The entry point of a band, as a set kernel.
 ///
 /// # Safety
-/// `f` is a non-null `SetEntry` from a compiled set-family row.
+/// `f` is a non-null `SetFn` entry point from a compiled set-family row.
 #[inline(always)]
-unsafe fn as_set(f: *mut ()) -> SetEntry {
-    // SAFETY: per the contract the pointer came from a `SetEntry`.
-    unsafe { core::mem::transmute::<*mut (), SetEntry>(f) }
+unsafe fn as_set(f: *mut ()) -> SetFn {
+    // SAFETY: per the contract the pointer came from a `SetFn`.
+    unsafe { core::mem::transmute::<*mut (), SetFn>(f) }
 }
 
 /// The published plan, or `None` before the first initialisation.
@@ -1662,13 +1664,21 @@ pub unsafe fn decide_for_call(
 }
 
 /// Runs kernel `k` for `op` (the second half of a call whose kernel came from
-/// [`decide_for_call`]). A kernel that lacks the op falls back to the portable one.
+/// [`decide_for_call`]) and returns `dst`. A kernel that lacks the op falls back to the
+/// portable one.
 ///
 /// # Safety
 /// As the op's C contract: `dst` valid for `n` writes, `src` (copy and move) valid for
 /// `n` reads, ranges disjoint for `Copy`; `k`'s CPU features present (any kernel
 /// [`decide_for_call`] returns qualifies).
-pub unsafe fn run_kernel(k: KernelId, op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
+pub unsafe fn run_kernel(
+    k: KernelId,
+    op: Op,
+    dst: *mut u8,
+    src: *const u8,
+    byte: u8,
+    n: usize,
+) -> *mut u8 {
     // SAFETY: forwarded contract.
     unsafe { run(k, op, dst, src, byte, n) }
 }

@@ -9,18 +9,20 @@
 use crate::arch;
 use crate::cpu::{features, Features};
 
-/// A copy or move kernel: `(dst, src, n)`.
-pub type CopyFn = unsafe fn(*mut u8, *const u8, usize);
-/// A set kernel: `(dst, byte, n)`.
-pub type SetFn = unsafe fn(*mut u8, u8, usize);
-/// A zero kernel: `(dst, n)`.
-pub type ZeroFn = unsafe fn(*mut u8, usize);
-/// The dispatcher's entry point of a copy or move kernel ([`entry_for`]): the kernel
-/// behind the C calling convention, returning `dst`.
-pub type CopyEntry = unsafe extern "C" fn(*mut u8, *const u8, usize) -> *mut u8;
-/// The dispatcher's entry point of a set or zero kernel ([`entry_for`]): `(dst, byte,
-/// n)`, returning `dst`; a zero kernel is called with byte 0.
-pub type SetEntry = unsafe extern "C" fn(*mut u8, u8, usize) -> *mut u8;
+/// A copy or move kernel: `(dst, src, n)`, returning `dst`.
+///
+/// Every kernel returns `dst`, so that a C entry handing a call to one (`dispatch`'s
+/// `copy_above_c` and `set_above_c`) ends in a jump to it and has nothing left to do
+/// after it. A call instead kept `dst` in a saved register and restored the registers
+/// from the stack after the kernel: loads that waited for a `rep stosb` or `rep movsb`
+/// to finish. On a 2-vCPU AMD EPYC Zen 5 KVM guest, 2,049-byte sets through `rep stosb`
+/// in a loop over 64 buffers took 47-52 TSC ticks that way against glibc's 40
+/// (`scripts/workloads/edge_loops.c`), 44 with the jump.
+pub type CopyFn = unsafe extern "C" fn(*mut u8, *const u8, usize) -> *mut u8;
+/// A set kernel: `(dst, byte, n)`, returning `dst`.
+pub type SetFn = unsafe extern "C" fn(*mut u8, u8, usize) -> *mut u8;
+/// A zero kernel: `(dst, n)`, returning `dst`.
+pub type ZeroFn = unsafe extern "C" fn(*mut u8, usize) -> *mut u8;
 
 /// A block memory operation.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -225,60 +227,14 @@ pub struct Kernel {
     move_: Option<CopyFn>,
     set: Option<SetFn>,
     zero: Option<ZeroFn>,
-    entries: Entries,
 }
 
-/// A kernel's entry points for the dispatcher ([`entry_for`]), one per op it has.
-#[derive(Debug, Clone, Copy)]
-struct Entries {
-    copy: Option<CopyEntry>,
-    move_: Option<CopyEntry>,
-    set: Option<SetEntry>,
-    zero: Option<SetEntry>,
-}
-
-/// The ops of one kernel as the table lists them: the kernel functions and their
-/// entry points.
+/// The ops of one kernel as the table lists them.
 struct Ops {
     copy: Option<CopyFn>,
     move_: Option<CopyFn>,
     set: Option<SetFn>,
     zero: Option<ZeroFn>,
-    entries: Entries,
-}
-
-/// The entry point of a copy or move kernel function `$f`: a function of the C calling
-/// convention that calls it and returns `dst`.
-///
-/// Why: a C entry that hands a call to the table's kernel (`dispatch`'s `copy_above_c`
-/// and `set_above_c`) can then end in a jump to it, with nothing left to do after it. A
-/// call instead keeps `dst` in a saved register, and the registers come back from the
-/// stack after the kernel returns: loads that, after `rep stosb`, waited for it. On a
-/// 2-vCPU AMD EPYC Zen 5 KVM guest, 2,049-byte sets through `rep stosb` in a loop over
-/// 64 buffers took 47-52 TSC ticks that way against glibc's 40
-/// (`scripts/workloads/edge_loops.c`), and 41 with the jump. A kernel function that
-/// needs no CPU feature (`rep_movsb`, `rep_stosb`) is inlined into its entry point.
-macro_rules! copy_entry_of {
-    ($f:path) => {{
-        unsafe extern "C" fn e(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
-            // SAFETY: the entry point's contract is the kernel's.
-            unsafe { $f(dst, src, n) };
-            dst
-        }
-        Some(e as CopyEntry)
-    }};
-}
-
-/// The entry point of a set kernel function `$f` (see [`copy_entry_of`]).
-macro_rules! set_entry_of {
-    ($f:path) => {{
-        unsafe extern "C" fn e(dst: *mut u8, byte: u8, n: usize) -> *mut u8 {
-            // SAFETY: the entry point's contract is the kernel's.
-            unsafe { $f(dst, byte, n) };
-            dst
-        }
-        Some(e as SetEntry)
-    }};
 }
 
 /// The ops of a kernel module `$m` with `copy` and `move_` only.
@@ -290,18 +246,11 @@ macro_rules! copy_ops {
             move_: Some(m::move_ as CopyFn),
             set: None,
             zero: None,
-            entries: Entries {
-                copy: copy_entry_of!(m::copy),
-                move_: copy_entry_of!(m::move_),
-                set: None,
-                zero: None,
-            },
         }
     }};
 }
 
-/// The ops of a kernel module `$m` with `set` and `zero` only (a zero runs the set
-/// entry point with byte 0).
+/// The ops of a kernel module `$m` with `set` and `zero` only.
 macro_rules! set_ops {
     ($m:path) => {{
         use $m as m;
@@ -310,12 +259,6 @@ macro_rules! set_ops {
             move_: None,
             set: Some(m::set as SetFn),
             zero: Some(m::zero as ZeroFn),
-            entries: Entries {
-                copy: None,
-                move_: None,
-                set: set_entry_of!(m::set),
-                zero: set_entry_of!(m::set),
-            },
         }
     }};
 }
@@ -389,7 +332,6 @@ const fn entry(id: KernelId, summary: &'static str, requires: Features, ops: Ops
         move_: ops.move_,
         set: ops.set,
         zero: ops.zero,
-        entries: ops.entries,
     }
 }
 
@@ -402,12 +344,6 @@ macro_rules! all_ops {
             move_: Some(m::move_ as CopyFn),
             set: Some(m::set as SetFn),
             zero: Some(m::zero as ZeroFn),
-            entries: Entries {
-                copy: copy_entry_of!(m::copy),
-                move_: copy_entry_of!(m::move_),
-                set: set_entry_of!(m::set),
-                zero: set_entry_of!(m::set),
-            },
         }
     }};
 }
@@ -497,12 +433,6 @@ static TABLE: [Kernel; 14] = {
                 move_: None,
                 set: None,
                 zero: Some(x::clzero::zero as ZeroFn),
-                entries: Entries {
-                    copy: None,
-                    move_: None,
-                    set: None,
-                    zero: set_entry_of!(clzero_as_set),
-                },
             },
         ),
         entry(
@@ -529,22 +459,26 @@ static TABLE: [Kernel; 2] = PORTABLE_KERNELS;
 /// # Safety
 /// As [`arch::x86_64::clzero::zero`].
 #[cfg(target_arch = "x86_64")]
-unsafe fn clzero_as_set(dst: *mut u8, _byte: u8, n: usize) {
+unsafe extern "C" fn clzero_as_set(dst: *mut u8, _byte: u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
     unsafe { arch::x86_64::clzero::zero(dst, n) }
 }
 
-/// The dispatcher's entry point of kernel `k` for `op`, type-erased: a [`CopyEntry`]
-/// for copy and move, a [`SetEntry`] for set and for zero (called with byte 0). `None`
-/// if `k` lacks the op. No feature check: the caller (the policy's compile step) runs
-/// only usable kernels.
+/// The entry point of kernel `k` for `op`, type-erased: a [`CopyFn`] for copy and move,
+/// a [`SetFn`] for set and for zero (called with byte 0). `None` if `k` lacks the op.
+/// No feature check: the caller (the policy's compile step) runs only usable kernels.
 pub fn entry_for(k: KernelId, op: Op) -> Option<*mut ()> {
-    let e = k.kernel()?.entries;
+    let e = k.kernel()?;
     match op {
         Op::Copy => e.copy.map(|f| f as *mut ()),
         Op::Move => e.move_.map(|f| f as *mut ()),
         Op::Set => e.set.map(|f| f as *mut ()),
-        Op::Zero => e.zero.map(|f| f as *mut ()),
+        Op::Zero => match (e.set, e.zero) {
+            (Some(f), Some(_)) => Some(f as *mut ()),
+            #[cfg(target_arch = "x86_64")]
+            (None, Some(_)) if k == KernelId::Clzero => Some(clzero_as_set as SetFn as *mut ()),
+            _ => None,
+        },
     }
 }
 

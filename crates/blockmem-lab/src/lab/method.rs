@@ -41,9 +41,15 @@ impl Entry {
         // SAFETY: forwarded contract.
         unsafe {
             match self {
-                Entry::Copy(f) => f(dst, src, n),
-                Entry::Set(f) => f(dst, byte, n),
-                Entry::Zero(f) => f(dst, n),
+                Entry::Copy(f) => {
+                    f(dst, src, n);
+                }
+                Entry::Set(f) => {
+                    f(dst, byte, n);
+                }
+                Entry::Zero(f) => {
+                    f(dst, n);
+                }
                 Entry::CCopy(f) => {
                     f(dst.cast(), src.cast(), n);
                 }
@@ -100,27 +106,27 @@ fn op_index(op: Op) -> usize {
 
 /// # Safety
 /// As `memcpy`.
-unsafe fn auto_copy(d: *mut u8, s: *const u8, n: usize) {
+unsafe extern "C" fn auto_copy(d: *mut u8, s: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::copy_raw(d, s, n, Hint::Auto) };
+    unsafe { blockmem::copy_raw(d, s, n, Hint::Auto) }
 }
 /// # Safety
 /// As `memmove`.
-unsafe fn auto_move(d: *mut u8, s: *const u8, n: usize) {
+unsafe extern "C" fn auto_move(d: *mut u8, s: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::move_raw(d, s, n, Hint::Auto) };
+    unsafe { blockmem::move_raw(d, s, n, Hint::Auto) }
 }
 /// # Safety
 /// As `memset`.
-unsafe fn auto_set(d: *mut u8, b: u8, n: usize) {
+unsafe extern "C" fn auto_set(d: *mut u8, b: u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::set_raw(d, b, n, Hint::Auto) };
+    unsafe { blockmem::set_raw(d, b, n, Hint::Auto) }
 }
 /// # Safety
 /// As `bzero`.
-unsafe fn auto_zero(d: *mut u8, n: usize) {
+unsafe extern "C" fn auto_zero(d: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::zero_raw(d, n, Hint::Auto) };
+    unsafe { blockmem::zero_raw(d, n, Hint::Auto) }
 }
 
 // --- auto with a fixed hint (const generics give one plain fn per hint) ---------------
@@ -134,27 +140,27 @@ const fn hint_of(h: u8) -> Hint {
 }
 /// # Safety
 /// As `memcpy`.
-unsafe fn hinted_copy<const H: u8>(d: *mut u8, s: *const u8, n: usize) {
+unsafe extern "C" fn hinted_copy<const H: u8>(d: *mut u8, s: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::copy_raw(d, s, n, hint_of(H)) };
+    unsafe { blockmem::copy_raw(d, s, n, hint_of(H)) }
 }
 /// # Safety
 /// As `memmove`.
-unsafe fn hinted_move<const H: u8>(d: *mut u8, s: *const u8, n: usize) {
+unsafe extern "C" fn hinted_move<const H: u8>(d: *mut u8, s: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::move_raw(d, s, n, hint_of(H)) };
+    unsafe { blockmem::move_raw(d, s, n, hint_of(H)) }
 }
 /// # Safety
 /// As `memset`.
-unsafe fn hinted_set<const H: u8>(d: *mut u8, b: u8, n: usize) {
+unsafe extern "C" fn hinted_set<const H: u8>(d: *mut u8, b: u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::set_raw(d, b, n, hint_of(H)) };
+    unsafe { blockmem::set_raw(d, b, n, hint_of(H)) }
 }
 /// # Safety
 /// As `bzero`.
-unsafe fn hinted_zero<const H: u8>(d: *mut u8, n: usize) {
+unsafe extern "C" fn hinted_zero<const H: u8>(d: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { blockmem::zero_raw(d, n, hint_of(H)) };
+    unsafe { blockmem::zero_raw(d, n, hint_of(H)) }
 }
 
 // --- libc: resolved from libc.so.6 itself -----------------------------------------
@@ -252,11 +258,12 @@ pub fn libc_origin() -> Result<String, String> {
 ///
 /// # Safety
 /// As `memcpy`.
-unsafe fn broken_copy(d: *mut u8, s: *const u8, n: usize) {
+unsafe extern "C" fn broken_copy(d: *mut u8, s: *const u8, n: usize) -> *mut u8 {
     if n > 1 {
         // SAFETY: forwarded contract, one byte shorter.
         unsafe { std::ptr::copy_nonoverlapping(s, d, n - 1) };
     }
+    d
 }
 
 impl Method {

@@ -7,13 +7,14 @@
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap.
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn copy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     let mut i = 0;
     while i < n {
         // SAFETY: i < n and both ranges are valid for n bytes.
         unsafe { dst.add(i).write_volatile(src.add(i).read_volatile()) };
         i += 1;
     }
+    dst
 }
 
 /// Moves `n` bytes: forward when `dst` is below `src` (or the ranges are disjoint),
@@ -21,7 +22,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes; overlap allowed.
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn move_(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     if (dst as usize).wrapping_sub(src as usize) >= n {
         // SAFETY: forwarded; forward order is safe when dst < src or disjoint.
         unsafe { copy(dst, src, n) };
@@ -32,27 +33,30 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
             // SAFETY: i < n; dst > src, so descending order reads before it overwrites.
             unsafe { dst.add(i).write_volatile(src.add(i).read_volatile()) };
         }
-    }
+    };
+    dst
 }
 
 /// Sets `n` bytes to `byte`, one at a time.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
+pub unsafe extern "C" fn set(dst: *mut u8, byte: u8, n: usize) -> *mut u8 {
     let mut i = 0;
     while i < n {
         // SAFETY: i < n.
         unsafe { dst.add(i).write_volatile(byte) };
         i += 1;
     }
+    dst
 }
 
 /// Zeroes `n` bytes, one at a time.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-pub unsafe fn zero(dst: *mut u8, n: usize) {
+pub unsafe extern "C" fn zero(dst: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded.
-    unsafe { set(dst, 0, n) }
+    unsafe { set(dst, 0, n) };
+    dst
 }

@@ -12,7 +12,7 @@ const SHORT_MAX: usize = 8 * <u64 as Vector>::SIZE;
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap.
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn copy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: the size class selects a building block whose precondition it meets.
     unsafe {
         if n <= SMALL_MAX {
@@ -22,14 +22,15 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
         } else {
             generic::copy_forward::<u64>(dst, src, n, Stores::Temporal, Prefetch::None)
         }
-    }
+    };
+    dst
 }
 
 /// Moves `n` bytes; overlap allowed.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes.
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn move_(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: short blocks load everything before storing; long ones pick a direction.
     unsafe {
         if n <= SMALL_MAX {
@@ -39,14 +40,15 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
         } else {
             generic::move_long::<u64>(dst, src, n)
         }
-    }
+    };
+    dst
 }
 
 /// Sets `n` bytes to `byte`.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
+pub unsafe extern "C" fn set(dst: *mut u8, byte: u8, n: usize) -> *mut u8 {
     // SAFETY: as in `copy`.
     unsafe {
         if n <= SMALL_MAX {
@@ -59,14 +61,16 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
                 generic::set_forward::<u64>(dst, byte, n, Stores::Temporal)
             }
         }
-    }
+    };
+    dst
 }
 
 /// Zeroes `n` bytes.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-pub unsafe fn zero(dst: *mut u8, n: usize) {
+pub unsafe extern "C" fn zero(dst: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded.
-    unsafe { set(dst, 0, n) }
+    unsafe { set(dst, 0, n) };
+    dst
 }

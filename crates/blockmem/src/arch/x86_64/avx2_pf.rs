@@ -13,9 +13,10 @@ use crate::arch::generic::{Prefetch, Stores};
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap; the CPU supports AVX2.
 #[target_feature(enable = "avx2")]
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn copy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { copy_with(dst, src, n, Stores::Temporal, Prefetch::SrcBlock) }
+    unsafe { copy_with(dst, src, n, Stores::Temporal, Prefetch::SrcBlock) };
+    dst
 }
 
 /// Moves `n` bytes: the block-prefetch copy when the ranges are disjoint, the temporal
@@ -24,7 +25,8 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes; the CPU supports AVX2.
 #[target_feature(enable = "avx2")]
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn move_(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract; move_with never streams or prefetches on overlap.
-    unsafe { move_with(dst, src, n, Stores::Temporal, Prefetch::SrcBlock) }
+    unsafe { move_with(dst, src, n, Stores::Temporal, Prefetch::SrcBlock) };
+    dst
 }

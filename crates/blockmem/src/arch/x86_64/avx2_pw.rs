@@ -12,9 +12,10 @@ use crate::arch::generic::{Prefetch, Stores};
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap; the CPU supports AVX2
 /// and PREFETCHW.
 #[target_feature(enable = "avx2")]
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn copy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { copy_with(dst, src, n, Stores::Temporal, Prefetch::DstAhead) }
+    unsafe { copy_with(dst, src, n, Stores::Temporal, Prefetch::DstAhead) };
+    dst
 }
 
 /// Moves `n` bytes: the prefetching copy when the ranges are disjoint, the `avx2` move
@@ -24,7 +25,8 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 /// `src` valid for `n` reads, `dst` for `n` writes; the CPU supports AVX2 and
 /// PREFETCHW.
 #[target_feature(enable = "avx2")]
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn move_(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract; move_with prefetches only for disjoint ranges.
-    unsafe { move_with(dst, src, n, Stores::Temporal, Prefetch::DstAhead) }
+    unsafe { move_with(dst, src, n, Stores::Temporal, Prefetch::DstAhead) };
+    dst
 }

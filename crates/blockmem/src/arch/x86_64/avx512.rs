@@ -91,9 +91,10 @@ pub(crate) unsafe fn set_with(dst: *mut u8, byte: u8, n: usize, stores: Stores) 
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap; the CPU supports
 /// AVX-512F (with OS-enabled ZMM state).
 #[target_feature(enable = "avx512f,avx2")]
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn copy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { copy_with(dst, src, n, Stores::Temporal, Prefetch::None) }
+    unsafe { copy_with(dst, src, n, Stores::Temporal, Prefetch::None) };
+    dst
 }
 
 /// Moves `n` bytes; overlap allowed.
@@ -101,9 +102,10 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes; the CPU supports AVX-512F.
 #[target_feature(enable = "avx512f,avx2")]
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn move_(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { move_with(dst, src, n, Stores::Temporal, Prefetch::None) }
+    unsafe { move_with(dst, src, n, Stores::Temporal, Prefetch::None) };
+    dst
 }
 
 /// Sets `n` bytes to `byte`.
@@ -111,9 +113,10 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `dst` valid for `n` writes; the CPU supports AVX-512F.
 #[target_feature(enable = "avx512f,avx2")]
-pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
+pub unsafe extern "C" fn set(dst: *mut u8, byte: u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { set_with(dst, byte, n, Stores::Temporal) }
+    unsafe { set_with(dst, byte, n, Stores::Temporal) };
+    dst
 }
 
 /// Zeroes `n` bytes.
@@ -121,7 +124,8 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
 /// # Safety
 /// `dst` valid for `n` writes; the CPU supports AVX-512F.
 #[target_feature(enable = "avx512f,avx2")]
-pub unsafe fn zero(dst: *mut u8, n: usize) {
+pub unsafe extern "C" fn zero(dst: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { set_with(dst, 0, n, Stores::Temporal) }
+    unsafe { set_with(dst, 0, n, Stores::Temporal) };
+    dst
 }

@@ -11,9 +11,10 @@ use crate::arch::generic::{Prefetch, Stores};
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap; the CPU supports AVX-512F.
 #[target_feature(enable = "avx512f,avx2")]
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn copy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract (no overlap, as streaming stores require).
-    unsafe { copy_with(dst, src, n, Stores::NonTemporal, Prefetch::None) }
+    unsafe { copy_with(dst, src, n, Stores::NonTemporal, Prefetch::None) };
+    dst
 }
 
 /// Moves `n` bytes: streaming stores when the ranges are disjoint, temporal otherwise.
@@ -21,9 +22,10 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes; the CPU supports AVX-512F.
 #[target_feature(enable = "avx512f,avx2")]
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn move_(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract; move_with never streams on overlap.
-    unsafe { move_with(dst, src, n, Stores::NonTemporal, Prefetch::None) }
+    unsafe { move_with(dst, src, n, Stores::NonTemporal, Prefetch::None) };
+    dst
 }
 
 /// Sets `n` bytes with streaming stores above 512 bytes.
@@ -31,9 +33,10 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `dst` valid for `n` writes; the CPU supports AVX-512F.
 #[target_feature(enable = "avx512f,avx2")]
-pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
+pub unsafe extern "C" fn set(dst: *mut u8, byte: u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { set_with(dst, byte, n, Stores::NonTemporal) }
+    unsafe { set_with(dst, byte, n, Stores::NonTemporal) };
+    dst
 }
 
 /// Zeroes `n` bytes with streaming stores above 512 bytes.
@@ -41,7 +44,8 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
 /// # Safety
 /// `dst` valid for `n` writes; the CPU supports AVX-512F.
 #[target_feature(enable = "avx512f,avx2")]
-pub unsafe fn zero(dst: *mut u8, n: usize) {
+pub unsafe extern "C" fn zero(dst: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { set_with(dst, 0, n, Stores::NonTemporal) }
+    unsafe { set_with(dst, 0, n, Stores::NonTemporal) };
+    dst
 }

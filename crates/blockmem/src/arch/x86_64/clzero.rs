@@ -20,7 +20,7 @@ const MIN_CLZERO: usize = 2 * LINE;
 ///
 /// # Safety
 /// `dst` valid for `n` writes; the CPU supports CLZERO (CPUID 0x80000008, EBX bit 0).
-pub unsafe fn zero(dst: *mut u8, n: usize) {
+pub unsafe extern "C" fn zero(dst: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded contract; `clear_line` receives 64-aligned addresses of lines
     // inside [dst, dst+n) (see `zero_lines`), and CLZERO is available per the contract.
     unsafe {
@@ -28,7 +28,8 @@ pub unsafe fn zero(dst: *mut u8, n: usize) {
             // CLZERO is encoded by bytes: older assemblers lack the mnemonic.
             core::arch::asm!(".byte 0x0f, 0x01, 0xfc", in("rax") line, options(nostack, preserves_flags));
         })
-    }
+    };
+    dst
 }
 
 /// The `clzero` kernel with each `CLZERO` replaced by a faithful emulation (eight

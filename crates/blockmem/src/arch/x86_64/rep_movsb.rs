@@ -51,7 +51,7 @@ pub fn short_alias(dst: *const u8, src: *const u8) -> bool {
 /// for `Copy`.
 #[cold]
 #[inline(never)]
-unsafe fn by_vectors(op: Op, dst: *mut u8, src: *const u8, n: usize) {
+unsafe fn by_vectors(op: Op, dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     let k = crate::policy::best_temporal(crate::cpu::features(), op);
     // SAFETY: forwarded contract; `best_temporal` returns a kernel this CPU runs, with
     // the op (`sse2` at least on x86-64).
@@ -83,15 +83,19 @@ pub(crate) unsafe fn rep_movsb(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap.
 #[inline]
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
-    // SAFETY: forwarded contract; the ladder handles n <= SMALL_MAX.
+pub unsafe extern "C" fn copy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
+    // SAFETY: forwarded contract; the ladder handles n <= SMALL_MAX. Each way returns
+    // `dst` by itself, the vectors' by a jump: nothing is restored from the stack after
+    // `rep movsb` (see `kernel::CopyFn`).
     unsafe {
         if n <= SMALL_MAX {
-            copy_le32(dst, src, n)
+            copy_le32(dst, src, n);
+            dst
         } else if short_alias(dst, src) {
             by_vectors(Op::Copy, dst, src, n)
         } else {
-            rep_movsb(dst, src, n)
+            rep_movsb(dst, src, n);
+            dst
         }
     }
 }
@@ -101,14 +105,16 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes.
 #[inline]
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn move_(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: rep movsb only when the ranges are disjoint; otherwise a vector kernel's
     // move, which handles overlap both ways.
     unsafe {
         if n <= SMALL_MAX {
-            copy_le32(dst, src, n)
+            copy_le32(dst, src, n);
+            dst
         } else if disjoint(dst, src, n) && !short_alias(dst, src) {
-            rep_movsb(dst, src, n)
+            rep_movsb(dst, src, n);
+            dst
         } else {
             by_vectors(Op::Move, dst, src, n)
         }

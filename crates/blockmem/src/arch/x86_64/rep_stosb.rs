@@ -8,7 +8,7 @@ use crate::arch::all::small::{set_le32, SMALL_MAX};
 /// # Safety
 /// `dst` valid for `n` writes.
 #[inline]
-pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
+pub unsafe extern "C" fn set(dst: *mut u8, byte: u8, n: usize) -> *mut u8 {
     // SAFETY: the ladder handles n <= SMALL_MAX; rep stosb writes exactly [dst, dst+n)
     // ascending (DF = 0 per the SysV ABI); consumed registers are declared clobbered.
     unsafe {
@@ -23,7 +23,8 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
                 options(nostack, preserves_flags)
             );
         }
-    }
+    };
+    dst
 }
 
 /// Zeroes `n` bytes.
@@ -31,7 +32,8 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
 /// # Safety
 /// `dst` valid for `n` writes.
 #[inline]
-pub unsafe fn zero(dst: *mut u8, n: usize) {
+pub unsafe extern "C" fn zero(dst: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded.
-    unsafe { set(dst, 0, n) }
+    unsafe { set(dst, 0, n) };
+    dst
 }

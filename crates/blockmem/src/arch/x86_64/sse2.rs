@@ -13,7 +13,7 @@ const SHORT_MAX: usize = 8 * V::SIZE;
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, no overlap.
-pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn copy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: each size class meets its block's precondition; SSE2 is architectural.
     unsafe {
         if n <= SMALL_MAX {
@@ -23,14 +23,15 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
         } else {
             generic::copy_forward::<V>(dst, src, n, Stores::Temporal, Prefetch::None)
         }
-    }
+    };
+    dst
 }
 
 /// Moves `n` bytes; overlap allowed.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes.
-pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
+pub unsafe extern "C" fn move_(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
     // SAFETY: short blocks load before storing; long ones choose the safe direction.
     unsafe {
         if n <= SMALL_MAX {
@@ -40,25 +41,28 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize) {
         } else {
             generic::move_long::<V>(dst, src, n)
         }
-    }
+    };
+    dst
 }
 
 /// Sets `n` bytes to `byte`.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-pub unsafe fn set(dst: *mut u8, byte: u8, n: usize) {
+pub unsafe extern "C" fn set(dst: *mut u8, byte: u8, n: usize) -> *mut u8 {
     // SAFETY: as in `copy`.
-    unsafe { set_with(dst, byte, n, Stores::Temporal) }
+    unsafe { set_with(dst, byte, n, Stores::Temporal) };
+    dst
 }
 
 /// Zeroes `n` bytes.
 ///
 /// # Safety
 /// `dst` valid for `n` writes.
-pub unsafe fn zero(dst: *mut u8, n: usize) {
+pub unsafe extern "C" fn zero(dst: *mut u8, n: usize) -> *mut u8 {
     // SAFETY: forwarded.
-    unsafe { set_with(dst, 0, n, Stores::Temporal) }
+    unsafe { set_with(dst, 0, n, Stores::Temporal) };
+    dst
 }
 
 /// The SSE2 set ladder with a choice of stores for the long loop (used by `clzero` for
