@@ -1201,17 +1201,20 @@ unsafe extern "C" fn copy_large<const K: u8>(
             first_call(op, dst, src, 0, n, hint);
             return dst;
         };
-        let entry = plan
-            .row(Family::Copy, hint, State::Unknown)
-            .entry(n, op == Op::Move);
-        if entry.is_null() {
-            by_probe(plan, op, dst, src, 0, n, hint);
+        // Auto: the band and, where it recalls, its recall in one search (as the C
+        // entries above their inline sizes).
+        let entry = if hint == Hint::Auto {
+            auto_entry(Family::Copy, n, op == Op::Move, dst)
         } else {
-            // The kernel returns `dst`: a jump (see `kernel::CopyFn`).
-            return as_copy(entry)(dst, src, n);
+            plan.row(Family::Copy, hint, State::Unknown)
+                .entry(n, op == Op::Move)
+        };
+        if entry.is_null() {
+            return copy_by_probe(plan, op, dst, src, n, hint);
         }
+        // The kernel returns `dst`: a jump (see `kernel::CopyFn`).
+        as_copy(entry)(dst, src, n)
     }
-    opaque(dst)
 }
 
 /// The entry of every set and zero (as [`copy_entry`] for copies).
@@ -1275,17 +1278,18 @@ unsafe extern "C" fn set_large(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> 
             first_call(op, dst, core::ptr::null(), byte, n, hint);
             return dst;
         };
-        let entry = plan
-            .row(Family::Set, hint, State::Unknown)
-            .entry(n, byte == 0);
-        if entry.is_null() {
-            by_probe(plan, op, dst, core::ptr::null(), byte, n, hint);
+        let entry = if hint == Hint::Auto {
+            auto_entry(Family::Set, n, byte == 0, dst)
         } else {
-            // The kernel returns `dst`: a jump (see `kernel::CopyFn`).
-            return as_set(entry)(dst, byte, n);
+            plan.row(Family::Set, hint, State::Unknown)
+                .entry(n, byte == 0)
+        };
+        if entry.is_null() {
+            return set_by_probe(plan, op, dst, byte, n, hint);
         }
+        // The kernel returns `dst`: a jump (see `kernel::CopyFn`).
+        as_set(entry)(dst, byte, n)
     }
-    opaque(dst)
 }
 
 /// The kernel an Auto call of `n` bytes at `dst` runs under the published plan
@@ -1581,26 +1585,45 @@ pub unsafe fn copy_forgiving(dst: *mut u8, src: *const u8, n: usize, hint: Hint)
     unsafe { copy_entry::<FORGIVE>(dst, src, n, hint) }
 }
 
-/// The probing path: probe, then run the kernel of the state found. Out of line: it is
-/// taken only by calls large enough that the probe pays.
+/// The probing path (and a recalling band's) of a copy or move: probe, then run the
+/// kernel of the state found; returns `dst`, the kernel's own return (a jump: see
+/// `kernel::CopyFn`). Out of line: it is taken only by calls large enough that the
+/// probe pays, or whose band recalls. Six arguments, all in registers, so that its
+/// callers can end in a jump to it.
 #[inline(never)]
-unsafe fn by_probe(
+// `extern "C"`, as `copy_large`: a caller of the same convention can end in a jump to
+// it, and it in a jump to the kernel.
+#[allow(improper_ctypes_definitions)] // called from Rust only
+unsafe extern "C" fn copy_by_probe(
     plan: &Plan,
     op: Op,
     dst: *mut u8,
     src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    // SAFETY: forwarded contract (one-byte reads inside the ranges).
+    unsafe {
+        let (_, f) = after_probe(plan, op, dst, src, n, hint);
+        as_copy(f)(dst, src, n)
+    }
+}
+
+/// [`copy_by_probe`] for a set or zero.
+#[inline(never)]
+#[allow(improper_ctypes_definitions)] // called from Rust only
+unsafe extern "C" fn set_by_probe(
+    plan: &Plan,
+    op: Op,
+    dst: *mut u8,
     byte: u8,
     n: usize,
     hint: Hint,
-) {
-    // SAFETY: forwarded contract (one-byte reads inside the ranges; for set and zero
-    // `src` is unused by the probe).
+) -> *mut u8 {
+    // SAFETY: forwarded contract (a one-byte read inside the range).
     unsafe {
-        let (_, f) = after_probe(plan, op, dst, src, n, hint);
-        match op {
-            Op::Copy | Op::Move => as_copy(f)(dst, src, n),
-            Op::Set | Op::Zero => as_set(f)(dst, byte, n),
-        };
+        let (_, f) = after_probe(plan, op, dst, core::ptr::null(), n, hint);
+        as_set(f)(dst, byte, n)
     }
 }
 
