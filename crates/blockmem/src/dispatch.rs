@@ -1296,12 +1296,13 @@ unsafe extern "C" fn set_large(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> 
 /// (`second`: the family's second op, move or zero), without probing: the band's entry
 /// point, or where the band recalls ([`Step::Recall`]) the `cached` row's kernel's if
 /// [`written_lately`] says so, else the band's own; null where the band probes or
-/// before a plan is published (the general path then decides). The rows of Auto calls
-/// are the ones every `memcpy`, `memmove` and `memset` through the shim reads. One band
-/// search serves both: through the general path's decision (`recalled`, with the
-/// kernel's id and a search of the `cached` row) a 4 KiB set in a loop took 76 TSC
-/// ticks, through this function 64-65, with `avx2` in the band itself 59, glibc's
-/// 75 (2-vCPU AMD EPYC Zen 5 KVM guest).
+/// before a plan is published (the probing path then decides). The rows of Auto calls
+/// are the ones every `memcpy`, `memmove` and `memset` through the shim reads; the C
+/// entries above their inline sizes and the general path's Auto calls ([`copy_large`],
+/// [`set_large`]) come here first. One band search serves both: through the probing
+/// path's decision (`recalled`, with the kernel's id and a search of the `cached` row)
+/// a 4 KiB set in a loop took 76 TSC ticks, through this function 64-65, with `avx2`
+/// in the band itself 59, glibc's 75 (2-vCPU AMD EPYC Zen 5 KVM guest).
 #[inline(always)]
 fn auto_entry(family: Family, n: usize, second: bool, dst: *mut u8) -> *mut () {
     let Some(plan) = published() else {
