@@ -23,6 +23,8 @@
 #include <string.h>
 #include <x86intrin.h>
 
+#include "timing.h"
+
 typedef void *(*set_fn)(void *, int, size_t);
 
 __attribute__((noinline)) static void *rep_set(void *d, int c, size_t n) {
@@ -77,13 +79,6 @@ __attribute__((noinline)) static void *nt_set(void *d, int c, size_t n) {
     return d;
 }
 
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static volatile uint64_t sink;
-
 int main(int argc, char **argv) {
     if (argc < 3 || (strcmp(argv[1], "cold") && strcmp(argv[1], "hot"))) {
         fprintf(stderr, "usage: %s cold|hot SIZE...\n", argv[0]);
@@ -122,13 +117,11 @@ int main(int argc, char **argv) {
                         : ((size_t)rand() * 7919u) % (span - n);
         /* Every way sets the right bytes and nothing around them. */
         for (int k = 0; k < M; k++) {
-            memset(arena, 0, n + 256);
-            fns[k](arena + 5, 0x5a, n);
-            for (size_t i = 0; i < n + 256; i++)
-                if (arena[i] != ((i >= 5 && i < 5 + n) ? 0x5a : 0)) {
-                    fprintf(stderr, "%s: %s wrong at byte %zu of %zu\n", argv[0], names[k], i, n);
-                    return 1;
-                }
+            long i = set_wrong_at(fns[k], arena, n, 256);
+            if (i >= 0) {
+                fprintf(stderr, "%s: %s wrong at byte %ld of %zu\n", argv[0], names[k], i, n);
+                return 1;
+            }
         }
         double t[M][SAMPLES];
         for (int r = 0; r < SAMPLES; r++)
@@ -137,12 +130,7 @@ int main(int argc, char **argv) {
                 if (hot) {
                     for (int i = 0; i < calls; i++) fns[k](arena + at[i], 0, n);
                 } else {
-                    for (int i = 0; i < calls; i++)
-                        for (size_t b = at[i] & ~63ul; b < at[i] + n; b += 64)
-                            _mm_clflush(arena + b);
-                    uint64_t x = 0;
-                    for (size_t i = 0; i < other; i += 64) x += (unsigned char)sweep[i];
-                    sink = x;
+                    evict(arena, at, calls, n, sweep, other);
                 }
                 _mm_mfence();
                 uint64_t t0 = __rdtsc();

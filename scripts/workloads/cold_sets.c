@@ -21,6 +21,8 @@
 #include <string.h>
 #include <x86intrin.h>
 
+#include "timing.h"
+
 typedef void *(*set_fn)(void *, int, size_t);
 
 /* n >= 65: each line once */
@@ -32,13 +34,6 @@ __attribute__((noinline)) static void *line_set(void *d, int c, size_t n) {
     _mm512_mask_storeu_epi8((void *)last, (__mmask64)(~0ull >> (63 - (l & 63))), v);
     return d;
 }
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static volatile uint64_t sink;
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -78,23 +73,17 @@ int main(int argc, char **argv) {
         for (int i = 0; i < CALLS; i++) at[i] = ((size_t)rand() * 7919u) % (span - n);
         /* Every method sets the right bytes and nothing around them. */
         for (int k = 0; k < M; k++) {
-            memset(arena, 0, 8192);
-            fns[k](arena + 5, 0x5a, n);
-            for (size_t i = 0; i < n + 70; i++)
-                if (arena[i] != ((i >= 5 && i < 5 + n) ? 0x5a : 0)) {
-                    fprintf(stderr, "%s: %s wrong at byte %zu of %zu\n", argv[0], names[k], i, n);
-                    return 1;
-                }
+            long i = set_wrong_at(fns[k], arena, n, 70);
+            if (i >= 0) {
+                fprintf(stderr, "%s: %s wrong at byte %ld of %zu\n", argv[0], names[k], i, n);
+                return 1;
+            }
         }
         double t[M][SAMPLES];
         for (int r = 0; r < SAMPLES; r++)
             for (int j = 0; j < M; j++) {
                 int k = (j + r) % M; /* each method first in turn */
-                for (int i = 0; i < CALLS; i++)
-                    for (size_t b = at[i] & ~63ul; b < at[i] + n; b += 64) _mm_clflush(arena + b);
-                uint64_t x = 0;
-                for (size_t i = 0; i < other; i += 64) x += (unsigned char)sweep[i];
-                sink = x;
+                evict(arena, at, CALLS, n, sweep, other);
                 _mm_mfence();
                 uint64_t t0 = __rdtsc();
                 for (int i = 0; i < CALLS; i++) fns[k](arena + at[i], i, n);

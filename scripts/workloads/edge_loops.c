@@ -22,15 +22,12 @@
 #include <string.h>
 #include <x86intrin.h>
 
+#include "timing.h"
+
 typedef void *(*copy_fn)(void *, const void *, size_t);
 typedef void *(*set_fn)(void *, int, size_t);
 
 enum { CALLS = 20000, SAMPLES = 9, STRIDE = 8192 };
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Ticks per call: k 0/1 = libc/blockmem copy, 2/3 = libc/blockmem set. */
 static double run(int k, copy_fn bc, set_fn bs, char *dst, const char *src, size_t n,

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <x86intrin.h>
 
+#include "timing.h"
+
 typedef void (*set_fn)(void *, int, size_t);
 
 static void libc_set(void *d, int c, size_t n) { memset(d, c, n); }
@@ -51,12 +53,6 @@ __attribute__((noinline)) static void v64_set(void *d, int c, size_t n) {
     for (int i = 0; i < 4; i++) _mm512_storeu_si512(e + 64 * i, v);
 }
 
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static volatile uint64_t sink;
 
 static void read_through(const char *b, size_t len) {
     uint64_t x = 0;
