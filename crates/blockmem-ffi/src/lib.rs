@@ -190,10 +190,10 @@ unsafe fn str_arg<'a>(p: *const c_char) -> Option<&'a str> {
     unsafe { CStr::from_ptr(p) }.to_str().ok()
 }
 
-/// Which bodies of the assembly entries the copy, move and set functions run
-/// (`blockmem::dispatch::wide::level`: AVX-512 or AVX2), set by the constructor; 0
-/// before it (a call from another library's constructor) and on other CPUs: the
-/// general entries, which check the features themselves.
+/// The level of entry bodies the CPU runs (`blockmem::dispatch::wide::level`, after
+/// `BLOCKMEM_MASK_FEATURES`), set by the constructor, for [`blockmem_zero`]'s inline
+/// AVX-512 path; 0 before it and on other CPUs (the general path, which checks the
+/// features itself).
 static FAST: AtomicU8 = AtomicU8::new(0);
 
 /// True in a set-user-ID (or otherwise `AT_SECURE`) process, where the environment
@@ -229,31 +229,13 @@ fn apply_mask_from_env() {
     }
 }
 
-/// The constructor: applies `BLOCKMEM_MASK_FEATURES`, sets [`FAST`], and then, unless
-/// `BLOCKMEM_BIND=0`, binds the entries' first instruction to the bodies for this CPU
-/// (`blockmem::arch::x86_64::entry::bind`), so that no call tests the flag. Where the
-/// kernel refuses to make the page writable they keep their flag test.
+/// The constructor: applies `BLOCKMEM_MASK_FEATURES` and sets [`FAST`]. The exported
+/// entries need neither: their IFUNC resolvers chose their bodies at load
+/// (`blockmem::arch::x86_64::entry::resolve`).
 extern "C" fn init_fast() {
     apply_mask_from_env();
     #[cfg(target_arch = "x86_64")]
-    {
-        let level = dispatch::wide::level();
-        FAST.store(level, Ordering::Release);
-        let bind = secure() || std::env::var_os("BLOCKMEM_BIND").is_none_or(|v| v != "0");
-        if bind && level != 0 {
-            let entries = [
-                blockmem::entry!(blockmem_copy),
-                blockmem::entry!(blockmem_move),
-                blockmem::entry!(blockmem_set),
-                blockmem::entry!(blockmem_memcpy),
-                blockmem::entry!(blockmem_memmove),
-                blockmem::entry!(blockmem_memset),
-            ];
-            // SAFETY: the six are entries whose flag is FAST, which holds `level`,
-            // the CPU's; this is the constructor.
-            let _ = unsafe { blockmem::arch::x86_64::entry::bind(&entries, FAST.as_ptr(), level) };
-        }
-    }
+    FAST.store(dispatch::wide::level(), Ordering::Release);
 }
 
 #[used]
@@ -268,6 +250,20 @@ fn fast() -> bool {
 
 #[cfg(target_arch = "x86_64")]
 blockmem::copy_entry! {
+    /// `blockmem_copy`'s AVX-512 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_copy_avx512(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
+    bodies = avx512, above = dispatch::wide::copy_above, hint = "", overlap = disjoint
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+    /// `blockmem_copy`'s AVX2 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_copy_avx2(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
+    bodies = avx2, general = copy_general, overlap = disjoint
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::ifunc! {
     /// `memcpy` with a hint: copies `n` bytes from `src` to `dst`, returns `dst`. Where
     /// the CPU has AVX-512BW, up to 512 bytes in the assembly of
     /// `blockmem::arch::x86_64::entry`, the code the preload shim's `memcpy` runs.
@@ -276,8 +272,7 @@ blockmem::copy_entry! {
     /// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
     #[no_mangle]
     pub fn blockmem_copy(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
-    flag = FAST, general = copy_general, above = dispatch::wide::copy_above, hint = "",
-    overlap = disjoint
+    avx512 = blockmem_copy_avx512, avx2 = blockmem_copy_avx2, general = copy_general
 }
 
 /// `memcpy` with a hint: copies `n` bytes from `src` to `dst`, returns `dst`.
@@ -315,6 +310,20 @@ unsafe extern "C" fn copy_general(
 
 #[cfg(target_arch = "x86_64")]
 blockmem::copy_entry! {
+    /// `blockmem_move`'s AVX-512 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_move_avx512(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
+    bodies = avx512, above = dispatch::wide::move_above, hint = "", overlap = possible
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+    /// `blockmem_move`'s AVX2 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_move_avx2(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
+    bodies = avx2, general = move_general, overlap = possible
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::ifunc! {
     /// `memmove` with a hint: copies `n` bytes, the ranges may overlap; returns `dst`
     /// (small sizes as [`blockmem_copy`]).
     ///
@@ -322,8 +331,7 @@ blockmem::copy_entry! {
     /// As C `memmove`.
     #[no_mangle]
     pub fn blockmem_move(dst: *mut c_void, src: *const c_void, n: usize, hint: BlockmemHintArg);
-    flag = FAST, general = move_general, above = dispatch::wide::move_above, hint = "",
-    overlap = possible
+    avx512 = blockmem_move_avx512, avx2 = blockmem_move_avx2, general = move_general
 }
 
 /// `memmove` with a hint: copies `n` bytes, the ranges may overlap; returns `dst`.
@@ -361,6 +369,20 @@ unsafe extern "C" fn move_general(
 
 #[cfg(target_arch = "x86_64")]
 blockmem::set_entry! {
+    /// `blockmem_set`'s AVX-512 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_set_avx512(dst: *mut c_void, c: c_int, n: usize, hint: BlockmemHintArg);
+    bodies = avx512, above = dispatch::wide::set_above, hint = ""
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::set_entry! {
+    /// `blockmem_set`'s AVX2 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_set_avx2(dst: *mut c_void, c: c_int, n: usize, hint: BlockmemHintArg);
+    bodies = avx2, general = set_general
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::ifunc! {
     /// `memset` with a hint: sets `n` bytes to `c` converted to `unsigned char`;
     /// returns `dst` (small sizes in the assembly of `blockmem::arch::x86_64::entry`
     /// where the CPU has AVX-512BW, as the preload shim's `memset`).
@@ -369,7 +391,7 @@ blockmem::set_entry! {
     /// As C `memset`.
     #[no_mangle]
     pub fn blockmem_set(dst: *mut c_void, c: c_int, n: usize, hint: BlockmemHintArg);
-    flag = FAST, general = set_general, above = dispatch::wide::set_above, hint = ""
+    avx512 = blockmem_set_avx512, avx2 = blockmem_set_avx2, general = set_general
 }
 
 /// `memset` with a hint: sets `n` bytes to `c` converted to `unsigned char`; returns
@@ -443,17 +465,30 @@ unsafe extern "C" fn zero_general(
 
 #[cfg(target_arch = "x86_64")]
 blockmem::copy_entry! {
-/// C `memcpy` with blockmem's policy (hint auto): [`blockmem_copy`] in `memcpy`'s
-/// shape, a drop-in for it (`#define memcpy blockmem_memcpy`). A call sets one
-/// argument register fewer than `blockmem_copy`'s, which shows on calls of a few
-/// bytes.
-///
-/// # Safety
-/// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
+    /// `blockmem_memcpy`'s AVX-512 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_memcpy_avx512(dst: *mut c_void, src: *const c_void, n: usize);
+    bodies = avx512, above = dispatch::wide::copy_above, hint = "xor ecx, ecx", overlap = disjoint
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+    /// `blockmem_memcpy`'s AVX2 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_memcpy_avx2(dst: *mut c_void, src: *const c_void, n: usize);
+    bodies = avx2, general = memcpy_general, overlap = disjoint
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::ifunc! {
+    /// C `memcpy` with blockmem's policy (hint auto): [`blockmem_copy`] in `memcpy`'s
+    /// shape, a drop-in for it (`#define memcpy blockmem_memcpy`). A call sets one
+    /// argument register fewer than `blockmem_copy`'s, which shows on calls of a few
+    /// bytes.
+    ///
+    /// # Safety
+    /// As C `memcpy`: `src` valid for `n` reads, `dst` for `n` writes, no overlap.
     #[no_mangle]
     pub fn blockmem_memcpy(dst: *mut c_void, src: *const c_void, n: usize);
-    flag = FAST, general = memcpy_general, above = dispatch::wide::copy_above, hint = "xor ecx, ecx",
-    overlap = disjoint
+    avx512 = blockmem_memcpy_avx512, avx2 = blockmem_memcpy_avx2, general = memcpy_general
 }
 
 /// C `memcpy` with blockmem's policy (hint auto): [`blockmem_copy`] in `memcpy`'s
@@ -486,15 +521,28 @@ unsafe extern "C" fn memcpy_general(dst: *mut c_void, src: *const c_void, n: usi
 
 #[cfg(target_arch = "x86_64")]
 blockmem::copy_entry! {
-/// C `memmove` with blockmem's policy (hint auto): [`blockmem_move`] in `memmove`'s
-/// shape (see [`blockmem_memcpy`]).
-///
-/// # Safety
-/// As C `memmove`: `src` valid for `n` reads, `dst` for `n` writes.
+    /// `blockmem_memmove`'s AVX-512 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_memmove_avx512(dst: *mut c_void, src: *const c_void, n: usize);
+    bodies = avx512, above = dispatch::wide::move_above, hint = "xor ecx, ecx", overlap = possible
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::copy_entry! {
+    /// `blockmem_memmove`'s AVX2 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_memmove_avx2(dst: *mut c_void, src: *const c_void, n: usize);
+    bodies = avx2, general = memmove_general, overlap = possible
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::ifunc! {
+    /// C `memmove` with blockmem's policy (hint auto): [`blockmem_move`] in `memmove`'s
+    /// shape (see [`blockmem_memcpy`]).
+    ///
+    /// # Safety
+    /// As C `memmove`: `src` valid for `n` reads, `dst` for `n` writes.
     #[no_mangle]
     pub fn blockmem_memmove(dst: *mut c_void, src: *const c_void, n: usize);
-    flag = FAST, general = memmove_general, above = dispatch::wide::move_above, hint = "xor ecx, ecx",
-    overlap = possible
+    avx512 = blockmem_memmove_avx512, avx2 = blockmem_memmove_avx2, general = memmove_general
 }
 
 /// C `memmove` with blockmem's policy (hint auto): [`blockmem_move`] in `memmove`'s
@@ -529,14 +577,28 @@ unsafe extern "C" fn memmove_general(
 
 #[cfg(target_arch = "x86_64")]
 blockmem::set_entry! {
-/// C `memset` with blockmem's policy (hint auto): [`blockmem_set`] in `memset`'s
-/// shape (see [`blockmem_memcpy`]).
-///
-/// # Safety
-/// As C `memset`: `dst` valid for `n` writes.
+    /// `blockmem_memset`'s AVX-512 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_memset_avx512(dst: *mut c_void, c: c_int, n: usize);
+    bodies = avx512, above = dispatch::wide::set_above, hint = "xor ecx, ecx"
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::set_entry! {
+    /// `blockmem_memset`'s AVX2 bodies (`blockmem::arch::x86_64::entry`).
+    fn blockmem_memset_avx2(dst: *mut c_void, c: c_int, n: usize);
+    bodies = avx2, general = memset_general
+}
+
+#[cfg(target_arch = "x86_64")]
+blockmem::ifunc! {
+    /// C `memset` with blockmem's policy (hint auto): [`blockmem_set`] in `memset`'s
+    /// shape (see [`blockmem_memcpy`]).
+    ///
+    /// # Safety
+    /// As C `memset`: `dst` valid for `n` writes.
     #[no_mangle]
     pub fn blockmem_memset(dst: *mut c_void, c: c_int, n: usize);
-    flag = FAST, general = memset_general, above = dispatch::wide::set_above, hint = "xor ecx, ecx"
+    avx512 = blockmem_memset_avx512, avx2 = blockmem_memset_avx2, general = memset_general
 }
 
 /// C `memset` with blockmem's policy (hint auto): [`blockmem_set`] in `memset`'s

@@ -236,42 +236,31 @@ fn static_library_matches_the_reference() {
     run_ok(plain(static_memops()).args(["grid", "large", "pagedge", "preinit", "api"]));
 }
 
-/// In a static program too the constructor binds `blockmem_copy`, `_move`, `_set` and
-/// the memcpy-shaped `blockmem_memcpy`, `_memmove`, `_memset` to this CPU's bodies (the code it rewrites is the program's own), unless
-/// `BLOCKMEM_BIND=0`, under which the grid still passes.
+/// In a static program too `blockmem_copy`, `_move`, `_set` and the memcpy-shaped
+/// `blockmem_memcpy`, `_memmove`, `_memset` are IFUNCs bound at start-up to this CPU's
+/// bodies (AVX-512, AVX2, or the general path), `BLOCKMEM_MASK_FEATURES` included, and
+/// no code is written or left writable.
 #[cfg(target_arch = "x86_64")]
 #[test]
-fn static_library_binds_its_entries() {
-    use blockmem::arch::x86_64::entry::Binding;
-    for (bind, want) in [("1", expected_binding("")), ("0", Binding::Flag)] {
+fn static_library_binds_its_entries_to_the_cpu() {
+    use blockmem::arch::x86_64::entry::{Bodies, LEVEL_AVX2, LEVEL_AVX512};
+    for mask in ["", "avx512f", "avx"] {
         let out = run_ok(
             plain(static_memops())
-                .env("BLOCKMEM_BIND", bind)
-                .args(["slots"]),
+                .env("BLOCKMEM_MASK_FEATURES", mask)
+                .args(["slots", "quick", "pagedge"]),
         );
+        let want = match expected_level(mask) {
+            LEVEL_AVX512 => Some(Bodies::Avx512),
+            LEVEL_AVX2 => Some(Bodies::Avx2),
+            _ => None,
+        };
         let got = slots(&out.stdout);
         assert_eq!(got.len(), 6, "{}", String::from_utf8_lossy(&out.stdout));
-        for (name, binding) in got {
-            assert_eq!(binding, Some(want), "{name} with BLOCKMEM_BIND={bind}");
+        for (name, form, _) in got {
+            assert_eq!(form, want, "{name} with BLOCKMEM_MASK_FEATURES={mask:?}");
         }
     }
-    let masked = run_ok(
-        plain(static_memops())
-            .env("BLOCKMEM_MASK_FEATURES", "avx512f")
-            .args(["slots", "quick", "pagedge"]),
-    );
-    for (name, binding) in slots(&masked.stdout) {
-        assert_eq!(
-            binding,
-            Some(expected_binding("avx512f")),
-            "{name} with AVX-512 masked"
-        );
-    }
-    run_ok(
-        plain(static_memops())
-            .env("BLOCKMEM_BIND", "0")
-            .args(["grid", "pagedge", "preinit"]),
-    );
 }
 
 #[test]

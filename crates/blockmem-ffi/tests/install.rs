@@ -88,11 +88,27 @@ fn install_then_link_shared_static_and_preload() {
         String::from_utf8_lossy(&dynamic.stdout).contains("[libblockmem.so.0]"),
         "not linked against libblockmem.so.0"
     );
-    run_ok(
+    let out = run_ok(
         plain(&shared)
             .env("LD_LIBRARY_PATH", &lib)
-            .args(["quick", "api", "preinit"]),
+            .args(["quick", "api", "preinit", "slots"]),
     );
+    // Its entries are IFUNCs the dynamic linker bound to this CPU's bodies, and no
+    // code was written or left writable (`slots` checks /proc/self/maps and smaps).
+    #[cfg(target_arch = "x86_64")]
+    {
+        use blockmem::arch::x86_64::entry::{Bodies, LEVEL_AVX2, LEVEL_AVX512};
+        let want = match expected_level("") {
+            LEVEL_AVX512 => Some(Bodies::Avx512),
+            LEVEL_AVX2 => Some(Bodies::Avx2),
+            _ => None,
+        };
+        let got = slots(&out.stdout);
+        assert_eq!(got.len(), 6, "{}", String::from_utf8_lossy(&out.stdout));
+        for (name, form, _) in got {
+            assert_eq!(form, want, "{name} in libblockmem.so");
+        }
+    }
 
     // Static: no libblockmem at run time.
     let fixed = root.join("memops_static");

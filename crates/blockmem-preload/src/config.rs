@@ -8,8 +8,7 @@
 //! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
 //! | `BLOCKMEM_TRACE=<path>` | record every call in a trace file ([`crate::trace`]; children write `<path>.<pid>`) |
 //! | `BLOCKMEM_TRACE_SAMPLE=N` | with tracing, probe the cache state every N-th call (default 64; 0: never) |
-//! | `BLOCKMEM_BIND=0` | keep the flag test in the first instruction of `memcpy`, `memmove` and `memset` (see [`publish_fast`]) |
-//! | `BLOCKMEM_MASK_FEATURES=<list>` | CPU features to mask off, comma-separated (`avx512f`, `avx2`, ...): run as a smaller host would |
+//! //! | `BLOCKMEM_MASK_FEATURES=<list>` | CPU features to mask off, comma-separated (`avx512f`, `avx2`, ...): run as a smaller host would |
 //! | `BLOCKMEM_HINTS=<file>` | per-call-site hints, a hint map from `blockmem trace --advise` ([`crate::hints`]) |
 //! | `BLOCKMEM_PROFILE_WARNED=<profile>` | set by the shim: an ancestor reported that rejected profile ([`crate::warned`]) |
 //! | `BLOCKMEM_TRACE_WARNED=<path>` | set by the shim: an ancestor reported that refused trace path ([`crate::warned`]) |
@@ -368,10 +367,10 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
     let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
     if secure || envp.is_null() {
-        publish_fast(0, true);
+        publish_fast(0);
         return;
     }
-    let (mut stats, mut disable, mut bind) = (false, false, true);
+    let (mut stats, mut disable) = (false, false);
     let (mut trace_path, mut sample): (&[u8], u32) = (b"", crate::trace::DEFAULT_SAMPLE);
     let mut hints_path: &[u8] = b"";
     let (mut warned, mut trace_warned) = (None, None);
@@ -393,8 +392,6 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
             stats = is_on(v);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_DISABLE") {
             disable = is_on(v);
-        } else if let Some(v) = value_of(entry, b"BLOCKMEM_BIND") {
-            bind = v != b"0";
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_FORCE") {
             apply_force(v);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_MASK_FEATURES") {
@@ -439,35 +436,24 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     }
     crate::warned::publish();
     MODE.store(mode, Ordering::Release);
-    publish_fast(mode, bind);
+    publish_fast(mode);
 }
 
 /// Lets the exported functions run the assembly entries' bodies for this CPU when no
-/// mode but hints is set (`crate::FAST`; with hints, calls above 2 KiB still go through
-/// the call-site lookup), and then, unless `bind` is off (`BLOCKMEM_BIND=0`), binds
-/// their first instruction to those bodies so that no call tests the flag
-/// (`blockmem::arch::x86_64::entry::bind`). Where the kernel refuses to make the page
-/// writable the entries keep their flag test: the same code, two instructions longer.
-fn publish_fast(mode: u8, bind: bool) {
+/// mode but hints is set (with hints, calls above 2 KiB still go through the call-site
+/// lookup): sets `crate::FAST` to the level, and opens `crate::ROUTE` where it is
+/// AVX-512 (see `blockmem::arch::x86_64::entry`).
+fn publish_fast(mode: u8) {
     #[cfg(target_arch = "x86_64")]
     if mode & !MODE_HINTS == 0 {
         let level = blockmem::dispatch::wide::level();
         crate::FAST.store(level, Ordering::Release);
-        if bind && level != 0 {
-            let entries = [
-                blockmem::entry!(memcpy),
-                blockmem::entry!(memmove),
-                blockmem::entry!(memset),
-            ];
-            // SAFETY: the three are entries whose flag is FAST, which holds `level`,
-            // the CPU's; this is the constructor.
-            let _ = unsafe {
-                blockmem::arch::x86_64::entry::bind(&entries, crate::FAST.as_ptr(), level)
-            };
+        if level == blockmem::dispatch::wide::LEVEL_AVX512 {
+            crate::ROUTE.store(usize::MAX, Ordering::Release);
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (mode, bind);
+    let _ = mode;
 }
 
 #[used]

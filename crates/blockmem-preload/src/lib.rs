@@ -99,7 +99,7 @@ mod trace_file;
 mod warned;
 
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use blockmem::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use blockmem::Hint;
@@ -120,6 +120,10 @@ pub const MODE_DISABLE: u8 = 1 << 1;
 /// but hints is set. Set by the constructor, after `MODE`; 0 until then, and on other
 /// CPUs: the general path.
 pub static FAST: AtomicU8 = AtomicU8::new(0);
+/// The route word of the `routed` assembly entries (`blockmem::arch::x86_64::entry`):
+/// `usize::MAX` where they run their AVX-512 bodies ([`FAST`] is `LEVEL_AVX512`), else
+/// 0 (every call goes on to the test of [`FAST`]). Set once by the constructor.
+pub static ROUTE: AtomicUsize = AtomicUsize::new(0);
 /// `MODE` bit: record every call in the trace file (`BLOCKMEM_TRACE=<path>`; module
 /// `trace`). Set only after the file and the buffers exist.
 pub const MODE_TRACE: u8 = 1 << 2;
@@ -744,7 +748,7 @@ blockmem::copy_entry! {
     /// `src` valid for `n` reads, `dst` valid for `n` writes.
     #[no_mangle]
     pub fn memcpy(dst: *mut c_void, src: *const c_void, n: usize);
-    flag = FAST, general = memcpy_sited, above = memcpy_above_sited, hint = "",
+    bodies = routed, route = ROUTE, flag = FAST, general = memcpy_sited, above = memcpy_above_sited, hint = "",
     overlap = possible
 }
 
@@ -779,7 +783,7 @@ blockmem::copy_entry! {
     /// `src` valid for `n` reads, `dst` valid for `n` writes.
     #[no_mangle]
     pub fn memmove(dst: *mut c_void, src: *const c_void, n: usize);
-    flag = FAST, general = memmove_sited, above = memmove_above_sited, hint = "",
+    bodies = routed, route = ROUTE, flag = FAST, general = memmove_sited, above = memmove_above_sited, hint = "",
     overlap = possible
 }
 
@@ -804,7 +808,7 @@ blockmem::set_entry! {
     /// `dst` valid for `n` writes.
     #[no_mangle]
     pub fn memset(dst: *mut c_void, c: c_int, n: usize);
-    flag = FAST, general = memset_sited, above = memset_above_sited, hint = ""
+    bodies = routed, route = ROUTE, flag = FAST, general = memset_sited, above = memset_above_sited, hint = ""
 }
 
 /// C `memset` (see the x86-64 definition).

@@ -106,31 +106,23 @@ fn every_symbol_matches_the_reference_on_smaller_hosts() {
     }
 }
 
-/// The constructor binds the first instruction of `memcpy`, `memmove` and `memset` to the
-/// bodies for this CPU (`blockmem::arch::x86_64::entry::bind`), and leaves the flag test
-/// where a mode is set or `BLOCKMEM_BIND=0`; the grid passes both ways, and with AVX-512
-/// masked off on a CPU that has it the entries start with their AVX2 bodies.
+/// The shim's `memcpy`, `memmove` and `memset` are routed entries whose route the
+/// constructor opens where the CPU runs their AVX-512 bodies and no mode is set; the
+/// grid passes whichever way they run, and no code is written or left writable.
 #[cfg(target_arch = "x86_64")]
 #[test]
-fn the_constructor_binds_the_entries_to_the_cpu() {
-    use blockmem::arch::x86_64::entry::Binding;
-    let cases: [(&[(&str, &str)], Binding); 5] = [
-        (&[], expected_binding("")),
-        (&[("BLOCKMEM_BIND", "0")], Binding::Flag),
-        (&[("BLOCKMEM_STATS", "1")], Binding::Flag),
-        (
-            &[("BLOCKMEM_MASK_FEATURES", "avx512f")],
-            expected_binding("avx512f"),
-        ),
-        (
-            &[("BLOCKMEM_MASK_FEATURES", "avx")],
-            expected_binding("avx"),
-        ),
+fn the_constructor_routes_the_entries_for_the_cpu() {
+    use blockmem::arch::x86_64::entry::{Bodies, LEVEL_AVX512};
+    let cases: [(&[(&str, &str)], bool); 4] = [
+        (&[], expected_level("") == LEVEL_AVX512),
+        (&[("BLOCKMEM_STATS", "1")], false),
+        (&[("BLOCKMEM_MASK_FEATURES", "avx512f")], false),
+        (&[("BLOCKMEM_MASK_FEATURES", "avx")], false),
     ];
-    for (env, want) in cases {
+    for (env, open) in cases {
         let mut cmd = under_shim(memops());
         cmd.envs(env.iter().copied());
-        let out = run_ok(cmd.args(["--expect-shim", "slots"]));
+        let out = run_ok(cmd.args(["--expect-shim", "slots", "quick", "pagedge"]));
         let got = slots(&out.stdout);
         assert_eq!(
             got.len(),
@@ -138,18 +130,11 @@ fn the_constructor_binds_the_entries_to_the_cpu() {
             "{env:?}: {}",
             String::from_utf8_lossy(&out.stdout)
         );
-        for (name, binding) in got {
-            assert_eq!(binding, Some(want), "{name} with {env:?}");
+        for (name, form, route) in got {
+            assert_eq!(form, Some(Bodies::Routed), "{name} with {env:?}");
+            assert_eq!(route, Some(open), "{name}'s route with {env:?}");
         }
     }
-    // The flag test's path (what runs where binding is refused), over the whole grid.
-    run_ok(under_shim(memops()).env("BLOCKMEM_BIND", "0").args([
-        "--expect-shim",
-        "--overlap-copy",
-        "grid",
-        "pagedge",
-        "preinit",
-    ]));
 }
 
 #[test]

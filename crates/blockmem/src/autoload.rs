@@ -198,6 +198,143 @@ pub(crate) mod sys {
             result
         }
     }
+
+    /// True once libc has set `environ` (it is null while the program is relocated).
+    pub fn environ_set() -> bool {
+        // SAFETY: reads the pointer only.
+        unsafe { !environ.is_null() }
+    }
+
+    /// [`super::env_at_load`] from `/proc/self/environ`, read in chunks: the entries
+    /// are NUL-terminated `NAME=value` strings.
+    ///
+    /// # Safety
+    /// `buf` valid for `cap` writes.
+    pub unsafe fn scan_proc_environ(name: &[u8], buf: *mut u8, cap: usize) -> Option<usize> {
+        const SYS_READ: usize = 0;
+        const SYS_CLOSE: usize = 3;
+        const SYS_OPENAT: usize = 257;
+        const AT_FDCWD: isize = -100;
+        const O_RDONLY_CLOEXEC: usize = 0o2000000;
+        const CHUNK: usize = 512;
+        let path = b"/proc/self/environ\0";
+        // SAFETY: a NUL-terminated path; reads go to `chunk`, writes to buf[..cap].
+        unsafe {
+            let fd = syscall4(
+                SYS_OPENAT,
+                AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                O_RDONLY_CLOEXEC,
+                0,
+            );
+            if fd < 0 {
+                return None;
+            }
+            let mut chunk = core::mem::MaybeUninit::<[u8; CHUNK]>::uninit();
+            let mut m = EnvMatch::new(name);
+            let found = loop {
+                let r = syscall4(SYS_READ, fd as usize, chunk.as_mut_ptr() as usize, CHUNK, 0);
+                if r == -4 {
+                    continue; // EINTR
+                }
+                if r <= 0 {
+                    break None;
+                }
+                let bytes = core::slice::from_raw_parts(chunk.as_ptr() as *const u8, r as usize);
+                if let Some(len) = m.feed(bytes, buf, cap) {
+                    break Some(len);
+                }
+            };
+            syscall4(SYS_CLOSE, fd as usize, 0, 0, 0);
+            found
+        }
+    }
+
+    /// A search for `NAME=` at the start of NUL-terminated entries fed in pieces.
+    pub struct EnvMatch<'a> {
+        name: &'a [u8],
+        /// Bytes of `NAME=` matched in the current entry; `usize::MAX` once it differs.
+        at: usize,
+        /// Bytes of the value copied so far.
+        len: usize,
+    }
+
+    impl<'a> EnvMatch<'a> {
+        /// A search for `name`.
+        pub fn new(name: &'a [u8]) -> Self {
+            EnvMatch {
+                name,
+                at: 0,
+                len: 0,
+            }
+        }
+
+        /// Feeds the next bytes; the value's length once its entry ends (the value in
+        /// `buf[..len]`, cut at `cap`).
+        ///
+        /// # Safety
+        /// `buf` valid for `cap` writes.
+        pub unsafe fn feed(&mut self, bytes: &[u8], buf: *mut u8, cap: usize) -> Option<usize> {
+            let key = self.name.len();
+            for &b in bytes {
+                if b == 0 {
+                    if self.at == key + 1 {
+                        return Some(self.len);
+                    }
+                    self.at = 0;
+                } else if self.at == key + 1 {
+                    if self.len < cap {
+                        // SAFETY: len < cap (contract).
+                        unsafe { buf.add(self.len).write(b) };
+                        self.len += 1;
+                    }
+                } else if self.at != usize::MAX {
+                    let want = if self.at < key {
+                        self.name[self.at]
+                    } else {
+                        b'='
+                    };
+                    self.at = if b == want { self.at + 1 } else { usize::MAX };
+                }
+            }
+            None
+        }
+    }
+}
+
+/// The value of `name` in the process's environment, copied into `buf[..cap]` (cut at
+/// `cap` bytes); its length, or `None` where the variable is unset or the process runs
+/// with AT_SECURE. Reads libc's `environ` where it is set, else `/proc/self/environ`
+/// (what the kernel passed at `exec`): an IFUNC resolver runs while the program is
+/// relocated, before libc has set `environ`. Allocation-free and async-signal-safe.
+///
+/// # Safety
+/// `buf` valid for `cap` writes.
+pub unsafe fn env_at_load(name: &[u8], buf: *mut u8, cap: usize) -> Option<usize> {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        if sys::secure() {
+            return None;
+        }
+        if let Some(v) = sys::environ_set().then(|| sys::getenv(name)) {
+            let v = v?;
+            let len = v.len().min(cap);
+            let mut i = 0;
+            while i < len {
+                // SAFETY: i < len <= cap (contract).
+                unsafe { buf.add(i).write(v[i]) };
+                i += 1;
+            }
+            return Some(len);
+        }
+        // SAFETY: forwarded contract.
+        unsafe { sys::scan_proc_environ(name, buf, cap) }
+    }
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    {
+        let _ = (name, buf, cap);
+        None
+    }
 }
 
 /// Reads a small regular file the way the profile is read (see the module docs):

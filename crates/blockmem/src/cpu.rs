@@ -97,6 +97,18 @@ impl Features {
     pub const fn without(self, other: Features) -> Features {
         Features(self.0 & !other.0)
     }
+    /// The set as a mask: masking AVX off masks AVX2 and AVX-512 too, and AVX-512F
+    /// masks AVX-512BW (they depend on it).
+    pub const fn with_dependents(self) -> Features {
+        let mut f = self;
+        if f.contains(Features::AVX) {
+            f = f.union(Features::AVX2).union(Features::AVX512F);
+        }
+        if f.contains(Features::AVX512F) {
+            f = f.union(Features::AVX512BW);
+        }
+        f
+    }
     /// True if the set is empty.
     pub const fn is_empty(self) -> bool {
         self.0 == 0
@@ -227,14 +239,7 @@ pub fn features_by_cpuid() -> Features {
 /// `crate::dispatch::mask_features` sets, then recompiles its plan). Disabling AVX also
 /// disables AVX2 and AVX-512 (they depend on it).
 pub(crate) fn set_masked(f: Features) {
-    let mut f = f;
-    if f.contains(Features::AVX) {
-        f = f.union(Features::AVX2).union(Features::AVX512F);
-    }
-    if f.contains(Features::AVX512F) {
-        f = f.union(Features::AVX512BW);
-    }
-    DISABLED.store(f.0, Ordering::Relaxed);
+    DISABLED.store(f.with_dependents().0, Ordering::Relaxed);
 }
 
 /// The features masked off ([`crate::dispatch::mask_features`] sets them).

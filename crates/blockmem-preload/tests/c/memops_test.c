@@ -749,12 +749,53 @@ static int check_profile(const char *dir) {
 }
 #endif
 
-/* ---- binding slots ----------------------------------------------------------------- */
+/* ---- entry forms ------------------------------------------------------------------ */
 
-/* Prints the first eight bytes of each assembly entry, "slot NAME xx xx ...", for the
- * tests to decode (`blockmem::arch::x86_64::entry::binding_of`): whether the constructor
- * bound the entries to this CPU's bodies or left them on their flag test; and fails if
- * any mapping is writable and executable. */
+/* Fails if any mapping is writable and executable, or if an executable mapping of a file
+ * holds anonymous pages: pages copied on a write to them, code written at run time. */
+static void check_code_unwritten(void) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (!maps) {
+        fprintf(stderr, "FAIL cannot read /proc/self/maps\n");
+        failures++;
+        return;
+    }
+    char line[512];
+    while (fgets(line, sizeof line, maps)) {
+        char perms[5] = "";
+        if (sscanf(line, "%*s %4s", perms) == 1 && perms[1] == 'w' && perms[2] == 'x') {
+            fprintf(stderr, "FAIL writable code: %s", line);
+            failures++;
+        }
+    }
+    fclose(maps);
+    FILE *smaps = fopen("/proc/self/smaps", "r");
+    if (!smaps) {
+        fprintf(stderr, "FAIL cannot read /proc/self/smaps\n");
+        failures++;
+        return;
+    }
+    char mapping[512] = "";
+    int code = 0;
+    while (fgets(line, sizeof line, smaps)) {
+        char perms[5] = "", path[256] = "";
+        unsigned long kb;
+        if (sscanf(line, "%*s %4s %*s %*s %*s %255s", perms, path) >= 1 && strchr(line, '-') &&
+            strlen(perms) == 4 && (perms[3] == 'p' || perms[3] == 's')) {
+            code = perms[2] == 'x' && path[0] == '/';
+            snprintf(mapping, sizeof mapping, "%s", line);
+        } else if (code && sscanf(line, "Anonymous: %lu kB", &kb) == 1 && kb != 0) {
+            fprintf(stderr, "FAIL code written at run time (%lu kB copied): %s", kb, mapping);
+            failures++;
+        }
+    }
+    fclose(smaps);
+}
+
+/* Prints the first sixteen bytes of each assembly entry, "slot NAME xx xx ...", for the
+ * tests to decode (`blockmem::arch::x86_64::entry::bodies_of`), and for a routed entry
+ * (the shim's) "route NAME open|closed": whether its AVX-512 bodies run. Then checks
+ * that no code was written (`check_code_unwritten`). */
 static void print_slots(void) {
 #ifdef USE_BLOCKMEM_API
     const char *names[] = {"blockmem_copy",   "blockmem_move",    "blockmem_set",
@@ -771,33 +812,26 @@ static void print_slots(void) {
                                   dlsym(RTLD_DEFAULT, "memset")};
 #endif
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (!fns[i]) {
+        const unsigned char *f = fns[i];
+        if (!f) {
             fprintf(stderr, "FAIL no %s\n", names[i]);
             failures++;
             continue;
         }
         printf("slot %s", names[i]);
-        for (int k = 0; k < 8; k++)
-            printf(" %02x", fns[i][k]);
+        for (int k = 0; k < 16; k++)
+            printf(" %02x", f[k]);
         printf("\n");
-    }
-    /* Binding opens pages of code for writing only while it writes (an AVX2 binding
-     * copies the bodies, which may reach into the next page): none stays writable. */
-    FILE *maps = fopen("/proc/self/maps", "r");
-    if (!maps) {
-        fprintf(stderr, "FAIL cannot read /proc/self/maps\n");
-        failures++;
-        return;
-    }
-    char line[512];
-    while (fgets(line, sizeof line, maps)) {
-        char perms[5] = "";
-        if (sscanf(line, "%*s %4s", perms) == 1 && perms[1] == 'w' && perms[2] == 'x') {
-            fprintf(stderr, "FAIL writable code: %s", line);
-            failures++;
+        /* mov rax, rdi; cmp rdx, qword ptr [rip + disp32] */
+        static const unsigned char routed[] = {0x48, 0x89, 0xf8, 0x48, 0x3b, 0x15};
+        if (!memcmp(f, routed, sizeof routed)) {
+            int32_t disp;
+            memcpy(&disp, f + 6, sizeof disp);
+            uint64_t route = *(const volatile uint64_t *)(f + 10 + disp);
+            printf("route %s %s\n", names[i], route == UINT64_MAX ? "open" : "closed");
         }
     }
-    fclose(maps);
+    check_code_unwritten();
 }
 
 /* ---- main -------------------------------------------------------------------------- */

@@ -272,33 +272,40 @@ pub fn have(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The binding of each assembly entry as `memops_test slots` printed it
-/// ("slot NAME xx xx xx xx xx xx xx xx"), decoded by the core.
+/// Each assembly entry as `memops_test slots` printed it ("slot NAME" and its first
+/// sixteen bytes, then "route NAME open|closed" for a routed entry): its form, decoded
+/// by the core (`None`: not an entry, the general path), and for a routed entry whether
+/// its AVX-512 bodies run.
 #[cfg(target_arch = "x86_64")]
-pub fn slots(stdout: &[u8]) -> Vec<(String, Option<blockmem::arch::x86_64::entry::Binding>)> {
-    String::from_utf8_lossy(stdout)
-        .lines()
+pub fn slots(
+    stdout: &[u8],
+) -> Vec<(
+    String,
+    Option<blockmem::arch::x86_64::entry::Bodies>,
+    Option<bool>,
+)> {
+    let text = String::from_utf8_lossy(stdout);
+    text.lines()
         .filter_map(|l| l.strip_prefix("slot "))
         .map(|l| {
             let mut words = l.split_whitespace();
             let name = words.next().unwrap_or_default().to_string();
             let bytes: Vec<u8> = words.map(|w| u8::from_str_radix(w, 16).unwrap()).collect();
-            let slot: [u8; 8] = bytes.try_into().expect("eight bytes per slot");
-            (name, blockmem::arch::x86_64::entry::binding_of(slot))
+            let first: [u8; 16] = bytes.try_into().expect("sixteen bytes per entry");
+            let form = blockmem::arch::x86_64::entry::bodies_of(first, 0).map(|(b, _)| b);
+            let route = text
+                .lines()
+                .find_map(|r| r.strip_prefix(&format!("route {name} ")))
+                .map(|r| r == "open");
+            (name, form, route)
         })
         .collect()
 }
 
-/// The binding the constructor gives the entries on this CPU with `mask` masked off
-/// (`BLOCKMEM_MASK_FEATURES`: "", "avx512f" or "avx") and nothing else asked for.
+/// The level of entry bodies this CPU runs with `mask` masked off
+/// (`BLOCKMEM_MASK_FEATURES`: "", "avx512f" or "avx").
 #[cfg(target_arch = "x86_64")]
-pub fn expected_binding(mask: &str) -> blockmem::arch::x86_64::entry::Binding {
-    use blockmem::arch::x86_64::entry::Binding;
-    use blockmem::dispatch::wide::{LEVEL_AVX2, LEVEL_AVX512};
-    // `level` reads the unmasked CPU; masking AVX-512 leaves AVX2, masking AVX both.
-    match (blockmem::dispatch::wide::level(), mask) {
-        (LEVEL_AVX512, "") => Binding::Avx512,
-        (LEVEL_AVX512 | LEVEL_AVX2, "" | "avx512f") => Binding::Avx2,
-        _ => Binding::Flag,
-    }
+pub fn expected_level(mask: &str) -> u8 {
+    use blockmem::arch::x86_64::entry::{level_of, mask_of};
+    level_of(blockmem::cpu::detected_features().without(mask_of(mask.as_bytes()).with_dependents()))
 }
