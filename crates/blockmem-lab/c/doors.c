@@ -75,7 +75,9 @@ struct job {
 
 #define SRC_IN_DST (1ull << 63)
 #define GUARD 32
-#define SET_BYTE 0x5a
+/* The byte a set call stores: another for each call (from the call's address), as a
+ * program's sets vary it, so that no path is measured only with one value. */
+#define SET_BYTE(c) ((int)((uintptr_t)(c) >> 3) & 0xff)
 
 enum door { PLAIN, FNPTR, CABI, CMEM };
 static enum door door;
@@ -149,10 +151,10 @@ typedef void (*loop_fn)(const struct call *, const struct call *, const unsigned
         NAME##_8,  NAME##_9,  NAME##_10, NAME##_11, NAME##_12, NAME##_13, NAME##_14, NAME##_15, \
     };
 #define LOOP(NAME, CALL) COPIES(LOOP_AT, NAME, CALL)
-LOOP(set_fnptr, fp_memset(dst + c->dst, SET_BYTE, c->n))
-LOOP(set_cabi, (blockmem_set)(dst + c->dst, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO))
-LOOP(set_cmem, blockmem_memset(dst + c->dst, SET_BYTE, c->n))
-LOOP(set_plain, memset(dst + c->dst, SET_BYTE, c->n))
+LOOP(set_fnptr, fp_memset(dst + c->dst, SET_BYTE(c), c->n))
+LOOP(set_cabi, (blockmem_set)(dst + c->dst, SET_BYTE(c), c->n, BLOCKMEM_HINT_AUTO))
+LOOP(set_cmem, blockmem_memset(dst + c->dst, SET_BYTE(c), c->n))
+LOOP(set_plain, memset(dst + c->dst, SET_BYTE(c), c->n))
 LOOP(move_fnptr, fp_memmove(dst + c->dst, s, c->n))
 LOOP(move_cabi, (blockmem_move)(dst + c->dst, s, c->n, BLOCKMEM_HINT_AUTO))
 LOOP(move_cmem, blockmem_memmove(dst + c->dst, s, c->n))
@@ -180,10 +182,10 @@ static volatile uint64_t chain_zero = 0;
         }                                                                                         \
     }
 #define CHAIN(NAME, CALL) COPIES(CHAIN_AT, NAME, CALL)
-CHAIN(set_fnptr_chain, fp_memset(d, SET_BYTE, c->n))
-CHAIN(set_cabi_chain, (blockmem_set)(d, SET_BYTE, c->n, BLOCKMEM_HINT_AUTO))
-CHAIN(set_cmem_chain, blockmem_memset(d, SET_BYTE, c->n))
-CHAIN(set_plain_chain, memset(d, SET_BYTE, c->n))
+CHAIN(set_fnptr_chain, fp_memset(d, SET_BYTE(c), c->n))
+CHAIN(set_cabi_chain, (blockmem_set)(d, SET_BYTE(c), c->n, BLOCKMEM_HINT_AUTO))
+CHAIN(set_cmem_chain, blockmem_memset(d, SET_BYTE(c), c->n))
+CHAIN(set_plain_chain, memset(d, SET_BYTE(c), c->n))
 CHAIN(move_fnptr_chain, fp_memmove(d, s, c->n))
 CHAIN(move_cabi_chain, (blockmem_move)(d, s, c->n, BLOCKMEM_HINT_AUTO))
 CHAIN(move_cmem_chain, blockmem_memmove(d, s, c->n))
@@ -228,7 +230,7 @@ static int verify(const struct job *j, unsigned char *src, unsigned char *dst, u
         for (uint64_t k = lo; k < hi; k++) want[k - lo] = dst[k];
         /* Expected bytes from memory as it is before the call: memmove's semantics. */
         const unsigned char *s = call_src(c, src, dst);
-        for (uint64_t k = 0; k < c->n; k++) want[c->dst - lo + k] = j->op == 2 ? SET_BYTE : s[k];
+        for (uint64_t k = 0; k < c->n; k++) want[c->dst - lo + k] = j->op == 2 ? (unsigned char)SET_BYTE(c) : s[k];
         replay(&one, src, dst, (unsigned)i); /* every copy of the loop, in turn */
         for (uint64_t k = lo; k < hi; k++)
             if (dst[k] != want[k - lo]) return 0;

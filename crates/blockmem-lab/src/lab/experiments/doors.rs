@@ -76,11 +76,13 @@ const FFI_SONAME: &str = "libblockmem.so.0";
 /// How to build it.
 pub const FFI_BUILD: &str = "cargo build --release -p blockmem-ffi";
 
-/// Sizes of the fixed-size loops: powers of two, and 2,112 bytes, the largest copy the
-/// C entries run inline where glibc's memmove still runs its vector loop (on CPUs with
-/// FSRM), just past the sets' inline 2 KiB.
-pub const FIXED: [usize; 14] = [
-    1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 2112, 4096,
+/// Sizes of the fixed-size loops: powers of two, the sizes halfway between them from 48
+/// bytes (a size class's middle, not only its edges), and 2,112 bytes, the largest copy
+/// the C entries run inline where glibc's memmove still runs its vector loop (on CPUs
+/// with FSRM), just past the sets' inline 2 KiB.
+pub const FIXED: [usize; 21] = [
+    1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 2112, 3072,
+    4096,
 ];
 
 /// Calls drawn per distribution on a hot working set, replayed once per sample. A
