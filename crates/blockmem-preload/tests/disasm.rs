@@ -372,18 +372,10 @@ fn extents(lib: &Path, names: &[&str]) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-#[test]
-fn entry_blocks_keep_within_their_64_byte_lines_and_off_a_pages_end() {
-    // Each size class of the assembly entries is a block of straight-line code ending
-    // in `ret`. One that crosses a 64-byte line costs a cycle more per call on AMD Zen
-    // 4, whose op cache holds a line's instructions per entry (on a 2-vCPU EPYC KVM
-    // guest, sets of 1-63 bytes in a tight loop took 2.44 ns instead of glibc's 2.16
-    // with the block at 16 bytes past a line, 2.17 with it at a line's start). So a
-    // block of up to 64 bytes lies within one line, and a longer one starts a line.
-    // And none ends in the last two lines of a page: the same code beginning 64 bytes
-    // before a page's end copied 1-32 bytes a cycle slower per call. Each entry starts
-    // a page, which keeps its bodies clear of that wherever the linker puts it.
-    let libs = [
+/// The assembly entries: the shim's routed ones, and the bodies the C ABI library's
+/// IFUNCs bind to.
+fn entries() -> Vec<(std::path::PathBuf, Vec<String>)> {
+    vec![
         (
             common::shim().to_path_buf(),
             ["memcpy", "memmove", "memset"].map(String::from).to_vec(),
@@ -403,7 +395,21 @@ fn entry_blocks_keep_within_their_64_byte_lines_and_off_a_pages_end() {
             .flat_map(|n| [format!("{n}_avx512"), format!("{n}_avx2")])
             .collect::<Vec<_>>(),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn entry_blocks_keep_within_their_64_byte_lines_and_off_a_pages_end() {
+    // Each size class of the assembly entries is a block of straight-line code ending
+    // in `ret`. One that crosses a 64-byte line costs a cycle more per call on AMD Zen
+    // 4, whose op cache holds a line's instructions per entry (on a 2-vCPU EPYC KVM
+    // guest, sets of 1-63 bytes in a tight loop took 2.44 ns instead of glibc's 2.16
+    // with the block at 16 bytes past a line, 2.17 with it at a line's start). So a
+    // block of up to 64 bytes lies within one line, and a longer one starts a line.
+    // And none ends in the last two lines of a page: the same code beginning 64 bytes
+    // before a page's end copied 1-32 bytes a cycle slower per call. Each entry starts
+    // a page, which keeps its bodies clear of that wherever the linker puts it.
+    let libs = entries();
     let mut bad = Vec::new();
     let mut checked = 0;
     for (lib, names) in &libs {
@@ -419,6 +425,62 @@ fn entry_blocks_keep_within_their_64_byte_lines_and_off_a_pages_end() {
         bad.is_empty(),
         "blocks of the assembly entries cross a 64-byte line or near a page's end (align \
          them with `.p2align` in blockmem::arch::x86_64::entry):\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The jumps of the entry at `start..end` that cross a 32-byte boundary or end on one,
+/// a compare or test with the conditional jump it fuses with counted as one, as
+/// `name+offset: instruction`.
+fn jumps_on_32_byte_boundaries(lib: &Path, name: &str, start: u64, end: u64) -> Vec<String> {
+    let ins = instructions(lib, start, end);
+    let fuses = ["cmp", "test", "add", "sub", "and", "inc", "dec"];
+    let mut bad = Vec::new();
+    for (i, (addr, text)) in ins.iter().enumerate() {
+        if !text.starts_with('j') {
+            continue;
+        }
+        let Some(next) = ins.get(i + 1) else { continue };
+        let last = next.0 - 1;
+        let first = match i.checked_sub(1).map(|k| &ins[k]) {
+            Some((a, t)) if !text.starts_with("jmp") && fuses.iter().any(|f| t.starts_with(f)) => {
+                *a
+            }
+            _ => *addr,
+        };
+        if first / 32 != last / 32 || last % 32 == 31 {
+            bad.push(format!("{name}+{:#x}: {text}", addr - start));
+        }
+    }
+    bad
+}
+
+#[test]
+fn entry_jumps_keep_clear_of_32_byte_boundaries() {
+    // On Intel cores of the Skylake family with the microcode for the jump erratum
+    // (Skylake to Cascade Lake), a 32-byte window holding a jump (or a fused compare and
+    // jump) that crosses or ends on its boundary is not kept in the decoded-instruction
+    // cache: every call through it is decoded again. The entries' jumps keep clear of
+    // those boundaries (see `blockmem::arch::x86_64::entry`).
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for (lib, names) in entries() {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        for (name, start, end) in extents(&lib, &names) {
+            bad.extend(jumps_on_32_byte_boundaries(
+                &lib,
+                &name,
+                start,
+                end.min(start + 4096),
+            ));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 15);
+    assert!(
+        bad.is_empty(),
+        "jumps of the assembly entries on a 32-byte boundary (move them with `.p2align` or \
+         shorter encodings in blockmem::arch::x86_64::entry):\n{}",
         bad.join("\n")
     );
 }

@@ -9,7 +9,9 @@
 //!
 //! 1. Every entry starts a 4 KiB page (`.p2align 12`) and every size class's block, from
 //!    where a branch reaches it to its `ret`, lies within one 64-byte line and out of a
-//!    page's last two lines (`blockmem-preload/tests/disasm.rs` checks this).
+//!    page's last two lines; no jump (or fused compare and jump) crosses or ends on a
+//!    32-byte boundary, which on Intel's Skylake family keeps its window out of the
+//!    decoded-instruction cache (`blockmem-preload/tests/disasm.rs` checks both).
 //! 2. AVX-512 copies: `n < 64` first, then `n > 128`. 64–128 bytes: two 64-byte loads
 //!    from both ends, then the stores, no taken branch. 1–15 bytes: one masked 16-byte
 //!    access (`n == 0` returns first: a masked load of an inaccessible page costs a
@@ -82,10 +84,11 @@ macro_rules! entry_overlap_check {
     };
 }
 
-/// AVX-512 copy bodies up to 512 bytes, then the test for the loop's sizes (rax = dst).
+/// The first block of `entry_copy_avx512_head!`: the first size tests and the class that needs no
+/// taken branch, ending in `ret`.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! entry_copy_avx512_head {
+macro_rules! entry_copy_avx512_head_first {
     () => {
         concat!(
             "cmp rdx, 64\n",
@@ -97,6 +100,16 @@ macro_rules! entry_copy_avx512_head {
             "vmovdqu64 zmmword ptr [rdi], zmm16\n",
             "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm17\n",
             "ret\n",
+        )
+    };
+}
+
+/// AVX-512 copy bodies up to 512 bytes, then the test for the loop's sizes (rax = dst).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_copy_avx512_head {
+    () => {
+        concat!(
             ".p2align 6\n",
             "1:\n",
             "cmp edx, 32\n",
@@ -186,8 +199,7 @@ macro_rules! entry_copy_avx512_loop {
             "add r8, 64\n",
             "lea rcx, [rdi + r8]\n",
             "lea r10, [rsi + r8]\n",
-            "cmp rcx, r9\n",
-            "jae 9f\n",
+            // n > 512: rcx <= dst + 64 < r9, so the loop runs at least once.
             "7:\n",
             "vmovdqu64 zmm21, zmmword ptr [r10]\n",
             "vmovdqu64 zmm22, zmmword ptr [r10 + 64]\n",
@@ -201,7 +213,6 @@ macro_rules! entry_copy_avx512_loop {
             "add r10, 256\n",
             "cmp rcx, r9\n",
             "jb 7b\n",
-            "9:\n",
             "vmovdqu64 zmmword ptr [rdi], zmm16\n",
             "vmovdqu64 zmmword ptr [r9], zmm17\n",
             "vmovdqu64 zmmword ptr [r9 + 64], zmm18\n",
@@ -322,14 +333,13 @@ macro_rules! entry_copy_avx2_loop {
             "vmovdqu ymm10, ymmword ptr [rsi + rdx - 64]\n",
             "vmovdqu ymm11, ymmword ptr [rsi + rdx - 32]\n",
             "lea r9, [rdi + rdx - 128]\n",
-            "mov r8d, edi\n",
-            "and r8d, 31\n",
-            "neg r8\n",
-            "add r8, 32\n",
-            "lea rcx, [rdi + r8]\n",
-            "lea r10, [rsi + r8]\n",
-            "cmp rcx, r9\n",
-            "jae 34f\n",
+            // rcx: the first 32-byte boundary past dst; r10: the source byte for it.
+            "lea rcx, [rdi + 32]\n",
+            "and rcx, -32\n",
+            "mov r10, rsi\n",
+            "sub r10, rdi\n",
+            "add r10, rcx\n",
+            // n > 256: rcx <= dst + 32 < r9, so the loop runs at least once.
             "33:\n",
             "vmovdqu ymm1, ymmword ptr [r10]\n",
             "vmovdqu ymm2, ymmword ptr [r10 + 32]\n",
@@ -339,11 +349,10 @@ macro_rules! entry_copy_avx2_loop {
             "vmovdqa ymmword ptr [rcx + 32], ymm2\n",
             "vmovdqa ymmword ptr [rcx + 64], ymm3\n",
             "vmovdqa ymmword ptr [rcx + 96], ymm4\n",
-            "add rcx, 128\n",
-            "add r10, 128\n",
+            "sub rcx, -128\n",
+            "sub r10, -128\n",
             "cmp rcx, r9\n",
             "jb 33b\n",
-            "34:\n",
             "vmovdqu ymmword ptr [rdi], ymm0\n",
             "vmovdqu ymmword ptr [r9 + 0], ymm8\n",
             "vmovdqu ymmword ptr [r9 + 32], ymm9\n",
@@ -355,22 +364,34 @@ macro_rules! entry_copy_avx2_loop {
     };
 }
 
+/// The first block of `entry_set_avx512!`: the first size tests and the class that needs no
+/// taken branch, ending in `ret`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_set_avx512_first {
+    () => {
+        concat!(
+            // Above 128 first, then below 64: fewer mispredicted tests where sizes
+            // come at random (see the module docs). Each path broadcasts the byte once,
+            // after the compares, which keeps them in the first 32 bytes.
+            "cmp rdx, 128\n",
+            "ja 3f\n",
+            "cmp rdx, 64\n",
+            "jb 1f\n",
+            "vpbroadcastb zmm16, esi\n",
+            "vmovdqu64 zmmword ptr [rdi], zmm16\n",
+            "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16\n",
+            "ret\n",
+        )
+    };
+}
+
 /// AVX-512 set bodies up to 2048 bytes (rax = dst); label 6 follows them.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! entry_set_avx512 {
     () => {
         concat!(
-            "vpbroadcastb zmm16, esi\n",
-            // Above 128 first, then below 64: fewer mispredicted tests where sizes
-            // come at random (see the module docs).
-            "cmp rdx, 128\n",
-            "ja 3f\n",
-            "cmp rdx, 64\n",
-            "jb 1f\n",
-            "vmovdqu64 zmmword ptr [rdi], zmm16\n",
-            "vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16\n",
-            "ret\n",
             // 1..=63 bytes: one masked store whose window lies in the lines the
             // bytes lie in (see `masked::set_masked`): the later of dst's line and
             // dst + n - 64 (a signed compare: user addresses are below 2^47, and
@@ -378,6 +399,7 @@ macro_rules! entry_set_avx512 {
             // line wins), the mask shifted by dst - window; rax holds dst.
             ".p2align 6\n",
             "1:\n",
+            "vpbroadcastb zmm16, esi\n",
             "lea rcx, [rdi + rdx - 64]\n",
             "and rdi, -64\n",
             "cmp rdi, rcx\n",
@@ -398,6 +420,7 @@ macro_rules! entry_set_avx512 {
             "3:\n",
             "cmp rdx, 2048\n",
             "ja 6f\n",
+            "vpbroadcastb zmm16, esi\n",
             "vmovdqu64 zmmword ptr [rdi], zmm16\n",
             "vmovdqu64 zmmword ptr [rdi + 64], zmm16\n",
             "cmp rdx, 256\n",
@@ -433,7 +456,7 @@ macro_rules! entry_set_avx512 {
             "8:\n",
             "vmovdqa64 zmmword ptr [r8], zmm16\n",
             "vmovdqa64 zmmword ptr [r8 + 64], zmm16\n",
-            "add r8, 128\n",
+            "sub r8, -128\n",
             "cmp r8, r10\n",
             "jbe 8b\n",
             "vmovdqa64 zmmword ptr [r9 - 64], zmm16\n",
@@ -528,18 +551,16 @@ macro_rules! entry_set_avx2 {
             "lea rcx, [rdi + rdx - 128]\n",
             "mov r8, rdi\n",
             "and r8, -32\n",
-            "add r8, 128\n",
-            "cmp r8, rcx\n",
-            "jae 34f\n",
+            "sub r8, -128\n",
+            // n > 256: r8 <= dst + 128 < rcx, so the loop runs at least once.
             "33:\n",
             "vmovdqa ymmword ptr [r8], ymm0\n",
             "vmovdqa ymmword ptr [r8 + 32], ymm0\n",
             "vmovdqa ymmword ptr [r8 + 64], ymm0\n",
             "vmovdqa ymmword ptr [r8 + 96], ymm0\n",
-            "add r8, 128\n",
+            "sub r8, -128\n",
             "cmp r8, rcx\n",
             "jb 33b\n",
-            "34:\n",
             "vmovdqu ymmword ptr [rcx], ymm0\n",
             "vmovdqu ymmword ptr [rcx + 32], ymm0\n",
             "vmovdqu ymmword ptr [rcx + 64], ymm0\n",
@@ -577,9 +598,11 @@ macro_rules! copy_entry {
             ::core::arch::naked_asm!(
                 ".p2align 12",
                 "mov rax, rdi",
+                $crate::entry_copy_avx512_head_first!(),
                 $crate::entry_copy_avx512_head!(),
                 $crate::entry_overlap_check!($overlap, "8f"),
                 $crate::entry_copy_avx512_loop!(),
+                ".p2align 5",
                 "8:",
                 $hint,
                 "jmp {above}",
@@ -600,6 +623,7 @@ macro_rules! copy_entry {
                 $crate::entry_copy_avx2_head!(),
                 $crate::entry_overlap_check!($overlap, "35f"),
                 $crate::entry_copy_avx2_loop!(),
+                ".p2align 5",
                 "35:",
                 "vzeroupper",
                 "jmp {general}",
@@ -619,20 +643,30 @@ macro_rules! copy_entry {
                 ".p2align 12",
                 "mov rax, rdi",
                 "cmp rdx, qword ptr [rip + {route}]",
-                "jae 19f",
+                "jae 18f",
+                $crate::entry_copy_avx512_head_first!(),
+                // A closed route's way on, in a 32-byte window of its own.
+                ".p2align 5",
+                "18:",
+                "jmp 19f",
                 $crate::entry_copy_avx512_head!(),
                 $crate::entry_overlap_check!($overlap, "8f"),
                 $crate::entry_copy_avx512_loop!(),
+                ".p2align 5",
                 "8:",
                 $hint,
                 "jmp {above}",
+                // The level test ends a line, so that the AVX2 bodies start the next.
                 ".p2align 6",
+                ".skip 50, 0xcc",
                 "19:",
                 "cmp byte ptr [rip + {flag}], 2",
                 "jne {general}",
+                "nop",
                 $crate::entry_copy_avx2_head!(),
                 $crate::entry_overlap_check!($overlap, "35f"),
                 $crate::entry_copy_avx2_loop!(),
+                ".p2align 5",
                 "35:",
                 "vzeroupper",
                 "jmp {general}",
@@ -660,7 +694,9 @@ macro_rules! set_entry {
             ::core::arch::naked_asm!(
                 ".p2align 12",
                 "mov rax, rdi",
+                $crate::entry_set_avx512_first!(),
                 $crate::entry_set_avx512!(),
+                ".p2align 5",
                 "6:",
                 $hint,
                 "jmp {above}",
@@ -679,6 +715,7 @@ macro_rules! set_entry {
                 ".p2align 12",
                 "mov rax, rdi",
                 $crate::entry_set_avx2!(),
+                ".p2align 5",
                 "35:",
                 "vzeroupper",
                 "jmp {general}",
@@ -698,16 +735,26 @@ macro_rules! set_entry {
                 ".p2align 12",
                 "mov rax, rdi",
                 "cmp rdx, qword ptr [rip + {route}]",
-                "jae 19f",
+                "jae 18f",
+                $crate::entry_set_avx512_first!(),
+                // A closed route's way on, in a 32-byte window of its own.
+                ".p2align 5",
+                "18:",
+                "jmp 19f",
                 $crate::entry_set_avx512!(),
+                ".p2align 5",
                 "6:",
                 $hint,
                 "jmp {above}",
+                // The level test ends a line, so that the AVX2 bodies start the next.
                 ".p2align 6",
+                ".skip 50, 0xcc",
                 "19:",
                 "cmp byte ptr [rip + {flag}], 2",
                 "jne {general}",
+                "nop",
                 $crate::entry_set_avx2!(),
+                ".p2align 5",
                 "35:",
                 "vzeroupper",
                 "jmp {general}",
@@ -847,8 +894,8 @@ pub fn bodies_of(first: [u8; 16], at: usize) -> Option<(Bodies, usize)> {
             let disp = i32::from_le_bytes([d0, d1, d2, d3]) as isize;
             Some((Bodies::Routed, (at + 10).wrapping_add_signed(disp)))
         }
-        // cmp rdx, 64 / vpbroadcastb zmm16, esi
-        [0x48, 0x83, 0xfa, 0x40, ..] | [0x62, 0xe2, 0x7d, 0x48, 0x7a, 0xc6, ..] => {
+        // cmp rdx, 64 (copies) / cmp rdx, 128 (sets)
+        [0x48, 0x83, 0xfa, 0x40, ..] | [0x48, 0x81, 0xfa, 0x80, 0, 0, 0, ..] => {
             Some((Bodies::Avx512, 0))
         }
         // cmp rdx, 32 / vmovd xmm0, esi
