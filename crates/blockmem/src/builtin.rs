@@ -501,3 +501,51 @@ mod tests {
         assert_eq!(cached.at(4 * KIB), Action::Run(KernelId::RepMovsb));
     }
 }
+
+/// The tables of `tables/*.profile`, compiled in by `build.rs`.
+mod generated {
+    use crate::kernel::KernelId;
+    use crate::profile::{Action, Band, Row, Table};
+
+    /// A row from its bands (the build script wrote them from a parsed row).
+    const fn row(bands: &[Band]) -> Row {
+        match Row::new(bands) {
+            Some(r) => r,
+            None => panic!("build.rs wrote a malformed row"),
+        }
+    }
+
+    include!(concat!(env!("OUT_DIR"), "/builtin_tables.rs"));
+}
+
+#[cfg(test)]
+mod same_tables {
+    use super::*;
+
+    #[test]
+    fn the_files_hold_exactly_the_const_fn_tables() {
+        let pairs: [(&Table, &Table, &str); 5] = [
+            (&INTEL_AVX512, &generated::INTEL_AVX512, "intel-avx512"),
+            (&AMD_ZEN, &generated::AMD_ZEN, "amd-zen"),
+            (&AMD_ZEN5, &generated::AMD_ZEN5, "amd-zen5"),
+            (&AVX2, &generated::AVX2, "avx2"),
+            (&BASELINE, &generated::BASELINE, "baseline"),
+        ];
+        for (old, new, name) in pairs {
+            for i in 0..ROWS {
+                let (a, b) = (old.rows[i].bands_const(), new.rows[i].bands_const());
+                assert_eq!(a.len(), b.len(), "{name} row {i}");
+                for j in 0..a.len() {
+                    assert_eq!(a[j].from, b[j].from, "{name} row {i} band {j}");
+                    assert_eq!(a[j].action, b[j].action, "{name} row {i} band {j}");
+                }
+            }
+            assert_eq!(old.llc_effective, new.llc_effective, "{name}");
+            assert_eq!(old.probe_hit_max, new.probe_hit_max, "{name}");
+            assert_eq!(old.probe_fault_min, new.probe_fault_min, "{name}");
+            assert_eq!(old.loop_temporal_max, new.loop_temporal_max, "{name}");
+            assert_eq!(old, new, "{name}");
+            assert!(!generated::AMD_ZEN5_TEXT.is_empty());
+        }
+    }
+}
