@@ -1,10 +1,21 @@
-# blockmem profile: the decision table of one host
+# blockmem built-in table: amd-zen (AMD Zen with CLZERO before Zen 5, CPUID family
+# below 0x1a), used until `blockmem calibrate` measures the host. Rules for every
+# built-in table: `builtin.rs`.
+# Copies: avx2 (no avx2_pw: it lost on cold destinations of 4KiB-1MiB; no rep_movsb:
+# slow for some destination alignments); sets: rep_stosb from 64KiB; streaming copies
+# avx2_nt, streaming sets clzero (sets run its stand-in, avx2_nt).
+# evidence: docs/results/epyc-zen4-2vcpu/policy-builtin
+# evidence: docs/results/epyc-zen4-2vcpu/doors
+# evidence (rep_movsb and alignment): docs/results/epyc-zen4-2vcpu/alignment
 version = 2
-llc_effective = 0  # probes of larger blocks read the line half this from the end
+llc_effective = 0  # 0: the host's estimate, cpu::llc_estimate, filled in at start
 probe_hit_max = 150  # a probe load of at most this many TSC cycles hit the cache
 probe_fault_min = 900  # a first touch of the page slower than this took a page fault
-copy.loop_temporal_max = 1MiB  # a block streamed lately and met again soon is written with temporal stores up to this size
-set.loop_temporal_max = half-llc  # a block streamed lately and met again soon is written with temporal stores up to this size
+# A block streamed lately and met again soon is written with temporal stores up to:
+# evidence: docs/results/epyc-zen4-2vcpu/reuse-loop
+# evidence: docs/results/xeon-avx512-16vcpu/reuse-loop
+copy.loop_temporal_max = 1MiB
+set.loop_temporal_max = half-llc
 
 copy.auto.unknown    = from 0: avx2; from 1MiB: probe
 copy.auto.cached     = from 0: avx2

@@ -1,10 +1,22 @@
-# blockmem profile: the decision table of one host
+# blockmem built-in table: amd-zen5 (AMD Zen 5 and later, CPUID family 0x1a on), used
+# until `blockmem calibrate` measures the host. Rules for every built-in table:
+# `builtin.rs`.
+# rep_movsb for copies and rep_stosb for sets from 2KiB (glibc's window on AMD), where
+# the destination is cold, cached or not probed; copies into fresh pages keep avx2; sets
+# below 1MiB into a destination known cached (written lately: dispatch::written_lately)
+# keep avx2; streaming as amd-zen.
+# evidence: docs/results/epyc-zen5-2vcpu/builtin-zen5
+# evidence (sets of blocks written lately): docs/results/epyc-zen5-2vcpu/written-lately
+# evidence (copies at glibc's rep_movsb threshold): docs/results/epyc-zen5-2vcpu/copy-2112
 version = 2
-llc_effective = 0  # probes of larger blocks read the line half this from the end
+llc_effective = 0  # 0: the host's estimate, cpu::llc_estimate, filled in at start
 probe_hit_max = 150  # a probe load of at most this many TSC cycles hit the cache
 probe_fault_min = 900  # a first touch of the page slower than this took a page fault
-copy.loop_temporal_max = 1MiB  # a block streamed lately and met again soon is written with temporal stores up to this size
-set.loop_temporal_max = half-llc  # a block streamed lately and met again soon is written with temporal stores up to this size
+# A block streamed lately and met again soon is written with temporal stores up to:
+# evidence: docs/results/epyc-zen4-2vcpu/reuse-loop
+# evidence: docs/results/xeon-avx512-16vcpu/reuse-loop
+copy.loop_temporal_max = 1MiB
+set.loop_temporal_max = half-llc
 
 copy.auto.unknown    = from 0: avx2; from 2KiB: rep_movsb; from 1MiB: probe
 copy.auto.cached     = from 0: avx2; from 2KiB: rep_movsb

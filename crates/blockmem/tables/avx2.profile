@@ -1,10 +1,20 @@
-# blockmem profile: the decision table of one host
+# blockmem built-in table: avx2 (AVX2 without AVX-512 or CLZERO: Intel, in practice),
+# used until `blockmem calibrate` measures the host. Rules for every built-in table:
+# `builtin.rs`.
+# Copies: rep_movsb from 4KiB where the destination may be cached (as glibc's AVX2
+# path), avx2_pw from 4KiB to a destination probed cold or fresh; sets: rep_stosb from
+# 64KiB; avx2_nt streams a destination probed cold.
+# evidence: docs/results/xeon-avx512-2vcpu/policy-builtin-avx2-emulated
+# evidence: docs/results/xeon-avx512-2vcpu/doors-avx2-emulated
 version = 2
-llc_effective = 0  # probes of larger blocks read the line half this from the end
+llc_effective = 0  # 0: the host's estimate, cpu::llc_estimate, filled in at start
 probe_hit_max = 150  # a probe load of at most this many TSC cycles hit the cache
 probe_fault_min = 900  # a first touch of the page slower than this took a page fault
-copy.loop_temporal_max = 1MiB  # a block streamed lately and met again soon is written with temporal stores up to this size
-set.loop_temporal_max = half-llc  # a block streamed lately and met again soon is written with temporal stores up to this size
+# A block streamed lately and met again soon is written with temporal stores up to:
+# evidence: docs/results/epyc-zen4-2vcpu/reuse-loop
+# evidence: docs/results/xeon-avx512-16vcpu/reuse-loop
+copy.loop_temporal_max = 1MiB
+set.loop_temporal_max = half-llc
 
 copy.auto.unknown    = from 0: avx2; from 4KiB: rep_movsb; from 1MiB: probe
 copy.auto.cached     = from 0: avx2; from 4KiB: rep_movsb

@@ -1,10 +1,18 @@
-# blockmem profile: the decision table of one host
+# blockmem built-in table: baseline (SSE2 only, the x86-64 baseline, or not x86-64),
+# used until `blockmem calibrate` measures the host. Rules for every built-in table:
+# `builtin.rs`.
+# sse2 everywhere (no streaming kernel without AVX2), still probing so that a set into
+# a cold destination gets rep_stosb from 64KiB.
+# evidence: docs/results/xeon-avx512-2vcpu/policy-builtin-sse2-emulated
 version = 2
-llc_effective = 0  # probes of larger blocks read the line half this from the end
+llc_effective = 0  # 0: the host's estimate, cpu::llc_estimate, filled in at start
 probe_hit_max = 150  # a probe load of at most this many TSC cycles hit the cache
 probe_fault_min = 900  # a first touch of the page slower than this took a page fault
-copy.loop_temporal_max = 1MiB  # a block streamed lately and met again soon is written with temporal stores up to this size
-set.loop_temporal_max = half-llc  # a block streamed lately and met again soon is written with temporal stores up to this size
+# A block streamed lately and met again soon is written with temporal stores up to:
+# evidence: docs/results/epyc-zen4-2vcpu/reuse-loop
+# evidence: docs/results/xeon-avx512-16vcpu/reuse-loop
+copy.loop_temporal_max = 1MiB
+set.loop_temporal_max = half-llc
 
 copy.auto.unknown    = from 0: sse2; from 1MiB: probe
 copy.auto.cached     = from 0: sse2
