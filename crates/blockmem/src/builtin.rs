@@ -98,8 +98,8 @@ impl Class {
         }
     }
 
-    /// The text of `tables/NAME.profile`, evidence comments included: what `blockmem
-    /// info` and `blockmem run --profile builtin` show of the table.
+    /// The text of `tables/NAME.profile`, evidence comments included (what `blockmem
+    /// info --builtin` prints).
     pub const fn text(self) -> &'static str {
         match self {
             Class::IntelAvx512 => generated::INTEL_AVX512_TEXT,

@@ -1164,6 +1164,24 @@ mod tests {
     }
 
     #[test]
+    fn the_unknown_key_reason_names_every_family_hint_and_state() {
+        let reason = ErrorKind::UnknownKey.reason();
+        let dims = reason
+            .split_once("FAMILY.HINT.STATE: ")
+            .and_then(|(_, r)| r.split_once(';'))
+            .unwrap()
+            .0
+            .trim_end_matches(')');
+        let mut parts = dims.split(" . ");
+        let mut same = |names: &mut dyn Iterator<Item = &'static str>| {
+            assert!(parts.next().unwrap().split('|').eq(names), "{reason}");
+        };
+        same(&mut Family::ALL.iter().map(|f| f.name()));
+        same(&mut Hint::ALL.iter().map(|h| h.name()));
+        same(&mut State::ALL.iter().map(|s| s.name()));
+    }
+
+    #[test]
     fn set_rows_take_zero_only_kernels_and_copy_rows_do_not() {
         assert!(kernel_fits(Family::Set, KernelId::Clzero));
         assert!(kernel_fits(Family::Set, KernelId::RepStosb));
