@@ -88,7 +88,12 @@ use profile::{Action, Table, ROWS};
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for input in ["tables", "src/profile.rs", "src/kernel/op.rs", "src/kernel/list.rs"] {
+    for input in [
+        "tables",
+        "src/profile.rs",
+        "src/kernel/op.rs",
+        "src/kernel/list.rs",
+    ] {
         println!("cargo:rerun-if-changed={input}");
     }
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("tables"))
@@ -107,12 +112,15 @@ fn main() {
         });
         emit(&mut out, path, &table);
     }
-    let target = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("builtin_tables.rs");
+    let target =
+        PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("builtin_tables.rs");
     std::fs::write(&target, out).unwrap_or_else(|e| fail(&format!("{}: {e}", target.display())));
 }
 
 fn file_name(path: &Path) -> &str {
-    path.file_name().and_then(|n| n.to_str()).expect("a UTF-8 file name")
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .expect("a UTF-8 file name")
 }
 
 fn fail(message: &str) -> ! {
@@ -131,7 +139,13 @@ fn parse(text: &[u8]) -> Result<Table, (usize, String)> {
             .filter(|&(f, h, s, _)| !seen.row_from_file(f, h, s))
             .map(|(f, h, s, _)| profile::RowKey(f, h, s).to_string())
             .collect();
-        return Err((0, format!("a built-in table gives every row; missing: {}", missing.join(", "))));
+        return Err((
+            0,
+            format!(
+                "a built-in table gives every row; missing: {}",
+                missing.join(", ")
+            ),
+        ));
     }
     Ok(table)
 }
@@ -141,10 +155,23 @@ fn parse(text: &[u8]) -> Result<Table, (usize, String)> {
 fn emit(out: &mut String, path: &Path, t: &Table) {
     let stem = file_name(path).trim_end_matches(".profile");
     let name = stem.to_uppercase().replace('-', "_");
-    let size = |n: usize| if n == usize::MAX { "usize::MAX".to_string() } else { n.to_string() };
-    let _ = writeln!(out, "/// `tables/{stem}.profile`.\npub static {name}: Table = Table {{\n    rows: [");
+    let size = |n: usize| {
+        if n == usize::MAX {
+            "usize::MAX".to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    let _ = writeln!(
+        out,
+        "/// `tables/{stem}.profile`.\npub static {name}: Table = Table {{\n    rows: ["
+    );
     for (f, h, s, row) in t.keyed_rows() {
-        let _ = write!(out, "        // {}\n        row(&[", profile::RowKey(f, h, s));
+        let _ = write!(
+            out,
+            "        // {}\n        row(&[",
+            profile::RowKey(f, h, s)
+        );
         for b in row.bands() {
             let action = match b.action {
                 Action::Run(k) => format!("Action::Run(KernelId::{k:?})"),

@@ -396,7 +396,11 @@ fn info_builtin_prints_the_class_file() {
         .args(["info", "--builtin"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let class = blockmem::dispatch::builtin_class();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), class.text());
     let (t, _) = blockmem::profile::parse(class.text().as_bytes(), class.table()).unwrap();

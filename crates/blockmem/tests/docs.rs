@@ -145,7 +145,12 @@ fn every_table_file_is_a_class_and_its_evidence_exists() {
     let dir = root().join("crates/blockmem/tables");
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     files.sort();
     let mut classes: Vec<String> = blockmem::builtin::Class::ALL
@@ -153,10 +158,18 @@ fn every_table_file_is_a_class_and_its_evidence_exists() {
         .map(|c| format!("{}.profile", c.name()))
         .collect();
     classes.sort();
-    assert_eq!(files, classes, "crates/blockmem/tables/ holds one file per builtin::Class");
+    assert_eq!(
+        files, classes,
+        "crates/blockmem/tables/ holds one file per builtin::Class"
+    );
     for c in blockmem::builtin::Class::ALL {
         let text = c.text();
-        assert_eq!(read(&dir.join(format!("{}.profile", c.name()))), text, "{}", c.name());
+        assert_eq!(
+            read(&dir.join(format!("{}.profile", c.name()))),
+            text,
+            "{}",
+            c.name()
+        );
         let (parsed, _) = blockmem::profile::parse(text.as_bytes(), c.table())
             .unwrap_or_else(|e| panic!("tables/{}.profile: {e}", c.name()));
         assert_eq!(&parsed, c.table(), "{}", c.name());
@@ -164,12 +177,22 @@ fn every_table_file_is_a_class_and_its_evidence_exists() {
             .match_indices("docs/results/")
             .map(|(i, _)| {
                 let rest = &text[i..];
-                &rest[..rest.find(|ch: char| ch.is_whitespace()).unwrap_or(rest.len())]
+                &rest[..rest
+                    .find(|ch: char| ch.is_whitespace())
+                    .unwrap_or(rest.len())]
             })
             .collect();
-        assert!(!cited.is_empty(), "tables/{}.profile cites no docs/results", c.name());
+        assert!(
+            !cited.is_empty(),
+            "tables/{}.profile cites no docs/results",
+            c.name()
+        );
         for path in cited {
-            assert!(root().join(path).exists(), "tables/{}.profile: {path} does not exist", c.name());
+            assert!(
+                root().join(path).exists(),
+                "tables/{}.profile: {path} does not exist",
+                c.name()
+            );
         }
     }
 }

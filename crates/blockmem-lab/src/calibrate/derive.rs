@@ -558,7 +558,10 @@ mod tests {
         assert_eq!([Avx512, Avx512Nt, Avx512Pw].map(width), [3; 3]);
         assert_eq!([Avx2, Avx2Nt, Avx2Pf, Avx2PfNt, Avx2Pw].map(width), [2; 5]);
         assert_eq!(width(Sse2), 1);
-        assert_eq!([Naive, Portable, RepMovsb, RepStosb, Clzero].map(width), [0; 5]);
+        assert_eq!(
+            [Naive, Portable, RepMovsb, RepStosb, Clzero].map(width),
+            [0; 5]
+        );
         assert!(tie_rank(Avx2) > tie_rank(Avx512Nt));
     }
     use KernelId::{Avx2, Avx2Nt, RepMovsb};
