@@ -29,6 +29,10 @@ pub struct InfoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Print the built-in table of this CPU's class, as compiled in from
+    /// `crates/blockmem/tables/CLASS.profile` (a profile, with its evidence).
+    #[arg(long, conflicts_with = "json")]
+    pub builtin: bool,
 }
 
 fn fmt_bytes(n: usize) -> String {
@@ -204,6 +208,10 @@ fn loop_bounds_from_file(source: blockmem::autoload::Source, info: &CpuInfo) -> 
 
 /// Runs `blockmem info`.
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
+    if args.builtin {
+        crate::output::print(dispatch::builtin_class().text())?;
+        return Ok(());
+    }
     let info = cpu::detect();
     let r = report(&info);
     if args.json {
@@ -322,7 +330,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             "profile: {path}: rejected, {e}; using the built-in table ({class}) (fix the file or re-run `blockmem calibrate`)"
         ),
         (None, "built-in") => say!(
-            "profile: none at {path}; using the built-in table for {class} CPUs (run `blockmem calibrate` to measure this host)"
+            "profile: none at {path}; using the built-in table for {class} CPUs (`blockmem info --builtin` prints it; run `blockmem calibrate` to measure this host)"
         ),
         (None, src) => say!("profile: {path} ({src}; rows it lacks from the built-in {class} table)"),
     }

@@ -387,6 +387,26 @@ fn info_with_profile(dir: &std::path::Path, text: &str, json: bool) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `blockmem info --builtin` prints the built-in table of the CPU's class, the file
+/// compiled in, which parses to that table.
+#[test]
+fn info_builtin_prints_the_class_file() {
+    let out = Command::cargo_bin("blockmem")
+        .unwrap()
+        .args(["info", "--builtin"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let class = blockmem::dispatch::builtin_class();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), class.text());
+    let (t, _) = blockmem::profile::parse(class.text().as_bytes(), class.table()).unwrap();
+    assert_eq!(&t, class.table());
+}
+
 /// `blockmem info --json` reports the decision table in force: every row as the file
 /// wrote it (rows the file lacks from the built-in table of the CPU class) and as
 /// compiled for this CPU, bands contiguous from 0, and the table's text, which parses

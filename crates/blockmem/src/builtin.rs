@@ -1,58 +1,35 @@
 //! Built-in decision tables: what blockmem runs before the host is calibrated, one per
-//! CPU class, each written from lab runs on a host of its class (`docs/METHOD.md`,
-//! "Built-in tables", says how to measure one on a host).
+//! CPU class. Each is a file in the profile's own format, `crates/blockmem/tables/
+//! CLASS.profile`, whose comments point to the lab runs it was written from
+//! (`docs/results/<host>/<dir>`); `build.rs` parses it with [`crate::profile`]'s parser
+//! and compiles it in as a `static` table. `docs/METHOD.md`, "Built-in tables", says how
+//! to measure one on a host.
 //!
 //! Their goal is modest and strict: never meaningfully slower than the system's C
 //! library, on any host of the class, without having measured it. So they use only
 //! what held on every run they come from:
 //!
-//! * the widest temporal kernel for cached data (the inline sizes below are handled
-//!   before the table is read);
+//! * the widest temporal kernel for cached data (the inline sizes are handled before
+//!   the table is read);
 //! * a probe of the destination from 1 MiB (16 KiB with `NoReuse`), which tells a
 //!   cached destination (updated in place) from a cold or fresh one (streamed from
-//!   8 MiB, or from 16 KiB with `NoReuse`): the probe's hit threshold is the default,
-//!   which sits between the LLC-hit and DRAM latencies of every host measured;
+//!   8 MiB, or from 16 KiB with `NoReuse`, never when fresh): the probe's hit threshold
+//!   is the default, which sits between the LLC-hit and DRAM latencies of every host
+//!   measured;
 //! * `rep stosb` for sets from 2 KiB where the CPU has fast strings (glibc's window
-//!   too), and no `rep movsb` on AMD before Zen 5: glibc turned it off on Zen 3 and 4
-//!   after finding it up to 20 times slower for some destination alignments, and a
-//!   table written without measuring the host cannot rule that out. (The `rep_movsb`
-//!   kernel copies with vectors at the distances where a Zen 4 was measured slow, and
-//!   is not faster elsewhere there: 2-64 KiB copies at random offsets in cache ran
-//!   0.94-0.99× glibc's speed with it, 1.14-1.19× with `avx2`, on a 2-vCPU EPYC Zen 4
-//!   guest.)
+//!   too), and no `rep movsb` on AMD before Zen 5, where glibc turned it off after
+//!   finding it far slower for some destination alignments;
 //! * on AMD Zen 5 (CPUID family 0x1a), the string instructions from 2 KiB for copies
-//!   and sets alike, about where glibc 2.36 runs them on AMD (`rep stosb` from 2,049
-//!   bytes; `rep movsb` from 2,113 with FSRM, up to which the C entries and the Rust
-//!   API copy inline, as glibc does: `arch::x86_64::masked::COPY_WIDE_MAX`). Zen 5's microcode
-//!   runs as if it wrote whole lines without reading them first (the guest measured
-//!   has no hardware counters to tell), and its vector loops fall behind, in cache as
-//!   well as out of it. On a 2-vCPU EPYC 9005 (Zen 5) KVM guest, with this table
-//!   against `amd-zen`'s (`docs/results`, the Zen 5 host's `builtin-zen5`): copies
-//!   of 2-64 KiB at any offset, through every door of the lab's `doors`, ran
-//!   0.98-1.02× glibc's speed in cache and 0.94-1.03× on evicted lines, against
-//!   0.76-0.82× and 0.83-0.88× with `avx2`; the memset distributions on evicted lines
-//!   0.99-1.03× against 0.75-1.00×, and in cache 1.02-1.10× against 1.06-1.17×; the
-//!   policy grid's copies 1.08× (no cell below 0.95×) against 1.01× (14 cells, down
-//!   to 0.57× for 64 KiB into an evicted destination). Copies into fresh pages (the
-//!   probe's `fresh`) keep `avx2`, which won there on Zen 4 and ties on Zen 5. A set
-//!   repeated on one block in cache is where `rep stosb` loses (a 4 KiB one in a C loop
-//!   took 1.01-1.03× glibc's time with it, 0.55-0.57× with `avx2`), so the cached rows
-//!   of sets keep `avx2` below 1 MiB; below the probe's sizes they serve the blocks the
-//!   dispatcher remembers writing lately (`dispatch::written_lately`). With them that
-//!   loop (`scripts/workloads/block_loop.c`, `blockmem run --compare`, 11 runs) took
-//!   0.70-0.72× glibc's time at 4 KiB, 0.68× at 8 and 16 KiB, 0.91× at 64 KiB and
-//!   0.87-0.88× at 256 KiB, against 1.01-1.03× with `rep stosb` in those rows.
+//!   and sets alike, about where glibc runs them on AMD, but vectors for copies into
+//!   fresh pages and for sets below 1 MiB into blocks the dispatcher remembers writing
+//!   lately (`dispatch::written_lately`).
 //!
 //! The effective LLC, which only moves where a probe looks, comes from
 //! [`crate::cpu::llc_estimate`]: CPUID's size, but never more than a core can really
 //! use.
 
 use crate::cpu::Features;
-use crate::kernel::KernelId;
-use crate::profile::{
-    Action, Row, Table, DEFAULT_LOOP_TEMPORAL_MAX, DEFAULT_PROBE_FAULT_MIN, DEFAULT_PROBE_HIT_MAX,
-    ROWS,
-};
+use crate::profile::Table;
 
 /// A CPU class with its own built-in table.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -109,274 +86,59 @@ impl Class {
         }
     }
 
-    /// The class's table (its `llc_effective` is 0: the dispatcher fills in the
-    /// estimate of the host it runs on).
+    /// The class's table, `tables/NAME.profile` compiled in (its `llc_effective` is 0:
+    /// the dispatcher fills in the estimate of the host it runs on).
     pub const fn table(self) -> &'static Table {
         match self {
-            Class::IntelAvx512 => &INTEL_AVX512,
-            Class::AmdZen => &AMD_ZEN,
-            Class::AmdZen5 => &AMD_ZEN5,
-            Class::Avx2 => &AVX2,
-            Class::Baseline => &BASELINE,
+            Class::IntelAvx512 => &generated::INTEL_AVX512,
+            Class::AmdZen => &generated::AMD_ZEN,
+            Class::AmdZen5 => &generated::AMD_ZEN5,
+            Class::Avx2 => &generated::AVX2,
+            Class::Baseline => &generated::BASELINE,
         }
     }
-}
 
-const fn run(k: KernelId) -> Action {
-    Action::Run(k)
+    /// The text of `tables/NAME.profile`, evidence comments included (what `blockmem
+    /// info --builtin` prints).
+    pub const fn text(self) -> &'static str {
+        match self {
+            Class::IntelAvx512 => generated::INTEL_AVX512_TEXT,
+            Class::AmdZen => generated::AMD_ZEN_TEXT,
+            Class::AmdZen5 => generated::AMD_ZEN5_TEXT,
+            Class::Avx2 => generated::AVX2_TEXT,
+            Class::Baseline => generated::BASELINE_TEXT,
+        }
+    }
 }
 
 /// The CPUID family of AMD Zen 5 (EPYC 9005, Ryzen 9000).
 pub const ZEN5_FAMILY: u32 = 0x1a;
 
-const KIB: usize = 1 << 10;
-const MIB: usize = 1 << 20;
+/// The tables of `tables/*.profile`, compiled in by `build.rs`.
+mod generated {
+    use crate::kernel::KernelId;
+    use crate::profile::{Action, Band, Row, Table};
 
-/// One row from `(from, action)` pairs (checked at compile time).
-const fn row(bands: &[(usize, Action)]) -> Row {
-    let mut r = Row::always(bands[0].1);
-    assert!(bands[0].0 == 0, "a row starts at 0");
-    let mut i = 1;
-    while i < bands.len() {
-        r = match r.with(bands[i].0, bands[i].1) {
+    /// A row from its bands (the build script wrote them from a parsed row).
+    const fn row(bands: &[Band]) -> Row {
+        match Row::new(bands) {
             Some(r) => r,
-            None => panic!("bands must start above the one before"),
-        };
-        i += 1;
-    }
-    r
-}
-
-/// The rows of a family: for each hint (auto, reuse, noreuse), the unknown, cached,
-/// cold and fresh rows.
-type FamilyRows = [[Row; 4]; 3];
-
-const fn table(copy: FamilyRows, set: FamilyRows) -> Table {
-    let mut rows = [Row::always(Action::Run(KernelId::Portable)); ROWS];
-    let mut h = 0;
-    while h < 3 {
-        let mut s = 0;
-        while s < 4 {
-            rows[h * 4 + s] = copy[h][s];
-            rows[ROWS / 2 + h * 4 + s] = set[h][s];
-            s += 1;
+            None => panic!("build.rs wrote a malformed row"),
         }
-        h += 1;
     }
-    Table {
-        rows,
-        llc_effective: 0,
-        probe_hit_max: DEFAULT_PROBE_HIT_MAX,
-        probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
-        loop_temporal_max: DEFAULT_LOOP_TEMPORAL_MAX,
-    }
+
+    include!(concat!(env!("OUT_DIR"), "/builtin_tables.rs"));
 }
-
-/// A family's rows from its kernels: `cached` for data in cache, then `rep` from its
-/// size if given (a fast-strings kernel that serves every state), else `robust` from
-/// 4 KiB (on Intel it prefetches the destination for ownership, which won in cache
-/// too); `stream` past the cache for a destination probed cold, never for a fresh one.
-/// `warm`, if given, replaces the kernel from its size where the destination may be
-/// cached (the cached row, and the unknown row below its probe): a fast-strings kernel
-/// that wins in cache but not on evicted or fresh pages.
-const fn family(
-    cached: KernelId,
-    robust: KernelId,
-    rep: Option<(usize, KernelId)>,
-    stream: KernelId,
-    warm: Option<(usize, KernelId)>,
-) -> FamilyRows {
-    let small = match rep {
-        Some((from, k)) => row(&[(0, run(cached)), (from, run(k))]),
-        None => row(&[(0, run(cached)), (4 * KIB, run(robust))]),
-    };
-    let warm = match warm {
-        Some((from, k)) => row(&[(0, run(cached)), (from, run(k))]),
-        None => small,
-    };
-    let unknown = then(warm, MIB, Action::Probe);
-    let cold = then(small, 8 * MIB, run(stream));
-    // A fresh destination (the kernel clears each page through the cache just before
-    // the copy's stores reach it) keeps the small sizes' kernels.
-    let fresh = small;
-    [
-        [unknown, warm, cold, fresh],
-        [unknown, warm, cold, fresh],
-        [
-            then(warm, 16 * KIB, Action::Probe),
-            warm,
-            then(small, 16 * KIB, run(stream)),
-            fresh,
-        ],
-    ]
-}
-
-/// `r` up to `from`, then `action`: bands of `r` starting at or above `from` give way.
-const fn then(r: Row, from: usize, action: Action) -> Row {
-    let bands = r.bands_const();
-    let mut out = Row::always(bands[0].action);
-    let mut i = 1;
-    while i < bands.len() && bands[i].from < from {
-        out = match out.with(bands[i].from, bands[i].action) {
-            Some(o) => o,
-            None => panic!("bands are sorted"),
-        };
-        i += 1;
-    }
-    match out.with(from, action) {
-        Some(r) => r,
-        None => panic!("a band must start above the one before"),
-    }
-}
-
-/// Intel with AVX-512 and FSRM. Copies: `avx512` in cache, `avx512_pw` from 4 KiB
-/// where the destination may be cold; sets: `rep stosb` from 2 KiB; streaming with
-/// `avx512_nt`.
-static INTEL_AVX512: Table = table(
-    family(
-        KernelId::Avx512,
-        KernelId::Avx512Pw,
-        None,
-        KernelId::Avx512Nt,
-        None,
-    ),
-    family(
-        KernelId::Avx512,
-        KernelId::Avx512,
-        Some((2 * KIB, KernelId::RepStosb)),
-        KernelId::Avx512Nt,
-        None,
-    ),
-);
-
-/// AMD Zen: `avx2` (prefetching the destination for ownership lost to it on cold
-/// destinations of 4 KiB–1 MiB), no `rep movsb`; sets `rep stosb` from 64 KiB;
-/// streaming copies `avx2_nt`, streaming zeroes `clzero` (sets run its stand-in,
-/// `avx2_nt`).
-static AMD_ZEN: Table = table(
-    family(KernelId::Avx2, KernelId::Avx2, None, KernelId::Avx2Nt, None),
-    family(
-        KernelId::Avx2,
-        KernelId::Avx2,
-        Some((64 * KIB, KernelId::RepStosb)),
-        KernelId::Clzero,
-        None,
-    ),
-);
-
-/// AMD Zen 5: `rep movsb` for copies and `rep stosb` for sets from 2 KiB (glibc's
-/// window on AMD, from 2,112 bytes), where the destination is cold, cached or not
-/// probed; a fresh destination keeps `avx2`; streaming as [`AMD_ZEN`]. Sets below 1
-/// MiB into a destination known to be cached (written lately: the dispatcher's
-/// memory, [`crate::dispatch::written_lately`]) keep `avx2` (`Auto` and `Reuse`).
-static AMD_ZEN5: Table = table(
-    fresh_keeps(
-        family(
-            KernelId::Avx2,
-            KernelId::Avx2,
-            Some((2 * KIB, KernelId::RepMovsb)),
-            KernelId::Avx2Nt,
-            None,
-        ),
-        KernelId::Avx2,
-    ),
-    cached_keeps(
-        family(
-            KernelId::Avx2,
-            KernelId::Avx2,
-            Some((2 * KIB, KernelId::RepStosb)),
-            KernelId::Clzero,
-            None,
-        ),
-        KernelId::Avx2,
-        MIB,
-    ),
-);
-
-/// `rows` with the cached rows of `Auto` and `Reuse` calls running `k` below `to`.
-/// Below the probe's sizes they serve only destinations the dispatcher remembers
-/// writing lately (in the L1 or L2 cache: see [`crate::dispatch::written_window`]);
-/// `NoReuse` calls probe from 16 KiB, and a probe's hit may be an L3 one.
-const fn cached_keeps(rows: FamilyRows, k: KernelId, to: usize) -> FamilyRows {
-    let mut rows = rows;
-    let mut h = 0;
-    while h < 2 {
-        let old = rows[h][1].bands_const();
-        let mut r = Row::always(run(k));
-        let mut i = 0;
-        while i < old.len() {
-            // The old row's band holding `to` starts there; later ones follow.
-            let next = if i + 1 < old.len() {
-                old[i + 1].from
-            } else {
-                usize::MAX
-            };
-            if next > to {
-                let from = if old[i].from > to { old[i].from } else { to };
-                r = match r.with(from, old[i].action) {
-                    Some(r) => r,
-                    None => panic!("bands are sorted"),
-                };
-            }
-            i += 1;
-        }
-        rows[h][1] = r;
-        h += 1;
-    }
-    rows
-}
-
-/// `rows` with every fresh row running `k` whatever the size.
-const fn fresh_keeps(rows: FamilyRows, k: KernelId) -> FamilyRows {
-    let mut rows = rows;
-    let mut h = 0;
-    while h < 3 {
-        rows[h][3] = Row::always(run(k));
-        h += 1;
-    }
-    rows
-}
-
-/// AVX2 without AVX-512 or CLZERO (Intel, in practice: every AMD Zen has CLZERO).
-/// Copies: `rep movsb` from 4 KiB where the destination may be cached (glibc's AVX2
-/// path does the same, and on an Intel Xeon with AVX-512 and glibc masked to AVX2 it
-/// copied 4 KiB in cache in 19-21 ns against `avx2`'s 32), `avx2_pw` from 4 KiB to a
-/// destination probed cold or fresh; zeroes streamed with `avx2_nt`.
-static AVX2: Table = table(
-    family(
-        KernelId::Avx2,
-        KernelId::Avx2Pw,
-        None,
-        KernelId::Avx2Nt,
-        Some((4 * KIB, KernelId::RepMovsb)),
-    ),
-    family(
-        KernelId::Avx2,
-        KernelId::Avx2,
-        Some((64 * KIB, KernelId::RepStosb)),
-        KernelId::Avx2Nt,
-        None,
-    ),
-);
-
-/// SSE2 only: `sse2` everywhere (no streaming kernel without AVX2), still probing so a
-/// cold destination of a set gets `rep stosb`.
-static BASELINE: Table = table(
-    family(KernelId::Sse2, KernelId::Sse2, None, KernelId::Sse2, None),
-    family(
-        KernelId::Sse2,
-        KernelId::Sse2,
-        Some((64 * KIB, KernelId::RepStosb)),
-        KernelId::Sse2,
-        None,
-    ),
-);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Family, State};
+    use crate::kernel::KernelId;
+    use crate::profile::{Action, Family, State};
     use crate::Hint;
+
+    const KIB: usize = 1 << 10;
+    const MIB: usize = 1 << 20;
 
     #[test]
     fn every_builtin_table_keeps_the_format_rules() {

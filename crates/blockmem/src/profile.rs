@@ -79,7 +79,7 @@ pub const DEFAULT_PROBE_FAULT_MIN: u32 = 900;
 /// (no source beside it), temporal stores won on the EPYC up to 16-32 MiB, twice its
 /// effective LLC: sets half the effective LLC ([`LOOP_HALF_LLC`]; not measured on the
 /// Xeon). Calibration replaces both with the sizes it measures.
-pub const DEFAULT_LOOP_TEMPORAL_MAX: [usize; 2] = [1 << 20, LOOP_HALF_LLC];
+pub const DEFAULT_LOOP_TEMPORAL_MAX: [usize; LOOP_OPS.len()] = [1 << 20, LOOP_HALF_LLC];
 
 /// A `loop_temporal_max` of half the effective LLC, worked out when the table is used
 /// (written `half-llc` in a profile): the built-in tables' for sets, whose LLC is
@@ -372,12 +372,15 @@ impl fmt::Display for Row {
     }
 }
 
-/// Number of rows in a table.
-pub const ROWS: usize = 2 * 3 * 4;
+/// Number of rows in a table: one per family, hint and state.
+pub const ROWS: usize = Family::ALL.len() * Hint::ALL.len() * State::ALL.len();
+
+// [`Provenance`] keeps one bit per row.
+const _: () = assert!(ROWS <= u32::BITS as usize);
 
 /// The index of a row: family, hint, state.
 pub const fn row_index(family: Family, hint: Hint, state: State) -> usize {
-    (family as usize * 3 + hint as usize) * 4 + state as usize
+    (family as usize * Hint::ALL.len() + hint as usize) * State::ALL.len() + state as usize
 }
 
 /// A host's decision table (see the module docs).
@@ -400,7 +403,7 @@ pub struct Table {
     /// Per op of [`LOOP_OPS`] ([`loop_index`]), the largest block a probed call
     /// writes with temporal stores instead of streaming it when it met the block lately
     /// (a block written again and again; see `dispatch::keeps_streamed`). 0: never.
-    pub loop_temporal_max: [usize; 2],
+    pub loop_temporal_max: [usize; LOOP_OPS.len()],
 }
 
 impl Table {
@@ -607,7 +610,7 @@ pub struct Provenance {
     llc_effective: bool,
     probe_hit_max: bool,
     probe_fault_min: bool,
-    loop_temporal_max: [bool; 2],
+    loop_temporal_max: [bool; LOOP_OPS.len()],
 }
 
 impl Provenance {
@@ -1158,6 +1161,24 @@ mod tests {
             parse(b"version = 2\n\xff\n", &d).unwrap_err().kind,
             ErrorKind::NotUtf8
         );
+    }
+
+    #[test]
+    fn the_unknown_key_reason_names_every_family_hint_and_state() {
+        let reason = ErrorKind::UnknownKey.reason();
+        let dims = reason
+            .split_once("FAMILY.HINT.STATE: ")
+            .and_then(|(_, r)| r.split_once(';'))
+            .unwrap()
+            .0
+            .trim_end_matches(')');
+        let mut parts = dims.split(" . ");
+        let mut same = |names: &mut dyn Iterator<Item = &'static str>| {
+            assert!(parts.next().unwrap().split('|').eq(names), "{reason}");
+        };
+        same(&mut Family::ALL.iter().map(|f| f.name()));
+        same(&mut Hint::ALL.iter().map(|h| h.name()));
+        same(&mut State::ALL.iter().map(|s| s.name()));
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //!   features, summary) rendered as Markdown, between `<!-- kernels:begin -->` and
 //!   `<!-- kernels:end -->`.
 //! * The rows the README quotes from the built-in table for Intel CPUs with AVX-512
-//!   (between `<!-- builtin-rows:begin -->` and `<!-- builtin-rows:end -->`) are that
-//!   table's rows, in the profile's format.
+//!   (between `<!-- builtin-rows:begin -->` and `<!-- builtin-rows:end -->`) are lines of
+//!   its file, `crates/blockmem/tables/intel-avx512.profile`.
+//! * `crates/blockmem/tables/` holds one file per built-in class, each the text compiled
+//!   in, and every `docs/results/...` its comments cite exists.
 //! * The README's environment table (between `<!-- env:begin -->` and
 //!   `<!-- env:end -->`) names exactly the `BLOCKMEM_*` variables the workspace reads
 //!   (every `"BLOCKMEM_…"` string literal in `crates/`).
@@ -105,19 +107,17 @@ fn crate_docs_kernel_table_is_the_codes() {
 }
 
 #[test]
-fn readme_builtin_rows_are_the_intel_avx512_table() {
+fn readme_builtin_rows_are_lines_of_the_intel_avx512_file() {
     let readme = read(&root().join("README.md"));
     let (lines, _) = block(&readme, "builtin-rows", "")
         .expect("README.md: no `<!-- builtin-rows:begin -->` … `<!-- builtin-rows:end -->` block");
-    let table = blockmem::builtin::Class::IntelAvx512.table();
-    let rendered: Vec<(String, String)> = table
-        .keyed_rows()
-        .map(|(fam, hint, st, row)| {
-            (
-                format!("{}.{}.{}", fam.name(), hint.name(), st.name()),
-                row.to_string(),
-            )
-        })
+    let class = blockmem::builtin::Class::IntelAvx512;
+    // The file's rows, `KEY = ROW` with the key's alignment padding dropped.
+    let file_rows: Vec<(&str, &str)> = class
+        .text()
+        .lines()
+        .filter_map(|l| l.split_once(" = "))
+        .map(|(k, v)| (k.trim(), v.trim()))
         .collect();
     let rows: Vec<&String> = lines.iter().filter(|l| !l.starts_with("```")).collect();
     assert!(
@@ -128,15 +128,72 @@ fn readme_builtin_rows_are_the_intel_avx512_table() {
         let (key, row) = line
             .split_once(" = ")
             .unwrap_or_else(|| panic!("README.md: {line:?} is not `KEY = ROW`"));
-        let want = rendered
+        let want = file_rows
             .iter()
-            .find(|(k, _)| k == key)
-            .unwrap_or_else(|| panic!("README.md: no row {key:?} in the decision table"));
+            .find(|(k, _)| *k == key)
+            .unwrap_or_else(|| panic!("README.md: no row {key:?} in tables/intel-avx512.profile"));
         assert_eq!(
             row, want.1,
-            "README.md: row {key} of the built-in intel-avx512 table is now\n{key} = {}",
+            "README.md: row {key} of crates/blockmem/tables/intel-avx512.profile is now\n{key} = {}",
             want.1
         );
+    }
+}
+
+#[test]
+fn every_table_file_is_a_class_and_its_evidence_exists() {
+    let dir = root().join("crates/blockmem/tables");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| {
+            e.expect("directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    files.sort();
+    let mut classes: Vec<String> = blockmem::builtin::Class::ALL
+        .iter()
+        .map(|c| format!("{}.profile", c.name()))
+        .collect();
+    classes.sort();
+    assert_eq!(
+        files, classes,
+        "crates/blockmem/tables/ holds one file per builtin::Class"
+    );
+    for c in blockmem::builtin::Class::ALL {
+        let text = c.text();
+        assert_eq!(
+            read(&dir.join(format!("{}.profile", c.name()))),
+            text,
+            "{}",
+            c.name()
+        );
+        let (parsed, _) = blockmem::profile::parse(text.as_bytes(), c.table())
+            .unwrap_or_else(|e| panic!("tables/{}.profile: {e}", c.name()));
+        assert_eq!(&parsed, c.table(), "{}", c.name());
+        let cited: Vec<&str> = text
+            .match_indices("docs/results/")
+            .map(|(i, _)| {
+                let rest = &text[i..];
+                &rest[..rest
+                    .find(|ch: char| ch.is_whitespace())
+                    .unwrap_or(rest.len())]
+            })
+            .collect();
+        assert!(
+            !cited.is_empty(),
+            "tables/{}.profile cites no docs/results",
+            c.name()
+        );
+        for path in cited {
+            assert!(
+                root().join(path).exists(),
+                "tables/{}.profile: {path} does not exist",
+                c.name()
+            );
+        }
     }
 }
 

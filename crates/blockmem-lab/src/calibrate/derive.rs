@@ -32,6 +32,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use blockmem::cpu::Features;
 use blockmem::kernel::{Hint, KernelId, Op};
 use blockmem::profile::{Action, Family, Row, State, Table};
 
@@ -392,16 +393,12 @@ fn choose_kernels(
 /// before `avx2_pw`, the vector kernels before the string instructions), so that noise
 /// between equivalent kernels does not alternate a row between them.
 fn tie_rank(k: KernelId) -> (bool, u8) {
-    let width = match k {
-        KernelId::Avx512 | KernelId::Avx512Nt | KernelId::Avx512Pw => 3,
-        KernelId::Avx2
-        | KernelId::Avx2Nt
-        | KernelId::Avx2Pf
-        | KernelId::Avx2PfNt
-        | KernelId::Avx2Pw => 2,
-        KernelId::Sse2 => 1,
-        _ => 0,
-    };
+    // The vector width, from the features the kernel declares (`kernel/list.rs`).
+    let needs = k.kernel().map_or(Features::NONE, |e| e.requires);
+    let width = [Features::AVX512F, Features::AVX2, Features::SSE2]
+        .iter()
+        .position(|&f| needs.contains(f))
+        .map_or(0, |i| 3 - i as u8);
     (!k.streams(), width)
 }
 
@@ -553,6 +550,20 @@ pub const fn measured_op(fam: Family) -> Op {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ties_rank_temporal_first_then_by_vector_width() {
+        use KernelId::*;
+        let width = |k: KernelId| tie_rank(k).1;
+        assert_eq!([Avx512, Avx512Nt, Avx512Pw].map(width), [3; 3]);
+        assert_eq!([Avx2, Avx2Nt, Avx2Pf, Avx2PfNt, Avx2Pw].map(width), [2; 5]);
+        assert_eq!(width(Sse2), 1);
+        assert_eq!(
+            [Naive, Portable, RepMovsb, RepStosb, Clzero].map(width),
+            [0; 5]
+        );
+        assert!(tie_rank(Avx2) > tie_rank(Avx512Nt));
+    }
     use KernelId::{Avx2, Avx2Nt, RepMovsb};
 
     const KIB: usize = 1 << 10;
