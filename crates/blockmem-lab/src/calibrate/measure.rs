@@ -135,11 +135,8 @@ fn ladder(quick: bool) -> Vec<usize> {
     ];
     // Quick leaves out the in-between size 8 KiB. It keeps 2 KiB: on CPUs with
     // AVX-512BW every call up to 2 KiB runs inline, so the table's first band serves
-    // 2-4 KiB, and without a cell there its kernel came from the 1 KiB cells, which no
-    // call of such a host runs. On a 2-vCPU AMD EPYC (Zen 4) guest one quick
-    // calibration chose `avx2_pf` at 1 KiB, which copied 2-4 KiB blocks at random sizes
-    // and offsets at 0.87x glibc cold and 1.13x hot, `avx512` (chosen with the 2 KiB
-    // cell, three runs of three) at 0.93x and 1.14x.
+    // 2-4 KiB, and without a cell there its kernel would come from the 1 KiB cells, which
+    // no call of such a host runs (`docs/results/epyc-zen4-2vcpu/lab-quick`).
     full.into_iter().filter(|&n| !quick || n != 8 * k).collect()
 }
 
@@ -542,9 +539,8 @@ fn measure_first_touch(samples: usize) -> (f64, f64) {
 /// "Cached" means in the last-level cache only, the slowest hit the policy must still
 /// call cached: a region of the L2 plus 2 MiB is read twice and lines of its first
 /// 2 MiB, which the L2 has since dropped, are probed (with an 8 MiB region instead,
-/// 15% of its lines were no longer in the LLC of a 2-vCPU Xeon guest, whose share of
-/// the shared LLC is smaller than the pointer chase suggests). A probe right after
-/// touching the line measures an L1 hit, and a threshold set between that and DRAM
+/// 2 MiB, which the L2 has since dropped, are probed (a larger region would reach past
+/// this core's share of the shared LLC, which the pointer chase overstates).
 /// would call LLC hits cold and stream blocks that are in cache.
 fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f64)) {
     let len = (l2 + (2 << 20)).min((llc * 3 / 4).max(l2 + (512 << 10)));
