@@ -926,10 +926,10 @@ mod tests {
             assert!(
                 hot * 2.0 < clean,
                 "{len} B: hot {hot} clean {clean} dirty {dirty}"
+            );
             // A dirty region of a few hundred KiB sometimes still loads at L1 speed
-            // after its flush and the dirty sweep (cause unknown): the lab's run-time check warns
-            // third of runs; the cause is not known): the lab's run-time check warns
-            // about such cells, and this test only reports it.
+            // after its flush and the dirty sweep (cause unknown): the lab's run-time
+            // check warns about such cells, and this test only reports it.
             if hot * 2.0 >= dirty {
                 eprintln!(
                     "note: {len} B dirty region loads in {dirty:.1} ns, as hot ({hot:.1} ns)"
