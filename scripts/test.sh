@@ -7,6 +7,7 @@ bash scripts/deps.sh
 start=$(date +%s)
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
+python3 scripts/shape.py
 cargo test --workspace --release
 BLOCKMEM_TEST_DISABLE=avx cargo test --release -p blockmem --tests
 echo "tests: all passed in $(( $(date +%s) - start )) s"

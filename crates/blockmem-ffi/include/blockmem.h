@@ -320,8 +320,7 @@ size_t blockmem_profile_error(char *buf, size_t cap);
 /* A call of blockmem_copy, blockmem_move or blockmem_set whose hint is the constant
  * BLOCKMEM_HINT_AUTO compiles to blockmem_memcpy, blockmem_memmove or blockmem_memset:
  * the same code and policy, with one argument register fewer for the caller to set on
- * every call (on a 2-vCPU EPYC Zen 4 KVM guest, blockmem_set ran sets of 128-256 bytes
- * in a tight loop at 0.92x glibc's speed and blockmem_memset at 1.00x). Any other hint
+ * every call (docs/results/epyc-zen4-2vcpu/doors). Any other hint
  * calls the function. Each argument is evaluated once. (blockmem_copy)(...) calls the
  * function whatever the hint; define BLOCKMEM_NO_AUTO_MACROS before the include to do
  * without the macros. GCC and Clang only (they need __builtin_constant_p). */

@@ -44,9 +44,7 @@
  * calls touch is flushed (clflush, then mfence) and the cache is filled by a read sweep
  * of EVICT_BYTES: the lab's `clean` state. The sweep alone, sized from the measured
  * effective LLC, left part of the calls' lines in an LLC that could hold more than a
- * core's measured share (on a 2-vCPU AMD EPYC (Zen 4) KVM guest, 32 MiB reported, 7-15
- * MiB measured: one process's samples of the same job differed by 1.3-1.8x, and a
- * cell's 95% interval over 15 rounds spanned 0.61-1.22).
+ * core's measured share (docs/results/epyc-zen4-2vcpu/doors).
  * It prints one line per job:
  *   name <TAB> op <TAB> hot|cold <TAB> verified 0|1 (- unchecked) <TAB> ns per call,
  *   comma-separated
@@ -109,15 +107,11 @@ static uint64_t now_ns(void) {
  * each door a different path through the caller; the C ABI's had two taken branches
  * more than glibc's.)
  *
- * Where a loop lies moves a tight loop's time by up to 15% either way: on a 2-vCPU AMD
- * EPYC (Zen 4) KVM guest, the same replay of the Memset_0 calls took 4.6 to 5.4 ns a
- * call from one placement of the caller's loop to another, for glibc's memset and for
- * blockmem's alike, and not at the same placements; a tight loop that crosses a 64-byte
- * line costs a cycle a call more than one within a line (its op-cache entries are per
- * line). A
- * comparison at one placement, or a few, measures that luck: with four placements, the
- * C ABI's set loop (one instruction longer than the plain memset loop it is compared
- * with) read 0.90-0.96x in one run and 1.00x in the next. So every loop exists LAYOUTS
+ * Where a loop lies moves a tight loop's time either way, for glibc's functions and
+ * blockmem's alike and not at the same placements (a tight loop that crosses a 64-byte
+ * line costs a cycle a call more than one within a line: its op-cache entries are per
+ * line; docs/results/epyc-zen4-2vcpu/doors-page-start). A comparison at one placement,
+ * or a few, measures that luck. So every loop exists LAYOUTS
  * times, each copy its own function starting a 64-byte line with 4 x k bytes of
  * padding before the loop (k = 0 .. LAYOUTS-1: every 4-byte position in a line, each
  * copy at another address), and each timed sample runs the next copy: a cell's samples

@@ -7,11 +7,9 @@
  * GOT slots for the blockmem names, so the driver's C ABI loops, unchanged and at
  * the same addresses, call glibc with no extra instruction: both sides of a door run
  * the same binary, the same loops and the same PLT stubs, and differ only in where
- * the stubs jump. (Built as a second driver with the names defined to glibc's by the
- * preprocessor, the loops lay elsewhere in the file: on a 2-vCPU AMD EPYC (Zen 4) KVM
- * guest the memset distributions through the C ABI read 0.95-0.96x glibc's speed
- * that way, while the same entry through the shim, where both sides always shared
- * one binary, read 1.00x.)
+ * the stubs jump. (A second driver with the names defined to glibc's by the
+ * preprocessor would lay its loops elsewhere in the file, and a loop's placement moves
+ * its time: docs/results/epyc-zen4-2vcpu/doors-page-start.)
  *
  * The hint-taking names resolve to functions of three arguments: on x86-64 (and every
  * ABI passing the first arguments in registers) the fourth, the hint, is a register

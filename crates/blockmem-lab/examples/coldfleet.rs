@@ -7,10 +7,9 @@
 //! DIST: a shipped distribution's name (default `Memcpy_Fleet`) or a fleetbench-format
 //! CSV file.
 //!
-//! Per class it shows costs the whole replay hides: a zero-byte copy whose masked access
-//! still looks its line up pays a cache miss (57.7 ns per call against libc's 6.7 on a
-//! 2-vCPU Intel Xeon KVM guest), which is why `blockmem::arch::x86_64::masked::copy_le64`
-//! points such calls at a stack line.
+//! Per class it shows costs the whole replay hides, such as a zero-byte copy whose
+//! masked access still looks its line up (why `blockmem::arch::x86_64::masked::copy_le64`
+//! points such calls at a stack line).
 use blockmem_lab::lab::experiments::fleet::{draw, Distribution};
 use blockmem_lab::lab::mem::Buffer;
 use blockmem_lab::lab::method::Method;

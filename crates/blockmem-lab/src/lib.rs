@@ -3,8 +3,8 @@
 //! calibration measure is described in `docs/METHOD.md`; the experiments cite the seed
 //! documents summarised in `docs/SEEDS.md`.
 //!
-//! Figures quoted in this crate's comments and examples were measured on a 2-vCPU Intel
-//! Xeon KVM guest (AVX-512, glibc as the system library) unless they name another host.
+//! Where a comment rests on a measured figure it points to the results directory that
+//! holds it (`docs/results/<host>/<dir>`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod calibrate;

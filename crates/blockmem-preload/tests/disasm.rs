@@ -402,10 +402,9 @@ fn entries() -> Vec<(std::path::PathBuf, Vec<String>)> {
 fn entry_blocks_keep_within_their_64_byte_lines_and_off_a_pages_end() {
     // Each size class of the assembly entries is a block of straight-line code ending
     // in `ret`. One that crosses a 64-byte line costs a cycle more per call on AMD Zen
-    // 4, whose op cache holds a line's instructions per entry (on a 2-vCPU EPYC KVM
-    // guest, sets of 1-63 bytes in a tight loop took 2.44 ns instead of glibc's 2.16
-    // with the block at 16 bytes past a line, 2.17 with it at a line's start). So a
-    // block of up to 64 bytes lies within one line, and a longer one starts a line.
+    // 4, whose op cache holds a line's instructions per entry
+    // (docs/results/epyc-zen4-2vcpu/doors-page-start). So a block of up to 64 bytes lies
+    // within one line, and a longer one starts a line.
     // And none ends in the last two lines of a page: the same code beginning 64 bytes
     // before a page's end copied 1-32 bytes a cycle slower per call. Each entry starts
     // a page, which keeps its bodies clear of that wherever the linker puts it.
@@ -491,9 +490,8 @@ fn the_c_entries_reach_the_tables_kernels_by_a_jump() {
     // `copy_above`, `copy_forgiving_above`, `move_above` or `set_above`, which find the
     // band's kernel and must end in a jump to it (`kernel::CopyFn`): a call would
     // leave saved registers to restore from the stack after the kernel, loads that wait
-    // for a `rep stosb` to finish (sets of 2,049 bytes in a loop over 64 buffers took
-    // 47-52 TSC ticks that way against glibc's 40, 44 with the jump, on a 2-vCPU AMD
-    // EPYC Zen 5 KVM guest). So none of them has an indirect call, and each has an
+    // for a `rep stosb` to finish (docs/results/epyc-zen5-2vcpu/copy-2112). So none of
+    // them has an indirect call, and each has an
     // indirect jump.
     let libs = [
         common::shim().to_path_buf(),

@@ -12,9 +12,9 @@
 //!
 //! Cache sizes come from the deterministic per-level leaves: leaf 4 on Intel, leaf
 //! 0x8000001D on AMD (with TOPOEXT). The legacy AMD leaf 0x80000006 is read as well and
-//! reported beside them, because a hypervisor may fill it with nonsense: on one AMD EPYC
-//! (Zen 3) KVM guest it claims a 256 MiB L3 for a real 32 MiB, which is why glibc there
-//! never uses non-temporal stores below 192 MiB. Even the per-level leaf passes a
+//! reported beside them, because a hypervisor may fill it with nonsense (an L3 many
+//! times the real one, which moves glibc's non-temporal threshold as far). Even the
+//! per-level leaf passes a
 //! host's whole L3 to a small guest: [`llc_estimate`] caps what blockmem believes. The sizes blockmem *uses*
 //! ([`CacheInfo::used`]) are the per-level values after sanity checks, with the source of
 //! each recorded.
@@ -209,8 +209,8 @@ pub struct Leaves {
 /// Takes the features from CPUID leaves already read, where detection has not run
 /// yet, instead of executing CPUID: glibc reads these leaves when a process starts and
 /// keeps them (`__x86_get_cpuid_feature_leaf`), and in a virtual machine every CPUID
-/// is an exit to the hypervisor (4.6 µs on a 2-vCPU AMD EPYC KVM guest, where
-/// detection's seven would take 32 µs of every process start under the preload shim).
+/// is an exit to the hypervisor (microseconds each, at every process start under the
+/// preload shim).
 /// Returns false where detection had already run (its result stays). The vector
 /// registers' OS support is read here (XGETBV), as detection reads it.
 #[cfg(target_arch = "x86_64")]
@@ -250,8 +250,8 @@ pub fn masked() -> Features {
 /// The most last-level cache one core can use on any CPU made so far: 12 MiB (AMD's
 /// stacked-cache parts, 768 MiB over 64 cores and 1152 MiB over 96). A CPUID L3 larger
 /// than this many times the CPUs the process may run on is a hypervisor passing its
-/// host's whole cache (256, 300 and 480 MiB have been reported to 2-vCPU guests whose
-/// measured effective LLC was 9-100 MiB).
+/// host's whole cache (as on the 2-vCPU hosts under `docs/results`, whose measured
+/// effective LLC was a fraction of what CPUID reported).
 pub const LLC_PER_CPU_MAX: usize = 12 << 20;
 
 /// The LLC size blockmem believes without measuring: CPUID's (`reported`), but at most

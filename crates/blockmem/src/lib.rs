@@ -26,9 +26,8 @@
 //! underneath a C library. Every operation is async-signal-safe and usable before any
 //! initialisation.
 //!
-//! Figures quoted in this crate's comments were measured with the lab on a 2-vCPU Intel
-//! Xeon KVM guest (AVX-512, glibc as the system library) unless they name another host;
-//! `blockmem lab` measures them on yours.
+//! Where a comment rests on a measured figure it points to the results directory that
+//! holds it (`docs/results/<host>/<dir>`); `blockmem lab` measures them on yours.
 //!
 //! * [`kernel`]: the kernel table (below) for callers, such as the lab, that want one
 //!   kernel in particular.

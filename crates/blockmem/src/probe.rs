@@ -12,11 +12,10 @@
 //! timed load pays no page walk. That touch is timed too: on a page that is mapped but
 //! was never touched it takes a page fault. A slow first touch alone does not prove
 //! one: after a sweep of the caches the page walk itself reads its page-table entries
-//! from memory (on an Intel Xeon KVM guest, first touches of evicted blocks took up to
-//! 2.2k cycles, and second faults in fresh blocks as little as 1.15k). So a slow first
-//! touch is confirmed on the neighbouring page of the block: its walk finds the entries
-//! the first one just fetched (eight pages share a line of them) and costs a memory
-//! access (0.4k-0.7k cycles), while a fresh neighbour faults again. Only then is the destination `fresh`. The fault maps the
+//! from memory. So a slow first touch is confirmed on the neighbouring page of the
+//! block: its walk finds the entries the first one just fetched (eight pages share a
+//! line of them) and costs one memory access, while a fresh neighbour faults again
+//! (`docs/results/xeon-avx512-2vcpu/fresh`). Only then is the destination `fresh`. The fault maps the
 //! kernel's shared zero page, whose line may or may not be cached, so the line load
 //! cannot tell fresh from cold. Taking a cold destination for fresh forgoes streaming
 //! (half the gain past the LLC); taking a fresh one for cold would stream into pages
@@ -88,10 +87,8 @@ pub fn page_mate(p: *const u8) -> *const u8 {
 
 /// TSC cycles of one load of [`page_mate`]`(p)`, then of one load of `*p`: the first
 /// pays the page walk (and the page fault of a page never touched), the second the
-/// latency of the cache or memory alone. A block the program
-/// touched long ago has lost its translations too, and on a 2-vCPU Intel Xeon KVM guest a page
-/// walk (~110 cycles) made an LLC hit as slow as a DRAM access with a warm TLB: the two
-/// could not be told apart.
+/// touched long ago has lost its translations too, and a page walk can make an LLC
+/// hit as slow as a DRAM access with a warm TLB: the two could not be told apart.
 ///
 /// The page mate is read with an instruction of our own, not a Rust load: it lies in
 /// `p`'s page, so it is mapped whenever `p` is, but it may lie outside the object `p`

@@ -61,24 +61,21 @@ pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 
 /// Default page-fault threshold in TSC cycles: a probe's first touch of the page and
 /// its confirming touch of the neighbouring page both slower than this took page
-/// faults, so the destination is fresh (see `probe::classify`). On an Intel Xeon KVM
-/// guest a second fault in a fresh block took 1.15k-1.6k cycles, the confirming touch
-/// in a cold block (a memory access, the page walk's upper levels just fetched) about
-/// 0.4k-0.7k. Calibration replaces it with the geometric mean of the two it measures.
+/// faults, so the destination is fresh (see `probe::classify`); it lies between a
+/// second fault in a fresh block and a confirming touch in a cold one
+/// (`docs/results/xeon-avx512-2vcpu/fresh`). Calibration replaces it with the
+/// geometric mean of the two it measures.
 pub const DEFAULT_PROBE_FAULT_MIN: u32 = 900;
 
 /// Default largest block the dispatcher writes with temporal stores when a probed call
 /// meets again soon a block it streamed (see `dispatch::keeps_streamed`), for copies
 /// and for sets ([`LOOP_OPS`]): where a program writes the same block again and again,
 /// temporal stores keep it cached for the next call while it fits in the caches a core
-/// reaches fast, and streaming wins beyond. Copying into one block in a loop (the lab's
-/// `reuse` loop cells, the fourth call), temporal stores beat streaming at 1 MiB on
-/// both hosts measured, by 1.7x on a 2-vCPU AMD EPYC (Zen 4) KVM guest (and up to 4-8
-/// MiB there) and by 2x on a 16-vCPU Intel Xeon (family 6, model 0xcf) KVM guest, where
-/// streaming won from 2 MiB (1.5x at 2 MiB): copies 1 MiB. Setting one block in a loop
-/// (no source beside it), temporal stores won on the EPYC up to 16-32 MiB, twice its
-/// effective LLC: sets half the effective LLC ([`LOOP_HALF_LLC`]; not measured on the
-/// Xeon). Calibration replaces both with the sizes it measures.
+/// reaches fast, and streaming wins beyond. Copies: 1 MiB, where temporal stores beat
+/// streaming in the lab's `reuse` loop cells on both hosts measured
+/// (`docs/results/epyc-zen4-2vcpu/reuse-loop`, `docs/results/xeon-avx512-16vcpu/reuse-loop`).
+/// Sets: half the effective LLC ([`LOOP_HALF_LLC`]), having no source beside the block.
+/// Calibration replaces both with the sizes it measures.
 pub const DEFAULT_LOOP_TEMPORAL_MAX: [usize; LOOP_OPS.len()] = [1 << 20, LOOP_HALF_LLC];
 
 /// A `loop_temporal_max` of half the effective LLC, worked out when the table is used
@@ -89,19 +86,10 @@ pub const LOOP_HALF_LLC: usize = usize::MAX;
 /// The ops whose loops have their own `loop_temporal_max`, one per family, each keyed
 /// by its name (`copy.loop_temporal_max`, `set.loop_temporal_max`) and measured with
 /// that op: moves take the copies' bound, zeroing the sets'. A set's loop has no source
-/// to keep cached beside its block: on a 2-vCPU AMD EPYC (Zen 4) KVM guest temporal
-/// stores set one block in a loop faster than streaming up to 32 MiB (9-17 against
-/// 37-43 ns/KiB), where copies turned at 16 MiB; a C program setting one 16 MiB block
-/// 150 times (`scripts/workloads/block_loop.c`) took 1.71-1.76x glibc's time in two
-/// runs of four with the copies' bound of 8 MiB (once a probe found the block cold,
-/// every call streamed it) and 0.89-1.04x in four with the sets' own. Zeroing takes
-/// the sets' bound: its loops turn earlier there (the lab's `zero` loop table: temporal
-/// 10-11 ns/KiB against 12-13 streamed at 1-4 MiB, 18-20 against 12-13 at 16 MiB, as
-/// non-temporal stores of zeros ran three times as fast as of another byte), but where
-/// is too close to measure in a calibration's time: three calibrations' zero loop cells
-/// turned anywhere from 1 MiB to past 8 MiB, and with a bound of 512 KiB from one of them
-/// a C program zeroing one 1-8 MiB block in a loop took 1.03-1.21x glibc's time
-/// (`clzero` on every call), 0.96-1.02x with the sets' bound.
+/// to keep cached beside its block, so temporal stores keep winning to larger blocks
+/// than a copy's (`docs/results/epyc-zen4-2vcpu/reuse-loop`). Zeroing takes the sets'
+/// bound: its loops turn earlier, but where is too close to measure in a calibration's
+/// time (`docs/results/epyc-zen4-2vcpu/zero-loop`).
 pub const LOOP_OPS: [Op; 2] = [Op::Copy, Op::Set];
 
 /// The index of `op`'s `loop_temporal_max` in [`LOOP_OPS`]' order: a move's is the

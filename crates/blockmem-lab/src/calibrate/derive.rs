@@ -715,8 +715,7 @@ mod tests {
     #[test]
     fn loops_bound_temporal_writes_below_the_first_size_streaming_wins() {
         use KernelId::{Avx512, Avx512Nt, RepMovsb};
-        // ns per KiB of the fourth call, as a 16-vCPU Xeon measured them: temporal
-        // wins to 1 MiB, streaming from 2 MiB (93 against 63).
+        // ns per KiB of the fourth call: temporal wins to 1 MiB, streaming from 2 MiB.
         let loops = |rows: &[(usize, f64, f64, f64)]| {
             let mut l = LoopTimes::new();
             for &(n, avx512, rep, nt) in rows {
@@ -760,7 +759,7 @@ mod tests {
         temporal_only.insert((Op::Copy, Avx512, MIB), 1.0);
         assert_eq!(loop_temporal_max(&temporal_only, Op::Copy), (None, None));
         assert_eq!(loop_temporal_max(&LoopTimes::new(), Op::Copy), (None, None));
-        // Each op from its own cells: the Xeon's copy cells say nothing of sets.
+        // Each op from its own cells: copy cells say nothing of sets.
         assert_eq!(loop_temporal_max(&xeon, Op::Set), (None, None));
         let mut both = xeon.clone();
         both.insert((Op::Set, Avx512, 4 * MIB), 40.0);

@@ -12,7 +12,7 @@ use blockmem::profile::{kernel_fits, Family, Size};
 use super::derive::{measured_op, Baseline, Dst, LoopTimes, Measurements, ProbeCost, Then};
 use crate::lab::experiments::probe::probe_call_samples;
 use crate::lab::method::Method;
-use crate::lab::runner::{After, Cell};
+use crate::lab::runner::{After, Cell, Record, Runner};
 use crate::lab::state::{read_lines, read_pages, CacheState};
 use crate::lab::timer::Timer;
 
@@ -135,11 +135,8 @@ fn ladder(quick: bool) -> Vec<usize> {
     ];
     // Quick leaves out the in-between size 8 KiB. It keeps 2 KiB: on CPUs with
     // AVX-512BW every call up to 2 KiB runs inline, so the table's first band serves
-    // 2-4 KiB, and without a cell there its kernel came from the 1 KiB cells, which no
-    // call of such a host runs. On a 2-vCPU AMD EPYC (Zen 4) guest one quick
-    // calibration chose `avx2_pf` at 1 KiB, which copied 2-4 KiB blocks at random sizes
-    // and offsets at 0.87x glibc cold and 1.13x hot, `avx512` (chosen with the 2 KiB
-    // cell, three runs of three) at 0.93x and 1.14x.
+    // 2-4 KiB, and without a cell there its kernel would come from the 1 KiB cells, which
+    // no call of such a host runs (`docs/results/epyc-zen4-2vcpu/lab-quick`).
     full.into_iter().filter(|&n| !quick || n != 8 * k).collect()
 }
 
@@ -263,17 +260,7 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
             )
         })
         .ok();
-    let methods: Vec<(Family, Vec<MeasuredMethod>)> = Family::ALL
-        .iter()
-        .map(|&fam| {
-            let ms = kernels(fam, quick)
-                .into_iter()
-                .filter_map(|k| Method::kernel(k.name()).map(|m| (Some(k), m)))
-                .chain(libc.iter().map(|m| (None, m.clone())))
-                .collect();
-            (fam, ms)
-        })
-        .collect();
+    let methods = measured_methods(quick, libc.as_ref());
     let groups = groups(&methods, quick, fresh, llc_eff);
     let cells: Vec<Vec<Cell<'_>>> = groups.iter().map(|g| g.0.clone()).collect();
     let rounds = crate::lab::experiments::ROUNDS;
@@ -281,10 +268,56 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
     let bar = crate::lab::progress::bar(total as u64, "calibrate", "cell passes", false);
     let results = runner.measure_rounds(&cells, rounds, |k| bar.inc(k as u64));
     bar.finish_and_clear();
+    let (medians, libc_medians) = sort_medians(results, &groups)?;
+    let (hot, cold) = measure_probe(
+        if quick { 512 } else { 4096 },
+        runner.states.hier.l2,
+        llc_eff,
+    );
+    let probe_cost = measure_probe_cost(&mut runner, &timer, quick);
+    let (cold_touch, fault) = measure_first_touch(if quick { 200 } else { 1000 });
+    let loops = measure_loops(&mut runner, &methods, quick, llc_eff);
+    Ok(Measured {
+        loops,
+        medians,
+        libc: libc_medians,
+        llc_effective: llc_eff,
+        probe_cycles: (hot.1, cold.1),
+        // Halfway between the slowest LLC hits (p80) and the fastest flushed lines (p20).
+        probe_hit_max: ((hot.1 + cold.1) / 2.0).round().clamp(1.0, u32::MAX as f64) as u32,
+        probe_cost,
+        fresh,
+        fault_cycles: (cold_touch, fault),
+        probe_fault_min: fault_threshold(cold_touch, fault),
+    })
+}
+
+/// The methods measured per family: its kernels ([`kernels`]), then the C library's
+/// function where it could be loaded.
+fn measured_methods(quick: bool, libc: Option<&Method>) -> Vec<(Family, Vec<MeasuredMethod>)> {
+    Family::ALL
+        .iter()
+        .map(|&fam| {
+            let ms = kernels(fam, quick)
+                .into_iter()
+                .filter_map(|k| Method::kernel(k.name()).map(|m| (Some(k), m)))
+                .chain(libc.iter().map(|&m| (None, m.clone())))
+                .collect();
+            (fam, ms)
+        })
+        .collect()
+}
+
+/// Files each measured cell's median under its key: kernels in [`Measurements`], the C
+/// library in [`Baseline`]. Fails naming every cell whose bytes were wrong.
+fn sort_medians(
+    results: Vec<Vec<Option<Record>>>,
+    groups: &[Group<'_>],
+) -> Result<(Measurements, Baseline)> {
     let mut medians = Measurements::new();
     let mut libc_medians = Baseline::new();
     let mut wrong = Vec::new();
-    for (recs, (g, fam, n, src_hot, dst, then)) in results.into_iter().zip(&groups) {
+    for (recs, (g, fam, n, src_hot, dst, then)) in results.into_iter().zip(groups) {
         for (r, cell) in recs.into_iter().zip(g) {
             let Some(r) = r else { continue };
             if !r.verified {
@@ -307,40 +340,25 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
         wrong.is_empty(),
         "kernels produced wrong bytes during calibration: {wrong:?}"
     );
-    let (hot, cold) = measure_probe(
-        if quick { 512 } else { 4096 },
-        runner.states.hier.l2,
-        llc_eff,
-    );
+    Ok((medians, libc_medians))
+}
+
+/// What a probe costs a call on a cached, a flushed and a fresh 1 MiB block (medians).
+fn measure_probe_cost(runner: &mut Runner, timer: &Timer, quick: bool) -> ProbeCost {
     let samples = if quick { 15 } else { 41 };
     let mut call_ns = |state| {
         crate::lab::state::median(&probe_call_samples(
             &mut runner.states,
-            &timer,
+            timer,
             state,
             samples,
         ))
     };
-    let probe_cost = ProbeCost {
+    ProbeCost {
         cached: call_ns(CacheState::Hot),
         cold: call_ns(CacheState::Clean),
         fresh: call_ns(CacheState::Fresh),
-    };
-    let (cold_touch, fault) = measure_first_touch(if quick { 200 } else { 1000 });
-    let loops = measure_loops(&mut runner, &methods, quick, llc_eff);
-    Ok(Measured {
-        loops,
-        medians,
-        libc: libc_medians,
-        llc_effective: llc_eff,
-        probe_cycles: (hot.1, cold.1),
-        // Halfway between the slowest LLC hits (p80) and the fastest flushed lines (p20).
-        probe_hit_max: ((hot.1 + cold.1) / 2.0).round().clamp(1.0, u32::MAX as f64) as u32,
-        probe_cost,
-        fresh,
-        fault_cycles: (cold_touch, fault),
-        probe_fault_min: fault_threshold(cold_touch, fault),
-    })
+    }
 }
 
 /// Calls after the first in a loop cell: the fourth call on the block is timed, as in
@@ -521,9 +539,8 @@ fn measure_first_touch(samples: usize) -> (f64, f64) {
 /// "Cached" means in the last-level cache only, the slowest hit the policy must still
 /// call cached: a region of the L2 plus 2 MiB is read twice and lines of its first
 /// 2 MiB, which the L2 has since dropped, are probed (with an 8 MiB region instead,
-/// 15% of its lines were no longer in the LLC of a 2-vCPU Xeon guest, whose share of
-/// the shared LLC is smaller than the pointer chase suggests). A probe right after
-/// touching the line measures an L1 hit, and a threshold set between that and DRAM
+/// 2 MiB, which the L2 has since dropped, are probed (a larger region would reach past
+/// this core's share of the shared LLC, which the pointer chase overstates).
 /// would call LLC hits cold and stream blocks that are in cache.
 fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f64)) {
     let len = (l2 + (2 << 20)).min((llc * 3 / 4).max(l2 + (512 << 10)));
@@ -570,4 +587,68 @@ fn measure_probe(samples: usize, l2: usize, llc: usize) -> ((f64, f64), (f64, f6
         (q(&mut hot, 0.5), q(&mut hot, 0.8)),
         (q(&mut cold, 0.5), q(&mut cold, 0.2)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(method: &str, median_ns: f64, verified: bool) -> Record {
+        Record::from_json(&serde_json::json!({
+            "experiment": "calibrate", "method": method, "op": "copy", "size": 4096,
+            "src": "hot", "dst": "hot", "reuse": "no", "min_ns": median_ns,
+            "median_ns": median_ns, "max_ns": median_ns, "gbps": 1.0, "verified": verified,
+        }))
+        .unwrap()
+    }
+
+    fn group(methods: &[Method]) -> Group<'_> {
+        let cells = methods
+            .iter()
+            .map(|m| Cell {
+                experiment: "calibrate",
+                method: m,
+                op: measured_op(Family::Copy),
+                size: 4096,
+                src: CacheState::Hot,
+                dst: CacheState::Hot,
+                src_off: 0,
+                dst_off: 0,
+                after: After::Nothing,
+                reps: 1,
+            })
+            .collect();
+        (cells, Family::Copy, 4096, true, Dst::Hot, Then::Nothing)
+    }
+
+    #[test]
+    fn sort_medians_files_kernels_and_libc_apart_and_names_wrong_bytes() {
+        let Some(sse2) = Method::kernel("sse2") else {
+            return;
+        };
+        let Ok(libc) = Method::libc() else { return };
+        let methods = [sse2, libc];
+        let groups = [group(&methods)];
+        let results = vec![vec![
+            Some(record("sse2", 10.0, true)),
+            Some(record("libc", 12.0, true)),
+        ]];
+        let (k, l) = sort_medians(results, &groups).unwrap();
+        let key = (
+            Family::Copy,
+            KernelId::Sse2,
+            4096,
+            true,
+            Dst::Hot,
+            Then::Nothing,
+        );
+        assert_eq!(k.get(&key), Some(&10.0));
+        assert_eq!(
+            l.get(&(Family::Copy, 4096, true, Dst::Hot, Then::Nothing)),
+            Some(&12.0)
+        );
+        let wrong = vec![vec![Some(record("sse2", 10.0, false)), None]];
+        let e = sort_medians(wrong, &groups).unwrap_err().to_string();
+        assert!(e.contains("sse2 copy"), "{e}");
+    }
 }

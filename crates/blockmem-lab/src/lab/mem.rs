@@ -1,9 +1,8 @@
 //! Page-aligned buffers whose page faults happen before any timing.
 //!
 //! Every buffer is an anonymous `mmap` with `MAP_POPULATE`, marked `MADV_NOHUGEPAGE`
-//! (so results do not depend on whether the kernel happened to find a huge page:
-//! ordinary heap buffers of the sizes the lab measures got 4 KiB pages on a 2-vCPU
-//! Intel Xeon KVM guest), then written once so every page is private, present and
+//! (so results do not depend on whether the kernel happened to find a huge page),
+//! then written once so every page is private, present and
 //! mapped before the first measurement.
 
 use std::ptr::NonNull;

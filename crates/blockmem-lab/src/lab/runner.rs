@@ -317,16 +317,12 @@ const SLOT_ALIGN: usize = 32 << 10;
 /// its call timed, each call a sample of its own.
 ///
 /// Why: a cold call of a few KiB is a handful of DRAM accesses whose latency varies
-/// call to call. One sample per sweep gave a 4 KiB cell 30 samples whose quartiles
-/// spanned 2× (240–510 ns for libc, hot source to clean destination), so its median
-/// moved by 20% between runs and between two methods running the same code, and the
-/// policy grid's worst cell was mostly that noise. Fifteen timed calls per sweep give
-/// 15× the samples for the same time.
+/// call to call, so one sample per sweep leaves a cell's median to that noise; fifteen
+/// timed calls per sweep give 15× the samples for the same time.
 ///
 /// An untimed lead call on one more slot goes first: the first call after a sweep also
 /// pays for what the sweep evicted besides the data (upper page-table levels among
-/// it; measured, 366 ns against 95–120 ns for the calls after it on a hot→clean 4 KiB
-/// copy), which a program copying cold data has cached, as it has its code (see
+/// it), which a program copying cold data has cached, as it has its code (see
 /// [`WARM_MAX`]).
 ///
 /// What keeps each call as cold as a lone one: the slots are distinct lines on
@@ -364,8 +360,8 @@ pub fn calls_per_sweep(
 /// Cold cells up to this size run each method once, untimed, on a scratch buffer after
 /// the cache state is built. The eviction sweep that makes the data cold also evicts
 /// every method's code and bookkeeping (libc's GOT and thresholds, blockmem's dispatch
-/// state), and at a few KiB one extra DRAM miss (~0.1–0.3 µs on a 2-vCPU Intel Xeon KVM
-/// guest) is a large share of the call: the experiments are about the *data's*
+/// state), and at a few KiB one extra DRAM miss is a large share of the call: the
+/// experiments are about the *data's*
 /// temperature (seed 000 §3.3), and a program that copies often keeps its copy
 /// routine's code and state cached. The warm-up touches 2 × size bytes of scratch,
 /// under 1% of the LLC. Larger cells are left alone: a miss or two is noise there.
@@ -495,8 +491,8 @@ pub const BATCH_MAX: usize = 1024;
 
 /// How many timed calls one sample covers. Hot cells are timed in batches of at least
 /// [`BATCH_BYTES`] (a microsecond or more): a single hot call of a few hundred bytes
-/// takes 2–40 ns, close to the timer's own cost (~10 ns, subtracted as a median that
-/// itself moves by a few ns), and two runs disagreed by up to 4× on such cells. A batch
+/// takes a time close to the timer's own cost (subtracted as a median that itself
+/// moves), so single-call samples do not repeat. A batch
 /// is the same call repeated, as a program's copy loop repeats it; the data stays hot.
 /// Cold cells are always single calls (the second call would find the data hot).
 pub fn batch_for(op: Op, n: usize, src: CacheState, dst: CacheState) -> usize {
@@ -514,10 +510,9 @@ pub fn batch_for(op: Op, n: usize, src: CacheState, dst: CacheState) -> usize {
 ///
 /// A program rarely repeats one size, and a kernel's loop exit is a branch whose
 /// outcome follows the size: timed on a single repeated size it is always predicted,
-/// in a real call stream it often is not. Measured on a 2-vCPU Intel Xeon KVM guest, `rep stosb`
-/// and glibc's memset were 20% faster than the `avx2` set loop over the 2–8 KiB calls
-/// of `Memset_Fleet`, yet 1–4% slower at any one fixed size; a calibration on fixed
-/// sizes kept the loop there. The sizes are uniform in `[3n/4, n]` (never past `n`,
+/// in a real call stream it often is not, so a calibration on fixed sizes keeps loops
+/// that lose on a mixed stream (`docs/results/xeon-avx512-2vcpu/lab-quick`). The sizes
+/// are uniform in `[3n/4, n]` (never past `n`,
 /// so the buffers, canary and verification of the cell hold; the last call is `n`
 /// bytes, so the whole destination is written and checked); the scale is
 /// `n / mean`, which is exact for the per-byte part of a call and overstates its
@@ -778,12 +773,8 @@ impl Runner {
     /// random permutation each time (seeded, so a run is repeatable).
     ///
     /// Not a rotation: with `j = (k + rep) % m` every method always followed the same
-    /// neighbour, and what one call leaves behind changes the next one's time. A 4 KiB
-    /// copy to a cold destination took 500–600 ns right after a method that had
-    /// written with `rep movsb` or non-temporal stores, and 250–300 ns after any
-    /// other, every repetition: libc measured twice in one cell differed 2×, and auto
-    /// "beat" libc by 1.7–2× at 4 KiB because of the neighbours the list gave them.
-    /// With a random order every method follows every other alike, so the effect
+    /// neighbour, and what one call leaves behind (pending non-temporal or `rep movsb`
+    /// writes) changes the next one's time, biasing whichever method follows it.
     /// lands in each method's spread rather than in one method's median.
     pub fn method_order(&mut self, m: usize) -> Vec<usize> {
         let mut order: Vec<usize> = (0..m).collect();
@@ -820,14 +811,12 @@ impl Runner {
     /// repetitions, on freshly mapped buffers.
     ///
     /// Why: measured one group after another, a group's repetitions span a few
-    /// milliseconds, so a burst of a neighbour's load (seconds long on this kind of
-    /// shared host) lands entirely on a few groups and moves their medians by up to 2×,
-    /// while a later run sees it elsewhere. Spread over passes, every group samples the
-    /// whole experiment's duration, and a burst touches a share of each group's
-    /// samples, which the median absorbs. Fresh buffers each pass put the data on new
-    /// physical pages: a hot copy's speed can depend on where its pages landed (two runs
-    /// differed by 1.9× on a hot 128 B cell, each run self-consistent), and a median
-    /// over several placements is what repeats.
+    /// milliseconds, so a burst of a neighbour's load on a shared host lands entirely on a
+    /// few groups and moves their medians. Spread over passes, every group samples the
+    /// whole experiment's duration, and a burst touches a share of each group's samples,
+    /// which the median absorbs. Fresh buffers each pass put the data on new physical
+    /// pages: a hot copy's speed can depend on where its pages landed, and a median over
+    /// several placements is what repeats.
     ///
     /// `tick(k)` reports `k` cells done in a pass. Groups whose cells differ in more
     /// than the method are measured cell by cell in each pass.
@@ -996,7 +985,7 @@ impl Runner {
         };
         // Small cells rotate over several page-aligned slots, one per repetition:
         // which physical pages (DRAM banks, cache sets) a buffer lands on differs from
-        // run to run and moves small cold copies by up to 2×; the median over many
+        // run to run and moves small cold copies; the median over many
         // placements is what repeats (seed 002: run-to-run variability from page
         // placement).
         let span = slot_span(c);

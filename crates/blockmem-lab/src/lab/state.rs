@@ -8,8 +8,7 @@
 //!   larger than the effective LLC cannot be hot, and verification says so. A region
 //!   larger than the L2 is touched twice: on a non-inclusive LLC (Intel since
 //!   Skylake-SP) lines evicted from L2 after a single use are largely *not* kept in
-//!   the LLC (on a 2-vCPU Intel Xeon KVM guest: one pass over 12 MiB leaves it at DRAM
-//!   latency, two passes at LLC latency).
+//!   the LLC (`docs/results/xeon-avx512-2vcpu/lab-quick`).
 //! * `clean`: the region is flushed (`clflushopt`, else `clflush`, then `mfence`) and
 //!   the cache is then filled by *reading* an eviction buffer that is never written, so
 //!   the cache holds clean lines and a fill evicts for free.
@@ -31,8 +30,8 @@
 //! asked for.
 //!
 //! The buffers are sized from the *measured* effective LLC ([`Hierarchy`]), not from
-//! CPUID: in a VM, CPUID may report the whole socket's L3 (300 MiB to a 2-vCPU Intel
-//! Xeon KVM guest) when the guest can use a fraction of it. [`Hierarchy::measure`]
+//! CPUID: in a VM, CPUID may report the whole socket's L3 when the guest can use a
+//! fraction of it. [`Hierarchy::measure`]
 //! finds the working-set size at which a pointer chase's latency is halfway from the
 //! LLC plateau to DRAM.
 //!
@@ -535,8 +534,7 @@ impl Hierarchy {
 
     /// Size of each eviction buffer: 1.5 effective LLCs (swept twice), at least 4 MiB.
     /// The margin covers the share of a shared LLC growing between the measurement and
-    /// the run (on a 2-vCPU Intel Xeon KVM guest: 12–25 MiB from one run to the next, as
-    /// neighbours come and go).
+    /// the run, as neighbours come and go.
     pub fn eviction_bytes(&self) -> usize {
         (self.llc_effective + self.llc_effective / 2)
             .next_multiple_of(4096)
@@ -930,9 +928,8 @@ mod tests {
                 "{len} B: hot {hot} clean {clean} dirty {dirty}"
             );
             // A dirty region of a few hundred KiB sometimes still loads at L1 speed
-            // after its flush and the dirty sweep (on a 2-vCPU Xeon guest, in about a
-            // third of runs; the cause is not known): the lab's run-time check warns
-            // about such cells, and this test only reports it.
+            // after its flush and the dirty sweep (cause unknown): the lab's run-time
+            // check warns about such cells, and this test only reports it.
             if hot * 2.0 >= dirty {
                 eprintln!(
                     "note: {len} B dirty region loads in {dirty:.1} ns, as hot ({hot:.1} ns)"

@@ -168,12 +168,9 @@ pub fn pair_ratios(base: &[f64], x: &[f64]) -> Option<Vec<f64>> {
 ///
 /// Why: a repetition's conditions (what the host's other tenants leave of the shared
 /// LLC, page placement, frequency) hit both methods of a pair alike and cancel in their
-/// ratio, where they stay in a ratio of two medians. Measured on a 2-vCPU Intel Xeon
-/// KVM guest on libc against itself (`libc_again`) over the policy grid's 90 copy
-/// cells, in three runs: the spread of log ratios fell from 0.040-0.049 to 0.010-0.029
-/// and the worst cell rose from 0.77-0.86x to 0.91-0.97x, while the geometric means
-/// moved by under 0.5%.
-///
+/// ratio, where they stay in a ratio of two medians: pairing narrows the spread of
+/// `libc_again`'s ratios over the policy grid
+/// (`docs/results/xeon-avx512-2vcpu/policy-calibrated`).
 /// `None` when the lists are not pairs (different lengths) or no pair is usable.
 pub fn paired_median_ratio(base: &[f64], x: &[f64]) -> Option<f64> {
     let mut r = pair_ratios(base, x)?;

@@ -47,22 +47,11 @@
 //! # Overhead
 //!
 //! Every intercepted call pays a buffer claim (one compare-and-swap), `lfence; rdtsc`
-//! and `rdtscp` around it, and a 2–20-byte record (sqlite3's 24.8 M calls wrote 7.1
-//! bytes each); every N-th call also pays its probes (2 to 18 timed loads). Measured
-//! on a 2-vCPU Intel Xeon KVM guest (TSC 2.1 GHz), one run each, untraced =
-//! under the shim without `BLOCKMEM_TRACE`:
-//!
-//! | workload | untraced | traced (sample 64) | ratio |
-//! |---|---|---|---|
-//! | python3 `crates/blockmem-preload/tests/programs/copies.py` (95 k calls, 3.5 GiB) | 3.14 s | 3.30 s | 1.05 (repeats: 1.00, 0.91 — within that host's noise) |
-//! | sqlite3, the shim tests' blob script (24.8 M calls, 99 % of 1–16 B) | 0.69 s | 2.60 s | 3.8 |
-//! | a loop of 2–3-byte `memcpy` calls | 2.7 ns/call | 71 ns/call | — |
-//!
-//! About 40 ns of the per-call cost are the two TSC reads (slow under KVM). A program
-//! dominated by large copies pays nothing measurable; one made of tens of millions of
-//! tiny copies runs several times slower while traced, so its absolute times in the
-//! report are inflated by the tracer while its counts, sizes and addresses are exact.
-//! The report takes about 0.3 µs per record to analyse (7.7 s for sqlite3's trace).
+//! and `rdtscp` around it, and a 2–20-byte record; every N-th call also pays its probes
+//! (2 to 18 timed loads). A program dominated by large copies pays nothing measurable;
+//! one made of tens of millions of tiny copies runs several times slower while traced
+//! (`docs/results/xeon-avx512-2vcpu/callsites`), so its absolute times in the report are
+//! inflated by the tracer while its counts, sizes and addresses are exact.
 
 pub mod advise;
 pub mod analysis;

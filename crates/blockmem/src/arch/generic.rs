@@ -252,10 +252,8 @@ pub enum Prefetch {
     /// stores (temporal stores only; x86-64 only, a no-op elsewhere). A store to a line
     /// that is not in L1 must first fetch it for ownership, and the store buffer asks
     /// for that only as the store reaches it, a few lines at a time; the prefetch
-    /// starts every fetch a step early. Measured on a 2-vCPU Intel Xeon KVM guest on 4
-    /// KiB copies: 8% slower than the plain loop when both blocks sit in L1, 10% faster
-    /// when both come from memory, 25-50% faster when the source is cached and the
-    /// destination is not in L1 (see `avx512_pw`).
+    /// starts every fetch a step early: slower when both blocks sit in L1, faster when
+    /// the destination is not in L1 (see `avx512_pw`).
     DstAhead,
 }
 
@@ -298,9 +296,7 @@ unsafe fn prefetch_write_step(p: *const u8, step: usize) {
 /// `[s + offset]`. Left alone, loop strength reduction may instead count one index
 /// shared by every access and address the stores as `[base + index]`; on Intel cores
 /// a store with an index register cannot use the store-only address port, so its
-/// address competes with the loads (and with the `prefetchw` of `avx512_pw`). That
-/// happened to the same source after an unrelated change nearby and cost `avx512_pw`
-/// 20% on 4-8 KiB copies in L1 (a 2-vCPU Intel Xeon KVM guest).
+/// address competes with the loads (and with the `prefetchw` of `avx512_pw`).
 #[inline(always)]
 #[allow(clippy::pointers_in_nomem_asm_block)] // passed through, not used
 pub(crate) fn steady(d: *mut u8, s: *const u8) -> (*mut u8, *const u8) {

@@ -87,10 +87,8 @@ pub const FIXED: [usize; 21] = [
 
 /// Calls drawn per distribution on a hot working set, replayed once per sample. A
 /// short sequence replayed over and over is learnt by the branch predictor, which a
-/// program's calls are not: on a 2-vCPU AMD EPYC (Zen 4) KVM guest, glibc's memset took
-/// 3.2 ns a call over 4,000 calls of the Memset_0 distribution replayed eight times and
-/// 4.8 ns over 65,536 (400,000: 4.8), and blockmem's 3.6 and 5.2. From about 64K calls
-/// on, the time no longer falls with the length.
+/// program's calls are not; from about 64K calls on, the time no longer falls with the
+/// length (`docs/results/epyc-zen4-2vcpu/doors`).
 pub(crate) const HOT_CALLS: usize = 1 << 16;
 /// Calls drawn per distribution on a cold working set (each a cache miss or more,
 /// whatever the branches do; every sample follows a flush of their lines and an
@@ -99,8 +97,7 @@ const COLD_CALLS: usize = 4000;
 /// Bytes of each arena the cold calls are scattered over. Every line they touch is
 /// flushed before each sample, so the span sets only how many pages (TLB entries,
 /// DRAM rows) the calls spread over; a constant keeps one run's cold workload the
-/// next one's, where twice the measured effective LLC moved with the measurement
-/// (7–28 MiB from run to run on a 2-vCPU AMD EPYC (Zen 4) KVM guest).
+/// next one's, where twice the measured effective LLC moves with the measurement.
 const COLD_SPAN: usize = 64 << 20;
 /// Identical calls per fixed-size loop pass (the loop is meant to be predictable).
 const FIXED_CALLS: usize = 1000;

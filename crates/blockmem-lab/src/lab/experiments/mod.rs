@@ -374,10 +374,7 @@ pub fn distinct<T: PartialEq + Clone>(recs: &[Record], f: impl Fn(&Record) -> T)
 pub const QUICK_LLC: usize = 16 << 20;
 
 /// `--quick`'s repetitions on a host whose effective LLC is `llc`: every cold cell's
-/// preparation sweeps 1.5 times the LLC, so past [`QUICK_LLC`] the count shrinks in
-/// proportion (never below 3) and the quick set keeps its time. On a 2-vCPU Xeon guest
-/// the quick set took 48-57 s with a 17-20 MiB LLC; with the LLC given as 62 MiB it
-/// took 129 s when the count shrank only past 32 MiB.
+/// proportion (never below 3) and the quick set keeps its time.
 pub fn quick_scaled(base: usize, llc: usize) -> usize {
     if llc <= QUICK_LLC {
         return base;

@@ -11,14 +11,9 @@
 //! vector access whose window reaches past the bytes does: a masked-out byte is neither
 //! read nor written, but the access still takes its line. glibc's masked `memset`
 //! stores 64 bytes from the destination; blockmem's set places its window in the
-//! destination's line (`blockmem::arch::x86_64::masked`). On a 2-vCPU AMD EPYC Zen 4
-//! KVM guest (glibc 2.36, 21 samples) the neighbour took 0.27-0.31 ns per increment
-//! alone and beside blockmem's sets of 4-40 bytes, 2.7-3.1 beside glibc's (8.8-9.8x);
-//! beside copies the same as alone with either, except blockmem's 4-byte copies at
-//! offset 52, whose masked 16-byte window reaches 4 bytes into the counter's line:
-//! 1.31 with the destination there, 1.36 with the source (glibc's copies of 1-15
-//! bytes are exact moves of 1-8 bytes).
-//!
+//! destination's line (`blockmem::arch::x86_64::masked`); a copy's masked 16-byte
+//! window can still reach a few bytes into the next line
+//! (`docs/results/epyc-zen4-2vcpu/neighbour`).
 //! Per cell the record's samples are the caller's time per call; `neighbour_ns` is the
 //! neighbour's time per increment in the same sample, `alone_ns` its time with the
 //! caller idle, and `ratio_neighbour_libc_over_auto` the paired median of the

@@ -15,8 +15,8 @@
 //!
 //! `libc` also runs a second time in every cell, as `libc_again`: the same code,
 //! measured the same way, so its ratio to `libc` is the noise floor of the grid. A cell
-//! where `auto` runs the same instruction as libc (glibc's `rep movsb` from 4 KiB on a
-//! 2-vCPU Intel Xeon KVM guest) can only be told apart from libc by more than that.
+//! where `auto` runs the same instruction as libc (glibc's `rep movsb` above its
+//! threshold) can only be told apart from libc by more than that.
 //!
 //! Cells too noisy to tell (an interval of `auto`, `auto_hinted` or `libc_again`
 //! wider than ±5%) are measured again, every method, up to three times as long
@@ -200,9 +200,8 @@ pub const MAX_REPS_FACTOR: usize = 3;
 /// The rule looks at how wide the intervals are, never where they lie: a cell is not
 /// measured again for being below the floor, only for being too noisy to tell. Large
 /// "hot" cells depend on how much of the host's shared LLC the neighbours leave, and
-/// their intervals ran 3–4 times wider than those of the steady cells (`auto` at
-/// 64 MiB hot→hot, read after, measured 0.88× with an interval of 0.79–1.14× on a
-/// 2-vCPU Xeon guest), so a worst cell was often just the noisiest one.
+/// their intervals run several times wider than those of the steady cells, so a worst
+/// cell was often just the noisiest one.
 pub fn more_reps(names: &[&str], so_far: &SoFar<'_>, cap: usize) -> usize {
     let cap = cap * so_far.first;
     if so_far.reps >= cap {

@@ -6,9 +6,9 @@
 //! Streaming stores should inflict less.
 //!
 //! The re-read is a pointer chase through 8192 random lines of the working set, not a
-//! sequential sweep: a sweep is bandwidth-bound and, with hardware prefetch, runs about
-//! as fast from DRAM as from the LLC (on a 2-vCPU Intel Xeon KVM guest), hiding the
-//! misses; dependent loads pay each miss in full, as pointer-rich application data
+//! sequential sweep: a sweep is bandwidth-bound and, with hardware prefetch, can run
+//! about as fast from DRAM as from the LLC, hiding the misses; dependent loads pay each
+//! miss in full, as pointer-rich application data
 //! does. The extra time per line as a fraction of a DRAM miss says how far the copy
 //! pushed the working set out: 100% = every line now comes from DRAM; an L2 working set
 //! pushed to the LLC shows ~30%.

@@ -74,12 +74,10 @@ fn record(
 /// then the eviction sweep, so the block's translations and page-table lines are gone
 /// too, as for a block the program touched long ago).
 ///
-/// The latency the cost table times is the second load's alone, with a warm TLB
-/// (~120 ns from memory on a 2-vCPU Intel Xeon KVM guest). A probe of a cold block also
-/// walks the page tables and waits for the page mate's line from memory, with the
-/// pipeline stopped by the fences: ~560 ns on that host, and in its policy grid a cold
-/// source's probe added 500-900 ns to a 64 KiB copy. Calibration prices probes with
-/// this.
+/// The latency the cost table times is the second load's alone, with a warm TLB. A
+/// probe of a cold block also walks the page tables and waits for the page mate's line
+/// from memory, with the pipeline stopped by the fences, which costs several times
+/// that; calibration prices probes with this.
 pub fn probe_call_samples(
     states: &mut StateBuilder,
     timer: &Timer,
@@ -191,10 +189,8 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                         "cached (L1)" => {
                             std::ptr::read_volatile(p);
                         }
-                        // Flushed right before its probe, one line at a time: after
-                        // flushing 64 lines at once and then probing them in turn, most
-                        // read back in ~80 cycles on a 2-vCPU Intel Xeon KVM guest (the
-                        // same in C), so a batch flush does not leave lines that behave
+                        // Flushed right before its probe, one line at a time: lines flushed in a
+                        // batch and then probed in turn mostly read back as cached (the same in C).
                         // as cold.
                         "flushed" => {
                             _mm_clflush(p);

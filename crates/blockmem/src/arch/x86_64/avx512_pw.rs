@@ -2,11 +2,10 @@
 //! step ahead of the stores (`prefetchw`, see [`Prefetch::DstAhead`]). A store to a
 //! line outside L1 waits for that line; the store buffer asks for it only as the store
 //! reaches it, while the prefetch asks 256 bytes early. The price is one prefetch per
-//! line: ~8% on a copy whose blocks both sit in L1. The gain is wherever the
-//! destination does not: measured against `avx512` at 4-16 KiB on a 2-vCPU Intel Xeon
-//! KVM guest, 10-15% with both blocks in memory, 25-35% from a cached source to a
-//! destination in memory or L2. Copy and move only (a set has no loads for the fetches
-//! to overlap with, and `rep stosb` skips the fetch altogether).
+//! line: a few percent on a copy whose blocks both sit in L1. The gain is wherever the
+//! destination does not (`docs/results/xeon-avx512-2vcpu/lab-quick`). Copy and move
+//! only (a set has no loads for the fetches to overlap with, and `rep stosb` skips the
+//! fetch altogether).
 
 use super::avx512::{copy_with, move_with};
 use crate::arch::generic::{Prefetch, Stores};

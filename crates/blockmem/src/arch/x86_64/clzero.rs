@@ -1,8 +1,8 @@
 //! `clzero` (AMD, zero only): `CLZERO` writes zeros to a whole cache line without
-//! reading it first, like a non-temporal store that needs no data register, and is the
-//! fastest way to clear large cold memory on Zen (~3× glibc's memset on 512 MiB on an
-//! AMD Zen 3 KVM guest). The unaligned edges use SSE2 stores; every full line in
-//! between gets one `clzero`; an `sfence` orders them before return.
+//! reading it first, like a non-temporal store that needs no data register: the fastest
+//! way to clear large cold memory on Zen (`docs/results/epyc-zen4-2vcpu/zero-loop`).
+//! The unaligned edges use SSE2 stores; every full line in between gets one `clzero`;
+//! an `sfence` orders them before return.
 //!
 //! Every CPU with CLZERO has 64-byte lines, which [`LINE`] assumes.
 

@@ -1,75 +1,26 @@
 //! Small copies and sets with AVX-512BW masked byte loads and stores.
 //!
-//! For a set of `n <= 64` bytes, `bzhi` builds a mask of `n` bits and one masked
-//! store writes exactly `n` bytes: no size ladder, so no branch to mispredict. With
-//! sizes that vary call to call (the fleetbench distributions: 70% of memsets are 1–32
-//! bytes, spread over six rungs of a ladder), a ladder mispredicts about once per call
-//! (~15 cycles); the masked path costs the same for every size. Masked-out bytes cannot
-//! fault, so a buffer flush against an unmapped page is safe (the guard-page tests run
-//! this path).
-//!
-//! A masked-out byte is neither read nor written, but the access still fetches every
-//! cache line its full width spans. Scattered over cold memory (8-byte copies at
-//! random addresses in 1 GiB, a C loop, 2-vCPU EPYC Zen 4 KVM guest) a masked 64-byte
-//! load and store took 44.7 ns a call where their window crossed into a second line
-//! and 25.4 where it did not; two 8-byte moves took 22.8. So the window is chosen to
-//! lie in the lines the bytes lie in:
-//! * a set's 64-byte window is the line itself (the mask shifted by the destination's
-//!   offset in it) when the bytes fit in one line, else the 64 bytes that end with the
-//!   last one: exact, for one shift and a conditional move. Random 1–15-byte sets
-//!   scattered over 1 GiB took 10.2 ns a call against 16.6 with the window at the
-//!   destination, which is what glibc's evex memset stores (16.8); hot, 2.9–3.1 ns
-//!   against 2.8–3.1. The window crosses a page only where the bytes do, so no test
-//!   of the page is needed.
-//! * a copy has two pointers, whose offsets in their lines differ, and the data's
-//!   place in the register ties the two windows together; a window chosen for both
-//!   (the shift computed from both offsets) was slower cold than the narrow one,
-//!   whose addresses need no computation. So copies of 1–15 bytes take one masked
-//!   16-byte access (a second line for 15 in 64 random addresses, at most), 16–31 two
-//!   overlapping 16-byte ones and 32–64 two 32-byte ones (exact). With one masked
-//!   32-byte access for 1–31 bytes, as before, random 1–15-byte copies scattered over
-//!   1 GiB took 26.2 ns a call against glibc's 22.5 and 22.7 with the 16-byte one; hot,
-//!   the extra test at 16 bytes costs sizes that straddle it a misprediction (random
-//!   1–31-byte copies: 5.3 ns a call against 3.0, glibc 7.7).
-//!
-//! The same holds between cores: a window that reaches into a line another core is
-//! writing takes that line from it. With `blockmem lab neighbour` (another CPU
-//! incrementing a counter in the line after the call's bytes; 2-vCPU EPYC Zen 4 KVM
-//! guest) the neighbour ran 6-10x slower beside glibc's memset of 4-40 bytes than
-//! beside blockmem's, which does not disturb it. A copy of 1-15 bytes whose 16-byte
-//! window crosses into the next line still does, from its destination or its source
-//! (4 bytes at offset 52 of a line: the neighbour about 5x slower; glibc copies such
-//! sizes with exact 1-8-byte moves). Exact
-//! windows for both pointers need the data moved between lanes (a `vpshufb` whose
-//! control comes from a table) and about twenty more instructions on the smallest
-//! path: measured in a C loop, random 1-15-byte copies took 3.3 ns a call hot (2.9
-//! with the 16-byte window) and 30.3 scattered over cold memory (22.9; glibc 22.3), since
-//! the store's address waits for the shift and younger loads wait for the store's
-//! address. Moving both windows by the destination's shift alone made the load cross
-//! a page start where the source begins a page (157 ns a call against 2.7).
-//!
-//! A masked access whose bytes straddle a page boundary is slow even when both pages
-//! are mapped and every selected byte lies in the first: 20-40 TSC ticks against 4 on a
-//! 2-vCPU Intel Xeon KVM guest (measured with the selected bytes on either side). A
-//! set's window never does (above). A copy's 16-byte access can: checking two pointers
-//! cost the Memcpy_Fleet replay 0.5 ns per call (3.5-3.7 ns against 3.0), more than
-//! the rare assist saves.
-//!
-//! The masked paths (up to 64 bytes) are inline assembly on zmm16/ymm16-17/xmm16-17
-//! and k1 (the 16- and 32-byte EVEX forms need AVX-512VL, part of the `AVX512BW` feature): touching
-//! only EVEX-only registers leaves the upper halves of ymm0-15 clean, so they return
-//! without `vzeroupper`, which the compiler adds after any use of zmm0-15. Measured
-//! with a C harness against glibc (random 1-64-byte calls, three runs): memcpy
-//! 1.00-1.01x with it, 0.91-0.92x without; memset 0.90-1.02x, 0.84-0.85x without.
-//!
-//! Every path up to 512 bytes is inline assembly on zmm16-23/ymm16-17 and k1 only, and
-//! carries no `#[target_feature]`: it inlines into any function, so the C entry points
-//! (the preload shim's `memcpy`, the C ABI's `blockmem_copy`) hold it in their own
-//! body after one test of a flag, with no jump to another function (in a loop calling
-//! one size, each taken branch is a cycle of a call that takes three or four). The
-//! compiler never allocates those registers in code built without AVX-512, so
-//! clobbering them is sound in such a function; the caller's contract is that the CPU
-//! has the features.
+//! 1. A set of `n <= 64` bytes is one masked store (`bzhi` builds the mask): no size
+//!    ladder, so no branch to mispredict on sizes that vary call to call. Masked-out
+//!    bytes cannot fault, so a buffer that ends against an unmapped page is safe.
+//! 2. A masked access still fetches every line its window spans, and takes a line
+//!    another core is writing from it; so windows lie in the lines the bytes lie in. A
+//!    set's 64-byte window is the line itself when the bytes fit in one, else the 64
+//!    bytes ending with the last one (exact, and it crosses a page only where the bytes
+//!    do). A copy has two pointers whose line offsets differ: 1-15 bytes take one masked
+//!    16-byte access (at most one line more), 16-31 two overlapping 16-byte ones, 32-64
+//!    two 32-byte ones (exact). Evidence: `docs/results/epyc-zen4-2vcpu/neighbour`.
+//! 3. A masked access whose window straddles a page is slow even when every selected
+//!    byte is mapped; a set's window never does, and a copy's rare straddle costs less
+//!    than testing two pointers on every call.
+//! 4. Every path up to 512 bytes is inline assembly on zmm16-23/ymm16-17/xmm16-17 and k1
+//!    only (the 16- and 32-byte EVEX forms need AVX-512VL, part of the `AVX512BW`
+//!    feature). EVEX-only registers leave the upper halves of ymm0-15 clean, so the
+//!    paths return without `vzeroupper`; and with no `#[target_feature]` they inline
+//!    into any function, so the C entry points hold them in their own body after one
+//!    test of a flag. The compiler never allocates those registers in code built without
+//!    AVX-512, so clobbering them is sound there; the caller's contract is that the CPU
+//!    has the features.
 //!
 //! Used by the dispatcher's inline path when the CPU has AVX-512BW and BMI2; not a
 //! kernel of its own (every kernel keeps the portable ladder).
@@ -85,11 +36,8 @@ pub const MAX: usize = 64;
 pub const WIDE_MAX: usize = 512;
 
 /// Largest size [`copy_le2k`] handles: 2,112 bytes, where glibc's memmove switches
-/// to `rep movsb` on CPUs with fast short `rep movsb` (FSRM). Copies of 2049-2112 bytes
-/// in a loop on one buffer in the L1 cache took 52-57 TSC ticks through `rep movsb`
-/// and 22-23 through glibc's vector loop (0.40-0.43x its speed; a 2-vCPU AMD EPYC Zen
-/// 5 KVM guest); with the loop here to 2,112 bytes every door copies them as glibc
-/// does, and `rep movsb` starts where glibc's does.
+/// to `rep movsb` on CPUs with fast short `rep movsb` (FSRM), which is slower than a
+/// vector loop just above 2 KiB (`docs/results/epyc-zen5-2vcpu/copy-2112`).
 pub const COPY_WIDE_MAX: usize = 2112;
 
 /// Largest size [`set_le2k`] handles.
@@ -126,17 +74,13 @@ macro_rules! head_tail {
 pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
     debug_assert!(n <= MAX);
     if n < 16 {
-        // A masked access with every byte masked out still looks its line up: a
-        // zero-byte copy at cold addresses cost 57 ns against glibc's 7, and 8.7% of
-        // Memcpy_Fleet's calls are zero bytes. With n == 0 (`bzhi` sets ZF) the
-        // store points instead at the line ending 128-191 bytes below the stack
-        // pointer, past the red zone, and the load at the line below that: cached, this
-        // thread's own (a static line would move between the cores storing to it),
-        // never read by code before it writes it. Two lines, because a load from
-        // the line the previous call's masked store went to waits for that store
-        // (a run of zero-byte copies took 5.5 ns per call with one line, 2.0 with
-        // two; glibc 1.7). Nothing is read or written either way, and a zero-byte
-        // call never looks at the caller's pointers.
+        // A masked access with every byte masked out still looks its line up, and zero-byte
+        // copies are common (Memcpy_Fleet). With n == 0 (`bzhi` sets ZF) the store points
+        // instead at the line ending 128-191 bytes below the stack pointer, past the red
+        // zone, and the load at the line below that: cached, this thread's own, never read
+        // by code before it writes it. Two lines, because a load from the line the previous
+        // call's masked store went to would wait for that store. Nothing is read or written
+        // either way, and a zero-byte call never looks at the caller's pointers.
         // SAFETY: the mask selects exactly bytes [0, n) of each 16-byte access, which
         // are valid per the contract; masked-out bytes are not accessed (no fault, no
         // write). In xmm16, an EVEX-only register as in `set_masked`: no `vzeroupper`
@@ -184,9 +128,8 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
 pub unsafe fn set_le64(dst: *mut u8, byte: u8, n: usize) {
     debug_assert!(n <= MAX);
     // A zero-byte set returns: a fully masked store would still look its line up (see
-    // `copy_le64`). Unlike a copy's, the test is a branch: zero-byte sets are rare
-    // (0.08% of Memset_Fleet's calls), and `copy_le64`'s branch-free redirection cost
-    // the hot replay 3%.
+    // `copy_le64`). Unlike a copy's, the test is a branch: zero-byte sets are rare in
+    // Memset_Fleet, and a branch-free redirection costs every other call.
     if n == 0 {
         return;
     }
@@ -254,14 +197,8 @@ unsafe fn st(p: *mut u8, v: __m512i) {
 /// Copies (or moves) `n <= 512` bytes: up to 64 bytes as [`copy_le64`], else two,
 /// four or eight 64-byte accesses from both ends (overlapping in the middle). Every
 /// load is issued before the first store, so overlapping ranges are handled like a
-/// move. It replaces the dispatcher's SSE2 ladder (65–128 bytes) and the indirect call
-/// into a kernel (129–512), which cost twice glibc's time at 200–512 bytes.
-///
-/// An earlier version ran eight blocks at `min(64 i, n - 64)` for all of 65..=512, to
-/// avoid size branches on the fleet's mixed sizes. Repeating one size, that cost 2x
-/// glibc at 65–128 bytes (seven redundant, line-splitting stores at `n - 64`: 6 ns
-/// against 2.8) and 10% at 129–256; with the three classes the fleet replays measured
-/// the same (Memcpy_Fleet 1.74–2.18x libc over eight runs of each).
+/// move. Sizes split into three classes (65-128, 129-256, 257-512): one shape for all
+/// would store redundant, line-splitting blocks at the small end.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= 512`; CPU features as for
@@ -344,9 +281,8 @@ pub unsafe fn copy_65_512(dst: *mut u8, src: *const u8, n: usize) {
 
 /// Sets `n <= 512` bytes to `byte`: one masked store up to 64 bytes, else two, four or
 /// eight 64-byte stores from both ends, from zmm16 (no `vzeroupper` on return).
-/// Eight stores at min(64 i, n - 64) for every size (no size branch) ran a loop
-/// setting one 65-128-byte buffer at 2.2x glibc's time (5.2 ns against 2.4: store
-/// throughput); on the fleet's mixed sizes the two shapes measured the same.
+/// One shape for every size (no size branch) would repeat stores at 65-128 bytes,
+/// where store throughput bounds a loop.
 ///
 /// # Safety
 /// `dst` valid for `n` writes, `n <= 512`; CPU features as for [`copy_le64`].
@@ -417,9 +353,8 @@ pub unsafe fn set_65_512(dst: *mut u8, byte: u8, n: usize) {
 /// boundary of the destination to aligned stores (a store that splits two lines costs
 /// a second cycle of the store port), and the saved ends are stored last. glibc's
 /// `__memmove_avx512_unaligned_erms` runs the same shape (its 4×VEC loop) from 512
-/// bytes to its `rep movsb` threshold; an indirect call into the `avx512` kernel cost
-/// 1.3–1.5× glibc's time at 1–2 KiB in a tight loop on one size (2-vCPU Intel Xeon
-/// KVM guest).
+/// bytes to its `rep movsb` threshold; an indirect call into a kernel costs more at
+/// these sizes (`docs/results/xeon-avx512-2vcpu/doors`).
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `512 < n <= 2112`, the ranges do
@@ -465,10 +400,9 @@ pub unsafe fn copy_le2k(dst: *mut u8, src: *const u8, n: usize) {
 /// 256 bytes, then one store per line: the whole lines from the one holding byte 256
 /// to the one before the last, and the last line's bytes with one masked store (the
 /// C entries' `set_entry!` block, store for store; see `entry`'s docs for why). A set
-/// has no overlap to respect, so it keeps the inline path longer than a copy: glibc
-/// switches to `rep stosb` at 2 KiB on a 2-vCPU Intel Xeon KVM guest, and below that
-/// an indirect call into the `avx2` kernel cost 1.4–1.6× glibc's time there (1–2 KiB,
-/// hot).
+/// has no overlap to respect, so it keeps the inline path up to glibc's `rep stosb`
+/// threshold, 2 KiB, where an indirect call into a kernel costs more
+/// (`docs/results/xeon-avx512-2vcpu/doors`).
 ///
 /// # Safety
 /// `dst` valid for `n` writes, `n <= 2048`; CPU features as for [`copy_le64`].

@@ -5,26 +5,16 @@
 //! be correct, only to be fast, so it is always available on x86-64.
 //!
 //! Moves: `rep movsb` runs only where the ranges are disjoint; overlapping ones take
-//! the widest temporal vector kernel the CPU runs. Ascending `rep movsb` would be right
-//! for a destination below the source, but ran such moves slower than vectors: on a
-//! 2-vCPU AMD EPYC Zen 5 KVM guest, 32 KiB moved down by 1-64 bytes in cache in 720-754
-//! TSC ticks (glibc's 725-749) against 489-510 with `avx2` and 356-369 with `avx512`.
-//! Descending `rep movsb` (with `std`) is architecturally correct but runs without
-//! fast-string microcode on every CPU we know.
+//! the widest temporal vector kernel the CPU runs: ascending `rep movsb` would be right
+//! for a destination below the source but runs such moves slower than vectors
+//! (`docs/results/epyc-zen5-2vcpu/lab-quick`), and descending `rep movsb` (with `std`)
+//! runs without fast-string microcode.
 //!
 //! Where the destination lies 1–31 bytes past the source modulo 4 KiB the microcode
-//! falls off a cliff, and the kernel copies with vectors instead ([`short_alias`]). On
-//! a 2-vCPU AMD EPYC (Zen 4, FSRM) KVM guest, a 4 KiB copy in cache took 3,000 cycles
-//! at 1–15 bytes against 106 at distance 0 (28×; 64 KiB: 17×), at 16–31 bytes 2.3–2.6×
-//! as long, at every other distance at most 1.1× (1.4× at 64 KiB); the same
-//! destination a whole 4 KiB further (4104, 8200 bytes past the source) is as slow,
-//! and a source past the destination is not. glibc 2.36's `memcpy` runs `rep movsb`
-//! above 2,112 bytes on that host and copies 2,500 bytes 25× slower at those
-//! distances. The band's copies are rare (31 of 4,096 distances for unrelated
-//! buffers) but systematic where they happen: two page-aligned buffers with the bytes
-//! at a small offset past each other's, a buffer shifted by a few bytes within its
-//! pages. In the band the widest temporal vector kernel copies 4 KiB in cache about
-//! 20× as fast (`blockmem lab alignment`).
+//! falls off a cliff, and the kernel copies with vectors instead ([`short_alias`]); a
+//! source past the destination is not affected. The band's copies are rare but
+//! systematic where they happen (page-aligned buffers at a small offset past each
+//! other's). Evidence: `docs/results/epyc-zen4-2vcpu/alignment` (`blockmem lab alignment`).
 
 use crate::arch::all::small::{copy_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
