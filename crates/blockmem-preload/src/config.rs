@@ -294,8 +294,8 @@ unsafe fn start_trace(
 
 /// Takes the CPU's features from the CPUID leaves glibc read when the process
 /// started, so that detection executes no CPUID instruction: in a virtual machine each
-/// is an exit to the hypervisor, and detection's seven would take 32 µs of every
-/// process start on a 2-vCPU AMD EPYC KVM guest (`blockmem::cpu::detect_from`). Where the C
+/// is an exit to the hypervisor, paid by every process start
+/// (`blockmem::cpu::detect_from`; `docs/results/epyc-zen4-2vcpu`). Where the C
 /// library does not export them (glibc before 2.33, another C library) detection runs
 /// CPUID itself, on first use.
 fn features_from_libc() {

@@ -32,11 +32,8 @@ use crate::cpu::{features, Features};
 ///
 /// Every kernel returns `dst`, so that a C entry handing a call to one (`dispatch`'s
 /// `copy_above_c` and `set_above_c`) ends in a jump to it and has nothing left to do
-/// after it. A call instead kept `dst` in a saved register and restored the registers
-/// from the stack after the kernel: loads that waited for a `rep stosb` or `rep movsb`
-/// to finish. On a 2-vCPU AMD EPYC Zen 5 KVM guest, 2,049-byte sets through `rep stosb`
-/// in a loop over 64 buffers took 47-52 TSC ticks that way against glibc's 40
-/// (`scripts/workloads/edge_loops.c`), 44 with the jump.
+/// after it: a call would restore saved registers after the kernel, loads that wait for
+/// a `rep stosb` or `rep movsb` to finish (`docs/results/epyc-zen5-2vcpu/copy-2112`).
 pub type CopyFn = unsafe extern "C" fn(*mut u8, *const u8, usize) -> *mut u8;
 /// A set kernel: `(dst, byte, n)`, returning `dst`.
 pub type SetFn = unsafe extern "C" fn(*mut u8, u8, usize) -> *mut u8;
