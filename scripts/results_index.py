@@ -128,7 +128,9 @@ def index():
         "median time over blockmem's (`auto`), where both ran (above 1: blockmem faster;",
         "cells counted in brackets). Each host's `NOTES.md` describes the host and lists",
         "what each directory holds; each directory's `NOTES.md` says what its figures show.",
-        "How the lab measures: [../METHOD.md](../METHOD.md).",
+        "How the lab measures: [../METHOD.md](../METHOD.md). The JSON kept here holds each",
+        "cell's summary (min, median, max, intervals) without the raw samples, which the",
+        "lab writes and the repository's history keeps (`python3 scripts/strip_samples.py`).",
     ]
     for host in sorted(os.listdir(RESULTS)):
         host_dir = os.path.join(RESULTS, host)

@@ -5,7 +5,7 @@
 //!
 //! A program calling one size in a loop is bound by the micro-ops and taken branches of
 //! each call, so each size class ends in its own straight-line block, found by a short
-//! search (evidence: `docs/results/notes/entry.md`, and each host's `doors`):
+//! search (evidence: `docs/results/epyc-zen4-2vcpu/doors/entry-notes.md`, and each host's `doors`):
 //!
 //! 1. Every entry starts a 4 KiB page (`.p2align 12`) and every size class's block, from
 //!    where a branch reaches it to its `ret`, lies within one 64-byte line and out of a
