@@ -375,7 +375,9 @@ impl Plan {
     /// the answer then never names a streaming kernel, but its temporal stand-in.
     pub fn choose(&self, op: Op, n: usize, hint: Hint, known: Known, overlap: bool) -> Choice {
         let second = matches!(op, Op::Move | Op::Zero);
-        let band = self.row(Family::of(op), hint, State::Unknown).step(n, second);
+        let band = self
+            .row(Family::of(op), hint, State::Unknown)
+            .step(n, second);
         let choice = match (known, band) {
             (Known::Probed(state), _) => self.probed(op, n, hint, state),
             (Known::WrittenLately, Step::Recall(own)) => {
@@ -925,6 +927,137 @@ mod tests {
             );
         }
         assert_eq!(plan.probe_from(Family::Copy, Hint::Auto), usize::MAX);
+    }
+
+    /// `table()` with a set row that recalls: `rep_stosb` for a destination nobody
+    /// knows, `avx2` below 1 MiB and `avx512_nt` from 8 MiB for a cached one.
+    fn recalling() -> Table {
+        let mut t = table();
+        t.loop_temporal_max = [4 << 20, 4 << 20];
+        t.row_mut(Family::Set, Hint::Auto, State::Unknown)
+            .reset(Action::Run(KernelId::RepStosb));
+        let cached = t.row_mut(Family::Set, Hint::Auto, State::Cached);
+        cached.reset(Action::Run(KernelId::Avx2));
+        cached
+            .push(1 << 20, Action::Run(KernelId::RepStosb))
+            .unwrap();
+        cached
+            .push(8 << 20, Action::Run(KernelId::Avx512Nt))
+            .unwrap();
+        t
+    }
+
+    fn kernel(c: Choice) -> Option<KernelId> {
+        match c {
+            Choice::Run(k, _) | Choice::Recall(k, _) | Choice::Stream(k, _) => Some(k),
+            Choice::Probe => None,
+        }
+    }
+
+    #[test]
+    fn choose_asks_for_the_probe_and_the_memories_then_names_a_kernel() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        let plan = Plan::UNCOMPILED;
+        compile(&recalling(), ALL_X86, None, 0, &plan);
+        let c = |op, n, hint, known| plan.choose(op, n, hint, known, false);
+        let mb = 1 << 20;
+        // A probing band asks for the probe; a cold block streams, and within the loop
+        // bound asks the memory of streamed blocks, which turns it temporal.
+        assert_eq!(
+            c(Op::Copy, 2 * mb, Hint::Auto, Known::Unknown),
+            Choice::Probe
+        );
+        let cold = c(Op::Copy, 2 * mb, Hint::Auto, Known::Probed(State::Cold));
+        assert!(
+            matches!(cold, Choice::Stream(KernelId::Avx512Nt, _)),
+            "{cold:?}"
+        );
+        let past = c(Op::Copy, 8 * mb, Hint::Auto, Known::Probed(State::Cold));
+        assert!(
+            matches!(past, Choice::Run(KernelId::Avx512Nt, _)),
+            "{past:?}"
+        );
+        let again = c(Op::Copy, 2 * mb, Hint::Auto, Known::StreamedLately);
+        assert_eq!(kernel(again), Some(KernelId::Avx512));
+        let cached = c(Op::Copy, 2 * mb, Hint::Auto, Known::Probed(State::Cached));
+        assert!(
+            matches!(cached, Choice::Run(KernelId::Avx512, _)),
+            "{cached:?}"
+        );
+        // An overlapping move reads the cached row without a probe and never streams.
+        let overlap = plan.choose(Op::Move, 2 * mb, Hint::Auto, Known::Unknown, true);
+        assert_eq!(kernel(overlap), Some(KernelId::Avx512));
+        // A recalling band: its own kernel, the cached row's where written lately, its
+        // own again where the cached row streams.
+        let own = c(Op::Set, 4096, Hint::Auto, Known::Unknown);
+        assert!(
+            matches!(own, Choice::Recall(KernelId::RepStosb, _)),
+            "{own:?}"
+        );
+        let hot = c(Op::Set, 4096, Hint::Auto, Known::WrittenLately);
+        assert!(matches!(hot, Choice::Run(KernelId::Avx2, _)), "{hot:?}");
+        let hot = c(Op::Set, 16 * mb, Hint::Auto, Known::WrittenLately);
+        assert!(matches!(hot, Choice::Run(KernelId::RepStosb, _)), "{hot:?}");
+        // No memory where a kernel is forced.
+        compile(&recalling(), ALL_X86, Some(KernelId::Avx512Nt), 0, &plan);
+        let forced = plan.choose(Op::Copy, 2 * mb, Hint::Auto, Known::Unknown, false);
+        assert!(
+            matches!(forced, Choice::Run(KernelId::Avx512Nt, _)),
+            "{forced:?}"
+        );
+        let forced = plan.choose(
+            Op::Copy,
+            2 * mb,
+            Hint::Auto,
+            Known::Probed(State::Cold),
+            false,
+        );
+        assert!(
+            matches!(forced, Choice::Run(KernelId::Avx512Nt, _)),
+            "{forced:?}"
+        );
+    }
+
+    /// The hot paths read compiled forms of [`Plan::choose`]: a band's entry point, and
+    /// a recalling band's two in [`RecallRow`]. They agree with it at every band edge.
+    #[test]
+    fn the_compiled_entry_points_are_what_choose_names() {
+        let plan = Plan::UNCOMPILED;
+        for f in [ALL_X86, Features::SSE2, Features::NONE] {
+            compile(&recalling(), f, None, 0, &plan);
+            for fam in [Family::Copy, Family::Set] {
+                for hint in [Hint::Auto, Hint::Reuse, Hint::NoReuse] {
+                    let u = plan.row(fam, hint, State::Unknown);
+                    let c = plan.row(fam, hint, State::Cached);
+                    let edges = u.bands().chain(c.bands()).map(|(from, _)| from);
+                    let sizes = edges.flat_map(|e| [e.saturating_sub(1), e, e.saturating_add(1)]);
+                    for n in sizes {
+                        for (second, op) in [(false, fam.ops()[0]), (true, fam.ops()[1])] {
+                            let (own, hot) = plan.recalls(fam, hint).entries(u, n, second);
+                            let entry = u.entry(n, second);
+                            match plan.choose(op, n, hint, Known::Unknown, false) {
+                                Choice::Run(_, e) => assert_eq!(entry, e, "{op:?} {n}"),
+                                Choice::Probe => assert!(entry.is_null() && own.is_null()),
+                                Choice::Recall(_, e) => {
+                                    assert!(entry.is_null(), "{op:?} {n}");
+                                    assert_eq!(own, e, "{op:?} {n}");
+                                    let lately = Known::WrittenLately;
+                                    let Choice::Run(_, w) = plan.choose(op, n, hint, lately, false)
+                                    else {
+                                        panic!("{op:?} {n}: written lately names no kernel");
+                                    };
+                                    let compiled = if hot.is_null() { own } else { hot };
+                                    assert_eq!(compiled, w, "{op:?} {n} {hint:?}");
+                                }
+                                Choice::Stream(..) => panic!("only a probed call streams"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -86,7 +86,12 @@ pub(super) const FORGIVE: u8 = 2;
 /// `src` valid for `n` reads, `dst` for `n` writes; disjoint ranges when `K` is
 /// [`DISJOINT`].
 #[inline(always)]
-pub(super) unsafe fn copy_entry<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+pub(super) unsafe fn copy_entry<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
     let path = small_path();
     // SAFETY: forwarded contract; the wide path runs only where the published mask has
     // its features; the ladder's rungs are overlap-safe and need only SSE2.

@@ -22,7 +22,6 @@ pub(super) fn tsc() -> usize {
     }
 }
 
-
 /// Ways in each set of [`WRITTEN`].
 const WRITTEN_WAYS: usize = 4;
 /// Sets of [`WRITTEN`] (a power of two).

@@ -55,8 +55,8 @@ use ladder::{copy_entry, set_entry, DISJOINT, FORGIVE, MOVE};
 
 pub use ladder::inline_max;
 pub use memory::{
-    forget_streamed, forget_written, met_again, remember_streamed, streamed_window,
-    written_lately, written_window, STREAMED_SLOTS,
+    forget_streamed, forget_written, met_again, remember_streamed, streamed_window, written_lately,
+    written_window, STREAMED_SLOTS,
 };
 pub use policy::keeps_streamed;
 pub use publish::{
@@ -85,7 +85,6 @@ pub unsafe fn copy_forgiving(dst: *mut u8, src: *const u8, n: usize, hint: Hint)
     // SAFETY: forwarded contract.
     unsafe { copy_entry::<FORGIVE>(dst, src, n, hint) }
 }
-
 
 /// `memmove` with a hint; returns `dst`.
 ///

@@ -102,8 +102,6 @@ fn unlock_loading() {
     LOADING.store(false, Ordering::Release);
 }
 
-
-
 /// Compiles the table in use for the current features and forced kernel into a spare
 /// plan and publishes it (called whenever one of them changes).
 fn recompile() {
@@ -342,7 +340,6 @@ pub fn mask_features(f: Features) {
     recompile();
 }
 
-
 /// True if the published feature mask has AVX-512BW and BMI2 (not masked off): then
 /// every entry handles copies up to [`COPY_WIDE_MAX`] bytes (moves up to [`WIDE_MAX`],
 /// or further when the ranges are disjoint) and sets up to [`SET_WIDE_MAX`] inline with
@@ -356,7 +353,6 @@ pub(super) fn wide_small(f: u32) -> bool {
     f & need == need
 }
 
-
 /// [`SMALL`]: one byte load and a compare before the size test, rather than the feature
 /// mask and a test of two of its bits (a Rust program that inlines [`copy`] reaches a
 /// static of this crate through its GOT, as a shared object does, so either costs a
@@ -369,7 +365,6 @@ pub(super) fn wide_small(f: u32) -> bool {
 pub(super) fn small_path() -> u8 {
     SMALL.load(Ordering::Relaxed)
 }
-
 
 /// The published plan, or `None` before the first initialisation.
 #[inline(always)]

@@ -38,12 +38,7 @@ pub fn level() -> u8 {
 ///
 /// # Safety
 /// As [`super::copy`] and [`copy`]; `hint` a C ABI hint value.
-pub unsafe extern "C" fn copy_above(
-    dst: *mut u8,
-    src: *const u8,
-    n: usize,
-    hint: u32,
-) -> *mut u8 {
+pub unsafe extern "C" fn copy_above(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
     // SAFETY: forwarded contract.
     unsafe { copy_above_c::<DISJOINT>(dst, src, n, hint) }
 }
@@ -66,12 +61,7 @@ pub unsafe extern "C" fn copy_forgiving_above(
 ///
 /// # Safety
 /// As [`super::move_`] and [`copy`].
-pub unsafe extern "C" fn move_above(
-    dst: *mut u8,
-    src: *const u8,
-    n: usize,
-    hint: u32,
-) -> *mut u8 {
+pub unsafe extern "C" fn move_above(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
     // SAFETY: forwarded contract.
     unsafe { copy_above_c::<MOVE>(dst, src, n, hint) }
 }
