@@ -25,6 +25,20 @@
 //!   implements, and probes are dropped where it serves both ops of the family;
 //! * neighbouring bands that end up doing the same thing are merged.
 //!
+//! # The decision
+//! [`Plan::choose`] is the one per-call decision: `(op, n, hint, what is known of the
+//! destination, overlap)` over the compiled plan, returning a kernel and its entry point
+//! ([`Choice::Run`]) or what the caller must find out first: [`Choice::Probe`] (time a
+//! load of the destination, then ask again with [`Known::Probed`]),
+//! [`Choice::Recall`] (ask the memory of written pages; if written lately, ask again
+//! with [`Known::WrittenLately`]), [`Choice::Stream`] (a probed call about to stream a
+//! block a loop may write again: ask the memory of streamed blocks; if met again, ask
+//! again with [`Known::StreamedLately`], which names a temporal kernel). Pure, so it is
+//! tested on synthetic tables and hosts; the dispatcher does the probing and keeps the
+//! memories. Its hot paths read the forms [`compile`] generates from the same rows (a
+//! band's entry point, a recalling band's pair in [`RecallRow`]), which a test checks
+//! against [`Plan::choose`]; [`Plan::decide`] is its answer for reporting (no memory).
+//!
 //! Two rules sit outside the table because they are correctness, not speed: an
 //! overlapping move never probes (its destination is read as its source: the `cached`
 //! row serves it) and never streams (a streaming kernel's move runs its temporal
@@ -318,10 +332,10 @@ impl Plan {
 
     /// The effective LLC the table was measured with (for [`probe_offset`]); for a
     /// plan compiled without one (a built-in table, see [`compile`]), the CPUID
-    /// estimate, worked out on first use. Its cache enumeration takes 18 CPUID
-    /// instructions, each an exit to the hypervisor in a virtual machine (4.6 µs on a
-    /// 2-vCPU AMD EPYC KVM guest): 85 µs that every process started under the shim
-    /// would pay for a figure only calls probing a block of 1 MiB or more use.
+    /// estimate, worked out on first use: its cache enumeration takes 18 CPUID
+    /// instructions, each an exit to the hypervisor in a virtual machine, which every
+    /// process started under the shim would pay for a figure only large probed calls
+    /// use (`docs/results/notes/dispatch.md`).
     #[inline]
     pub fn llc_effective(&self) -> usize {
         match self.llc_effective.load(Ordering::Relaxed) {

@@ -343,10 +343,9 @@ pub fn mask_features(f: Features) {
 /// True if the published feature mask has AVX-512BW and BMI2 (not masked off): then
 /// every entry handles copies up to [`COPY_WIDE_MAX`] bytes (moves up to [`WIDE_MAX`],
 /// or further when the ranges are disjoint) and sets up to [`SET_WIDE_MAX`] inline with
-/// the masked and 64-byte paths of `arch::x86_64::masked`. With sizes that vary call to
-/// call they avoid the ladder's mispredictions (which cost twice glibc's masked
-/// memset's time on the fleetbench memset distribution) and the indirect call into a
-/// kernel (twice glibc's time at 200–512 bytes).
+/// the masked and 64-byte paths of `arch::x86_64::masked`: with sizes that vary call to
+/// call they avoid the ladder's mispredictions and the indirect call into a kernel
+/// (`docs/results/xeon-avx512-2vcpu/doors`; figures in `docs/results/notes/dispatch.md`).
 #[inline(always)]
 pub(super) fn wide_small(f: u32) -> bool {
     let need = Features::AVX512BW.union(Features::BMI2).bits();
@@ -354,7 +353,7 @@ pub(super) fn wide_small(f: u32) -> bool {
 }
 
 /// [`SMALL`]: one byte load and a compare before the size test, rather than the feature
-/// mask and a test of two of its bits (a Rust program that inlines [`copy`] reaches a
+/// mask and a test of two of its bits (a Rust program that inlines [`super::copy`] reaches a
 /// static of this crate through its GOT, as a shared object does, so either costs a
 /// load of the address first). Every instruction of a small call counts, on cold lines
 /// too: the calls a core keeps in flight, and so their misses, fall with the
