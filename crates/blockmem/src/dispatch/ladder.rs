@@ -77,7 +77,7 @@ pub(super) const MOVE: u8 = 1;
 pub(super) const FORGIVE: u8 = 2;
 
 /// The entry every door shares (the Rust API, the C ABI, the preload shim's
-/// `memcpy`/`memmove`): one relaxed load of [`SMALL`], then, with AVX-512BW,
+/// `memcpy`/`memmove`): one relaxed load of `publish::SMALL`, then, with AVX-512BW,
 /// a jump to [`copy_wide`], which holds the masked and 64-byte paths inline; without,
 /// the SSE2 ladder up to [`INLINE_MAX`]. Above the inline sizes, [`copy_large`]: the
 /// plan. Returns `dst`, so that a C entry ends in a tail jump.
@@ -148,7 +148,7 @@ unsafe fn set_narrow(dst: *mut u8, byte: u8, n: usize) {
     }
 }
 
-/// The first small call of a process ([`SMALL`] still 0): publish a plan, so that
+/// The first small call of a process (`publish::SMALL` still 0): publish a plan, so that
 /// later calls take the path of the CPU, and run this one on the narrow ladder (which
 /// every x86-64 CPU runs, and which cannot recurse into an initialisation).
 #[cold]
