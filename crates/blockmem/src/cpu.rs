@@ -266,6 +266,13 @@ pub const fn llc_estimate(reported: usize, cpus: usize) -> usize {
     }
 }
 
+/// The LLC size a table without a measured one (a built-in table) runs with: the
+/// [`llc_estimate`] of the CPUID cache sizes for the CPUs this process may run on.
+/// `policy::Plan::llc_effective` asks for it on the first call that needs it.
+pub fn llc_default() -> usize {
+    llc_estimate(used_caches().llc.size, crate::autoload::cpus_available())
+}
+
 /// The CPU vendor, as far as blockmem cares.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Vendor {

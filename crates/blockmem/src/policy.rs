@@ -25,12 +25,26 @@
 //!   implements, and probes are dropped where it serves both ops of the family;
 //! * neighbouring bands that end up doing the same thing are merged.
 //!
+//! # The decision
+//! [`Plan::choose`] is the one per-call decision: `(op, n, hint, what is known of the
+//! destination, overlap)` over the compiled plan, returning a kernel and its entry point
+//! ([`Choice::Run`]) or what the caller must find out first: [`Choice::Probe`] (time a
+//! load of the destination, then ask again with [`Known::Probed`]),
+//! [`Choice::Recall`] (ask the memory of written pages; if written lately, ask again
+//! with [`Known::WrittenLately`]), [`Choice::Stream`] (a probed call about to stream a
+//! block a loop may write again: ask the memory of streamed blocks; if met again, ask
+//! again with [`Known::StreamedLately`], which names a temporal kernel). Pure, so it is
+//! tested on synthetic tables and hosts; the dispatcher does the probing and keeps the
+//! memories. Its hot paths read the forms [`compile`] generates from the same rows (a
+//! band's entry point, a recalling band's pair in [`RecallRow`]), which a test checks
+//! against [`Plan::choose`]; [`Plan::decide`] is its answer for reporting (no memory).
+//!
 //! Two rules sit outside the table because they are correctness, not speed: an
 //! overlapping move never probes (its destination is read as its source: the `cached`
 //! row serves it) and never streams (a streaming kernel's move runs its temporal
 //! stand-in).
 
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use crate::cpu::Features;
 use crate::kernel::{KernelId, Op};
@@ -137,6 +151,8 @@ pub struct Plan {
     probe_fault_min: AtomicUsize,
     loop_temporal_max: [AtomicUsize; 2],
     features: AtomicUsize,
+    /// Whether a kernel was forced when the plan was compiled (see [`keeps_streamed`]).
+    forced: AtomicBool,
     /// Per family and hint, the entry points of the `unknown` row's recalling bands.
     recalls: [RecallRow; ROWS / 4],
 }
@@ -163,6 +179,38 @@ pub enum Step {
     /// Only an `unknown` row's band recalls, where its kernel keeps what it writes in
     /// cache and the `cached` row runs another kernel somewhere in the band.
     Recall(KernelId),
+}
+
+/// What a call knows of its destination when it asks [`Plan::choose`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Known {
+    /// Nothing: not probed, no memory asked.
+    Unknown,
+    /// A probe found this state (an overlapping move and a block too small to probe
+    /// count as `Cached` without one).
+    Probed(State),
+    /// A call of a recalling band wrote the page the destination starts in lately
+    /// (`dispatch::written_lately`).
+    WrittenLately,
+    /// A probed call streamed this block lately and meets it again
+    /// (`dispatch::met_again`).
+    StreamedLately,
+}
+
+/// The answer of [`Plan::choose`]: a kernel and its entry point (a `CopyFn`, or a
+/// `SetFn` for set and zero), or what the caller must find out before it runs one.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Choice {
+    /// Run this kernel.
+    Run(KernelId, *mut ()),
+    /// Probe the destination, then ask again with [`Known::Probed`].
+    Probe,
+    /// Run this kernel, unless the destination was written lately: then ask again with
+    /// [`Known::WrittenLately`].
+    Recall(KernelId, *mut ()),
+    /// Run this streaming kernel and remember the block as streamed, unless it was
+    /// streamed lately and is met again: then ask again with [`Known::StreamedLately`].
+    Stream(KernelId, *mut ()),
 }
 
 impl PlanRow {
@@ -266,6 +314,7 @@ impl Plan {
         probe_fault_min: AtomicUsize::new(0),
         loop_temporal_max: [const { AtomicUsize::new(0) }; 2],
         features: AtomicUsize::new(0),
+        forced: AtomicBool::new(false),
         recalls: [RECALL_INIT; ROWS / 4],
     };
 
@@ -283,15 +332,15 @@ impl Plan {
 
     /// The effective LLC the table was measured with (for [`probe_offset`]); for a
     /// plan compiled without one (a built-in table, see [`compile`]), the CPUID
-    /// estimate, worked out on first use. Its cache enumeration takes 18 CPUID
-    /// instructions, each an exit to the hypervisor in a virtual machine (4.6 µs on a
-    /// 2-vCPU AMD EPYC KVM guest): 85 µs that every process started under the shim
-    /// would pay for a figure only calls probing a block of 1 MiB or more use.
+    /// estimate, worked out on first use: its cache enumeration takes 18 CPUID
+    /// instructions, each an exit to the hypervisor in a virtual machine, which every
+    /// process started under the shim would pay for a figure only large probed calls
+    /// use (`docs/results/notes/dispatch.md`).
     #[inline]
     pub fn llc_effective(&self) -> usize {
         match self.llc_effective.load(Ordering::Relaxed) {
             0 => {
-                let llc = crate::dispatch::llc_default().max(1);
+                let llc = crate::cpu::llc_default().max(1);
                 self.llc_effective.store(llc, Ordering::Relaxed);
                 llc
             }
@@ -328,12 +377,83 @@ impl Plan {
         Features::from_bits(self.features.load(Ordering::Relaxed) as u32)
     }
 
-    /// The kernel a call runs, given the destination state a probe found (`Unknown`:
-    /// not probed). `overlap` is true only for a move whose ranges share bytes. Where
-    /// the `unknown` row probes and `dst` is `Unknown`, the answer is the `cached`
-    /// row's for an overlapping move and `None` (a probe is needed) otherwise; where it
-    /// recalls, the band's own kernel (for a destination not written lately: a caller
-    /// that knows it was asks with `Cached`).
+    /// Whether a kernel was forced when the plan was compiled.
+    pub fn forced(&self) -> bool {
+        self.forced.load(Ordering::Relaxed)
+    }
+
+    /// The decision of a call: which kernel `op` on `n` bytes with `hint` runs, given
+    /// what is `known` of its destination, or what the caller must find out first (see
+    /// the module docs, "The decision"). `overlap`: the ranges of a move share bytes
+    /// and the caller has not probed (the destination is read as the source: cached);
+    /// the answer then never names a streaming kernel, but its temporal stand-in.
+    pub fn choose(&self, op: Op, n: usize, hint: Hint, known: Known, overlap: bool) -> Choice {
+        let second = matches!(op, Op::Move | Op::Zero);
+        let band = self
+            .row(Family::of(op), hint, State::Unknown)
+            .step(n, second);
+        let choice = match (known, band) {
+            (Known::Probed(state), _) => self.probed(op, n, hint, state),
+            (Known::WrittenLately, Step::Recall(own)) => {
+                let (k, f) = self.run_or_portable(op, n, hint, State::Cached);
+                if k.streams() {
+                    Choice::Run(own, entry_of(own, op))
+                } else {
+                    Choice::Run(k, f)
+                }
+            }
+            (Known::StreamedLately, _) => {
+                let (k, f) = self.run_or_portable(op, n, hint, State::Cached);
+                if k.streams() {
+                    let k = best_temporal(self.features(), op);
+                    Choice::Run(k, entry_of(k, op))
+                } else {
+                    Choice::Run(k, f)
+                }
+            }
+            (_, Step::Run(k, f)) => Choice::Run(k, f),
+            (_, Step::Recall(k)) => Choice::Recall(k, entry_of(k, op)),
+            (_, Step::Probe) if overlap => self.probed(op, n, hint, State::Cached),
+            (_, Step::Probe) => Choice::Probe,
+        };
+        match choice {
+            Choice::Run(k, _) | Choice::Stream(k, _) if overlap && k.streams() => {
+                let k = best_temporal(self.features(), op);
+                Choice::Run(k, entry_of(k, op))
+            }
+            c => c,
+        }
+    }
+
+    /// [`Plan::choose`] after a probe found `state`: the band of the state's row, which
+    /// asks the memory of streamed blocks where [`keeps_streamed`] says so.
+    fn probed(&self, op: Op, n: usize, hint: Hint, state: State) -> Choice {
+        let (k, f) = self.run_or_portable(op, n, hint, state);
+        // The bound is read for a streaming kernel only: it may ask the CPU for the LLC.
+        if k.streams() && keeps_streamed(k, hint, n, self.loop_temporal_max(op), self.forced()) {
+            Choice::Stream(k, f)
+        } else {
+            Choice::Run(k, f)
+        }
+    }
+
+    /// The kernel and entry point of the band holding `n` in the row of `state`: a
+    /// recalling band's own kernel, and the portable kernel where the band probes (an
+    /// uncompiled plan, or one torn by racing installs: never a known-state row of a
+    /// compiled plan).
+    fn run_or_portable(&self, op: Op, n: usize, hint: Hint, state: State) -> (KernelId, *mut ()) {
+        let second = matches!(op, Op::Move | Op::Zero);
+        match self.row(Family::of(op), hint, state).step(n, second) {
+            Step::Run(k, f) => (k, f),
+            Step::Recall(k) => (k, entry_of(k, op)),
+            Step::Probe => (KernelId::Portable, entry_of(KernelId::Portable, op)),
+        }
+    }
+
+    /// The kernel [`Plan::choose`] names for a call whose destination a probe found in
+    /// `dst` (`Unknown`: not probed; `None` where the band probes), for a destination
+    /// neither written nor streamed lately. What `blockmem_choose`, `blockmem info` and
+    /// the tracer's statistics report.
     pub fn decide(
         &self,
         op: Op,
@@ -342,25 +462,14 @@ impl Plan {
         overlap: bool,
         dst: State,
     ) -> Option<KernelId> {
-        let fam = Family::of(op);
-        let second = matches!(op, Op::Move | Op::Zero);
-        let state = if overlap && dst == State::Unknown {
-            match self.row(fam, hint, State::Unknown).step(n, second) {
-                Step::Probe => State::Cached,
-                Step::Run(..) | Step::Recall(_) => State::Unknown,
-            }
-        } else {
-            dst
+        let known = match dst {
+            State::Unknown => Known::Unknown,
+            probed => Known::Probed(probed),
         };
-        let k = match self.row(fam, hint, state).step(n, second) {
-            Step::Run(k, _) | Step::Recall(k) => k,
-            Step::Probe => return None,
-        };
-        Some(if overlap && k.streams() {
-            best_temporal(self.features(), op)
-        } else {
-            k
-        })
+        match self.choose(op, n, hint, known, overlap) {
+            Choice::Run(k, _) | Choice::Recall(k, _) | Choice::Stream(k, _) => Some(k),
+            Choice::Probe => None,
+        }
     }
 
     /// The smallest size at which a `Reuse` or `NoReuse` hint can make a call of this
@@ -440,6 +549,7 @@ pub fn compile(t: &Table, f: Features, forced: Option<KernelId>, llc_default: us
         i += 1;
     }
     out.features.store(f.bits() as usize, Ordering::Relaxed);
+    out.forced.store(forced.is_some(), Ordering::Relaxed);
     let mut r = 0;
     while r < ROWS {
         compile_row(t, r, f, forced, &out.rows[r]);
@@ -629,6 +739,26 @@ pub fn stand_in(k: KernelId, op: Op, f: Features) -> KernelId {
     }
 }
 
+/// The entry point of kernel `k` for `op` (see [`crate::kernel::entry_for`]); the
+/// portable kernel's where `k` lacks the op, which a compiled plan never names.
+pub fn entry_of(k: KernelId, op: Op) -> *mut () {
+    match crate::kernel::entry_for(k, op) {
+        Some(f) => f,
+        None => crate::kernel::entry_for(KernelId::Portable, op).unwrap_or(core::ptr::null_mut()),
+    }
+}
+
+/// Whether a probed call that is to run `k` asks the memory of streamed blocks
+/// (`dispatch::met_again`): `k` streams, the caller did not say the destination will
+/// not be reused, no kernel is forced, and the block is at most `max` bytes, the
+/// table's `copy.` or `set.loop_temporal_max` for the op: the largest block that a
+/// loop writing it again and again wrote faster with temporal stores than streamed, as
+/// calibration measures it (the lab's `reuse` loop cells). Where that bound lies is
+/// the host's: `docs/results/notes/dispatch.md` has the figures.
+pub fn keeps_streamed(k: KernelId, hint: Hint, n: usize, max: usize, forced: bool) -> bool {
+    k.streams() && hint != Hint::NoReuse && !forced && n <= max
+}
+
 /// The widest temporal kernel the CPU runs for `op`.
 pub fn best_temporal(f: Features, op: Op) -> KernelId {
     stand_in(KernelId::Avx512, op, f)
@@ -811,6 +941,137 @@ mod tests {
             );
         }
         assert_eq!(plan.probe_from(Family::Copy, Hint::Auto), usize::MAX);
+    }
+
+    /// `table()` with a set row that recalls: `rep_stosb` for a destination nobody
+    /// knows, `avx2` below 1 MiB and `avx512_nt` from 8 MiB for a cached one.
+    fn recalling() -> Table {
+        let mut t = table();
+        t.loop_temporal_max = [4 << 20, 4 << 20];
+        t.row_mut(Family::Set, Hint::Auto, State::Unknown)
+            .reset(Action::Run(KernelId::RepStosb));
+        let cached = t.row_mut(Family::Set, Hint::Auto, State::Cached);
+        cached.reset(Action::Run(KernelId::Avx2));
+        cached
+            .push(1 << 20, Action::Run(KernelId::RepStosb))
+            .unwrap();
+        cached
+            .push(8 << 20, Action::Run(KernelId::Avx512Nt))
+            .unwrap();
+        t
+    }
+
+    fn kernel(c: Choice) -> Option<KernelId> {
+        match c {
+            Choice::Run(k, _) | Choice::Recall(k, _) | Choice::Stream(k, _) => Some(k),
+            Choice::Probe => None,
+        }
+    }
+
+    #[test]
+    fn choose_asks_for_the_probe_and_the_memories_then_names_a_kernel() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        let plan = Plan::UNCOMPILED;
+        compile(&recalling(), ALL_X86, None, 0, &plan);
+        let c = |op, n, hint, known| plan.choose(op, n, hint, known, false);
+        let mb = 1 << 20;
+        // A probing band asks for the probe; a cold block streams, and within the loop
+        // bound asks the memory of streamed blocks, which turns it temporal.
+        assert_eq!(
+            c(Op::Copy, 2 * mb, Hint::Auto, Known::Unknown),
+            Choice::Probe
+        );
+        let cold = c(Op::Copy, 2 * mb, Hint::Auto, Known::Probed(State::Cold));
+        assert!(
+            matches!(cold, Choice::Stream(KernelId::Avx512Nt, _)),
+            "{cold:?}"
+        );
+        let past = c(Op::Copy, 8 * mb, Hint::Auto, Known::Probed(State::Cold));
+        assert!(
+            matches!(past, Choice::Run(KernelId::Avx512Nt, _)),
+            "{past:?}"
+        );
+        let again = c(Op::Copy, 2 * mb, Hint::Auto, Known::StreamedLately);
+        assert_eq!(kernel(again), Some(KernelId::Avx512));
+        let cached = c(Op::Copy, 2 * mb, Hint::Auto, Known::Probed(State::Cached));
+        assert!(
+            matches!(cached, Choice::Run(KernelId::Avx512, _)),
+            "{cached:?}"
+        );
+        // An overlapping move reads the cached row without a probe and never streams.
+        let overlap = plan.choose(Op::Move, 2 * mb, Hint::Auto, Known::Unknown, true);
+        assert_eq!(kernel(overlap), Some(KernelId::Avx512));
+        // A recalling band: its own kernel, the cached row's where written lately, its
+        // own again where the cached row streams.
+        let own = c(Op::Set, 4096, Hint::Auto, Known::Unknown);
+        assert!(
+            matches!(own, Choice::Recall(KernelId::RepStosb, _)),
+            "{own:?}"
+        );
+        let hot = c(Op::Set, 4096, Hint::Auto, Known::WrittenLately);
+        assert!(matches!(hot, Choice::Run(KernelId::Avx2, _)), "{hot:?}");
+        let hot = c(Op::Set, 16 * mb, Hint::Auto, Known::WrittenLately);
+        assert!(matches!(hot, Choice::Run(KernelId::RepStosb, _)), "{hot:?}");
+        // No memory where a kernel is forced.
+        compile(&recalling(), ALL_X86, Some(KernelId::Avx512Nt), 0, &plan);
+        let forced = plan.choose(Op::Copy, 2 * mb, Hint::Auto, Known::Unknown, false);
+        assert!(
+            matches!(forced, Choice::Run(KernelId::Avx512Nt, _)),
+            "{forced:?}"
+        );
+        let forced = plan.choose(
+            Op::Copy,
+            2 * mb,
+            Hint::Auto,
+            Known::Probed(State::Cold),
+            false,
+        );
+        assert!(
+            matches!(forced, Choice::Run(KernelId::Avx512Nt, _)),
+            "{forced:?}"
+        );
+    }
+
+    /// The hot paths read compiled forms of [`Plan::choose`]: a band's entry point, and
+    /// a recalling band's two in [`RecallRow`]. They agree with it at every band edge.
+    #[test]
+    fn the_compiled_entry_points_are_what_choose_names() {
+        let plan = Plan::UNCOMPILED;
+        for f in [ALL_X86, Features::SSE2, Features::NONE] {
+            compile(&recalling(), f, None, 0, &plan);
+            for fam in [Family::Copy, Family::Set] {
+                for hint in [Hint::Auto, Hint::Reuse, Hint::NoReuse] {
+                    let u = plan.row(fam, hint, State::Unknown);
+                    let c = plan.row(fam, hint, State::Cached);
+                    let edges = u.bands().chain(c.bands()).map(|(from, _)| from);
+                    let sizes = edges.flat_map(|e| [e.saturating_sub(1), e, e.saturating_add(1)]);
+                    for n in sizes {
+                        for (second, op) in [(false, fam.ops()[0]), (true, fam.ops()[1])] {
+                            let (own, hot) = plan.recalls(fam, hint).entries(u, n, second);
+                            let entry = u.entry(n, second);
+                            match plan.choose(op, n, hint, Known::Unknown, false) {
+                                Choice::Run(_, e) => assert_eq!(entry, e, "{op:?} {n}"),
+                                Choice::Probe => assert!(entry.is_null() && own.is_null()),
+                                Choice::Recall(_, e) => {
+                                    assert!(entry.is_null(), "{op:?} {n}");
+                                    assert_eq!(own, e, "{op:?} {n}");
+                                    let lately = Known::WrittenLately;
+                                    let Choice::Run(_, w) = plan.choose(op, n, hint, lately, false)
+                                    else {
+                                        panic!("{op:?} {n}: written lately names no kernel");
+                                    };
+                                    let compiled = if hot.is_null() { own } else { hot };
+                                    assert_eq!(compiled, w, "{op:?} {n} {hint:?}");
+                                }
+                                Choice::Stream(..) => panic!("only a probed call streams"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

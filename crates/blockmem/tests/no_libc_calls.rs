@@ -12,7 +12,7 @@
 //! function an operation can reach: kernels, dispatch, policy, the kernel table and the
 //! feature/cache-size detection the dispatcher runs on first use. Listed, not failed:
 //! reporting-only code (`cpu::detect`, used by `blockmem info`) and the one-time
-//! table load (`dispatch::init`/`load_now`/`load_locked`, `profile::parse_into`, the
+//! table load (`dispatch::publish::init`/`load_now`/`load_locked`, `profile::parse_into`, the
 //! CPU count of `autoload`), which fills tables in place and which the dispatcher
 //! guards against re-entry (a re-entered call runs on the plan published by then, or
 //! on the portable kernel).
@@ -125,7 +125,7 @@ fn build_rlib(profile: &str) -> PathBuf {
 }
 
 /// Functions an operation can reach (demangled-name fragments).
-const OP_PATH: [&str; 14] = [
+const OP_PATH: [&str; 15] = [
     "blockmem::arch::",
     "blockmem::dispatch::",
     "blockmem::policy::",
@@ -136,6 +136,7 @@ const OP_PATH: [&str; 14] = [
     "blockmem::zero",
     "blockmem::cpu::features",
     "blockmem::cpu::used_caches",
+    "blockmem::cpu::llc_default",
     "blockmem::cpu::choose_used",
     "blockmem::cpu::detect_features",
     "blockmem::cpu::x86::c",
@@ -144,13 +145,13 @@ const OP_PATH: [&str; 14] = [
 
 /// One-time initialisation, re-entry guarded (debug only; see the module docs).
 const INIT_ONLY: [&str; 7] = [
-    "blockmem::dispatch::init",
-    "blockmem::dispatch::load_now",
-    "blockmem::dispatch::reload",
-    "blockmem::dispatch::status",
-    "blockmem::dispatch::install",
-    "blockmem::dispatch::load_locked",
-    "blockmem::dispatch::record_error",
+    "blockmem::dispatch::publish::init",
+    "blockmem::dispatch::publish::load_now",
+    "blockmem::dispatch::publish::reload",
+    "blockmem::dispatch::publish::status",
+    "blockmem::dispatch::publish::install",
+    "blockmem::dispatch::publish::load_locked",
+    "blockmem::dispatch::publish::record_error",
 ];
 
 fn check(profile: &str) {

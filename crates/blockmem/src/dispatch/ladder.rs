@@ -1,0 +1,311 @@
+//! The inline size ladders every entry starts with: small sizes are copied or set in
+//! the caller's own code, without a probe, a table or an indirect call; larger ones go
+//! to `large` (the plan). Which ladder runs (AVX-512 masked accesses, or SSE2 head and
+//! tail) is one byte read per call (`publish::small_path`).
+
+use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
+use crate::arch::generic::disjoint;
+use crate::kernel::{Hint, Op};
+
+use super::large::{copy_large, set_large};
+use super::publish::{plan, small_path, SMALL_WIDE};
+
+/// Largest size the x86-64 inline SSE2 rung handles (8 × 16 bytes).
+#[cfg(target_arch = "x86_64")]
+pub(super) const INLINE_MAX: usize = 128;
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) const INLINE_MAX: usize = SMALL_MAX;
+
+/// Largest sizes the inline path handles with AVX-512: any copy or move up to
+/// `WIDE_MAX` (every load before the first store), a copy of disjoint ranges up to
+/// `COPY_WIDE_MAX` (a 256-byte loop), a set or zero up to `SET_WIDE_MAX`.
+#[cfg(target_arch = "x86_64")]
+pub(super) const WIDE_MAX: usize = crate::arch::x86_64::masked::WIDE_MAX;
+#[cfg(target_arch = "x86_64")]
+pub(super) const COPY_WIDE_MAX: usize = crate::arch::x86_64::masked::COPY_WIDE_MAX;
+#[cfg(target_arch = "x86_64")]
+pub(super) const SET_WIDE_MAX: usize = crate::arch::x86_64::masked::SET_WIDE_MAX;
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) const WIDE_MAX: usize = INLINE_MAX;
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) const COPY_WIDE_MAX: usize = INLINE_MAX;
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) const SET_WIDE_MAX: usize = INLINE_MAX;
+
+/// Largest size [`copy`], [`move_`] and [`set`] handle for `op` inline, without a
+/// kernel: where AVX-512BW and BMI2 are in force 2112 bytes for copy, 2048 for set and
+/// zero and 512 for move (a move of disjoint ranges stays inline up to 2112 too: see
+/// `runs_inline`), else 128 (64 on targets other than x86-64).
+pub fn inline_max(op: Op) -> usize {
+    if small_path() == 0 {
+        plan();
+    }
+    match (small_path() == SMALL_WIDE, op) {
+        (false, _) => INLINE_MAX,
+        (true, Op::Copy) => COPY_WIDE_MAX,
+        (true, Op::Move) => WIDE_MAX,
+        (true, Op::Set | Op::Zero) => SET_WIDE_MAX,
+    }
+}
+
+/// True if a call of `op` on these ranges runs inline, without a kernel.
+pub(super) fn runs_inline(op: Op, dst: *const u8, src: *const u8, n: usize) -> bool {
+    n <= inline_max(op)
+        || (op == Op::Move && n <= inline_max(Op::Copy) && disjoint(dst as *mut u8, src, n))
+}
+
+/// Returns `p` through an empty `asm!`, so that the optimiser cannot infer that a
+/// function returns its first argument: it would then keep that argument in a saved
+/// register across the call and return it itself, turning each C entry's tail jump
+/// into a call with a stack frame.
+#[inline(always)]
+#[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is passed through, not used
+pub(super) fn opaque(mut p: *mut u8) -> *mut u8 {
+    // SAFETY: an empty template; `p` passes through a register unchanged.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags))
+    };
+    p
+}
+
+/// What a copy entry may assume about its ranges (the `K` of [`copy_entry`]).
+pub(super) const DISJOINT: u8 = 0;
+/// The ranges may overlap: memmove.
+pub(super) const MOVE: u8 = 1;
+/// The ranges should not overlap but might: the shim's `memcpy`, which copies
+/// overlapping ranges as a move (see the preload crate's docs).
+pub(super) const FORGIVE: u8 = 2;
+
+/// The entry every door shares (the Rust API, the C ABI, the preload shim's
+/// `memcpy`/`memmove`): one relaxed load of `publish::SMALL`, then, with AVX-512BW,
+/// a jump to [`copy_wide`], which holds the masked and 64-byte paths inline; without,
+/// the SSE2 ladder up to [`INLINE_MAX`]. Above the inline sizes, [`copy_large`]: the
+/// plan. Returns `dst`, so that a C entry ends in a tail jump.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes; disjoint ranges when `K` is
+/// [`DISJOINT`].
+#[inline(always)]
+pub(super) unsafe fn copy_entry<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    let path = small_path();
+    // SAFETY: forwarded contract; the wide path runs only where the published mask has
+    // its features; the ladder's rungs are overlap-safe and need only SSE2.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        if path == SMALL_WIDE {
+            return copy_wide_inline::<K>(dst, src, n, hint);
+        }
+        if n <= INLINE_MAX {
+            if path == 0 {
+                return first_small(Op::Copy, dst, src, 0, n);
+            }
+            copy_narrow(dst, src, n);
+            return dst;
+        }
+        copy_large::<K>(dst, src, n, hint)
+    }
+}
+
+/// The SSE2 ladder (x86-64) or the scalar one: `n <= INLINE_MAX`, overlap-safe.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes, `n <= INLINE_MAX`.
+#[inline(always)]
+unsafe fn copy_narrow(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: each rung's size precondition holds; SSE2 is architectural on x86-64.
+    unsafe {
+        if n <= SMALL_MAX {
+            copy_le32(dst, src, n)
+        } else {
+            #[cfg(target_arch = "x86_64")]
+            crate::arch::generic::copy_short::<core::arch::x86_64::__m128i>(dst, src, n)
+        }
+    }
+}
+
+/// The narrow ladder for a set (`n <= INLINE_MAX`).
+///
+/// # Safety
+/// `dst` valid for `n` writes, `n <= INLINE_MAX`.
+#[inline(always)]
+unsafe fn set_narrow(dst: *mut u8, byte: u8, n: usize) {
+    // SAFETY: as `copy_narrow`.
+    unsafe {
+        if n <= SMALL_MAX {
+            return set_le32(dst, byte, n);
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::arch::generic::{set_short, Vector};
+            use core::arch::x86_64::__m128i;
+            set_short::<__m128i>(dst, __m128i::splat(byte), n);
+        }
+    }
+}
+
+/// The first small call of a process (`publish::SMALL` still 0): publish a plan, so that
+/// later calls take the path of the CPU, and run this one on the narrow ladder (which
+/// every x86-64 CPU runs, and which cannot recurse into an initialisation).
+#[cold]
+#[inline(never)]
+unsafe fn first_small(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> *mut u8 {
+    plan();
+    // SAFETY: forwarded contract, n <= INLINE_MAX.
+    unsafe {
+        match op {
+            Op::Copy | Op::Move => copy_narrow(dst, src, n),
+            Op::Set | Op::Zero => set_narrow(dst, byte, n),
+        }
+    }
+    dst
+}
+
+/// The AVX-512 path of [`copy_entry`] as the caller's own code: up to 512 bytes the
+/// register-explicit assembly of `masked::copy_le512` (no `#[target_feature]`, so it
+/// inlines anywhere), above it a jump to [`copy_wide`].
+///
+/// # Safety
+/// As [`copy_wide`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) unsafe fn copy_wide_inline<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    use crate::arch::x86_64::masked;
+    // SAFETY: forwarded contract. Above 128 bytes first, then up to 64, as the C
+    // entries (where sizes come at random, fewer mispredicted tests:
+    // `arch::x86_64::entry`).
+    unsafe {
+        if n > 2 * masked::MAX {
+            if n <= WIDE_MAX {
+                masked::copy_65_512(dst, src, n);
+                return dst;
+            }
+            return copy_wide::<K>(dst, src, n, hint);
+        }
+        if n <= masked::MAX {
+            masked::copy_le64(dst, src, n);
+            return dst;
+        }
+        masked::copy_65_512(dst, src, n);
+        dst
+    }
+}
+
+/// The AVX-512 path of [`set_entry`] as the caller's own code (see
+/// [`copy_wide_inline`]).
+///
+/// # Safety
+/// As [`set_wide`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) unsafe fn set_wide_inline(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    use crate::arch::x86_64::masked;
+    // SAFETY: forwarded contract. Above 128 bytes first, as the C entries' sets (where
+    // sizes come at random, fewer mispredicted tests: `arch::x86_64::entry`); then one
+    // compare takes 1..=64 (a zero-byte set goes to `set_wide`, which returns without a
+    // store).
+    unsafe {
+        if n > 2 * masked::MAX {
+            if n <= WIDE_MAX {
+                masked::set_65_512(dst, byte, n);
+                return dst;
+            }
+            return set_wide(dst, byte, n, hint);
+        }
+        if n.wrapping_sub(1) < masked::MAX {
+            masked::set_masked(dst, byte, n);
+            return dst;
+        }
+        if n > masked::MAX {
+            masked::set_65_512(dst, byte, n);
+            return dst;
+        }
+        set_wide(dst, byte, n, hint)
+    }
+}
+
+/// [`copy_entry`] on a CPU with AVX-512BW and BMI2: up to 512 bytes one to eight
+/// 64-byte accesses, every load first (a move); up to 2112 the 256-byte loop of
+/// `masked::copy_le2k` when the ranges are disjoint; else the plan.
+///
+/// # Safety
+/// As [`copy_entry`]; AVX-512F/BW/VL and BMI2 present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
+// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
+// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
+#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
+pub(super) unsafe extern "C" fn copy_wide<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    use crate::arch::x86_64::masked;
+    // SAFETY: forwarded contract; `copy_le2k` gets disjoint ranges only.
+    unsafe {
+        if n <= WIDE_MAX {
+            masked::copy_le512(dst, src, n);
+            return opaque(dst);
+        }
+        if n <= COPY_WIDE_MAX && (K == DISJOINT || disjoint(dst, src, n)) {
+            masked::copy_le2k(dst, src, n);
+            return opaque(dst);
+        }
+        copy_large::<K>(dst, src, n, hint)
+    }
+}
+
+/// The entry of every set and zero (as [`copy_entry`] for copies).
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[inline(always)]
+pub(super) unsafe fn set_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    let path = small_path();
+    // SAFETY: as in `copy_entry`.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        if path == SMALL_WIDE {
+            return set_wide_inline(dst, byte, n, hint);
+        }
+        if n <= INLINE_MAX {
+            if path == 0 {
+                return first_small(Op::Set, dst, core::ptr::null(), byte, n);
+            }
+            set_narrow(dst, byte, n);
+            return dst;
+        }
+        set_large(dst, byte, n, hint)
+    }
+}
+
+/// [`set_entry`] on a CPU with AVX-512BW and BMI2.
+///
+/// # Safety
+/// As [`set_entry`]; AVX-512F/BW/VL and BMI2 present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
+#[inline]
+// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
+// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
+#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
+pub(super) unsafe extern "C" fn set_wide(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if n <= SET_WIDE_MAX {
+            crate::arch::x86_64::masked::set_le2k(dst, byte, n);
+            return opaque(dst);
+        }
+        set_large(dst, byte, n, hint)
+    }
+}

@@ -1,0 +1,173 @@
+//! The AVX-512 entries, for a C entry point that checks once, at load, which entry
+//! bodies may run ([`level`]) and keeps the answer in a flag of its own: its exported
+//! function is then a byte test and a jump here, without reading `SMALL` (which a
+//! shared object reaches through its GOT: two dependent loads per call).
+
+use crate::arch::generic::disjoint;
+use crate::kernel::Hint;
+use crate::profile::Family;
+
+use super::ladder::{
+    copy_wide, copy_wide_inline, set_wide, set_wide_inline, DISJOINT, FORGIVE, MOVE, SET_WIDE_MAX,
+};
+use super::large::{as_copy, as_set, auto_entry};
+
+/// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX-512 bodies.
+pub const LEVEL_AVX512: u8 = 1;
+/// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX2 bodies.
+pub const LEVEL_AVX2: u8 = 2;
+
+/// Which assembly entry bodies this process may run: [`LEVEL_AVX512`] (AVX-512BW,
+/// VL and BMI2 with ZMM state enabled by the OS), [`LEVEL_AVX2`] (AVX2 with YMM
+/// state), or 0 (neither: the general path). Respects a feature mask. Reads CPUID
+/// only, no profile: a library's constructor may call it without file I/O.
+pub fn level() -> u8 {
+    use crate::cpu::Features;
+    let f = crate::cpu::features().bits();
+    if super::publish::wide_small(f) {
+        LEVEL_AVX512
+    } else if f & Features::AVX2.bits() != 0 {
+        LEVEL_AVX2
+    } else {
+        0
+    }
+}
+
+/// A copy of more than 512 bytes, for the C entries of
+/// [`copy_entry!`](crate::copy_entry): the 256-byte loop, then the plan.
+///
+/// # Safety
+/// As [`super::copy`] and [`copy`]; `hint` a C ABI hint value.
+pub unsafe extern "C" fn copy_above(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { copy_above_c::<DISJOINT>(dst, src, n, hint) }
+}
+
+/// [`copy_above`] for a copy that forgives overlap (the shim's `memcpy`).
+///
+/// # Safety
+/// As [`super::copy_forgiving`] and [`copy`].
+pub unsafe extern "C" fn copy_forgiving_above(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: u32,
+) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { copy_above_c::<FORGIVE>(dst, src, n, hint) }
+}
+
+/// [`copy_above`] for a move.
+///
+/// # Safety
+/// As [`super::move_`] and [`copy`].
+pub unsafe extern "C" fn move_above(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { copy_above_c::<MOVE>(dst, src, n, hint) }
+}
+
+/// A set the C entries of [`set_entry!`](crate::set_entry) do not handle inline
+/// (more than 2048 bytes).
+///
+/// # Safety
+/// As [`super::set`] and [`copy`].
+pub unsafe extern "C" fn set_above(
+    dst: *mut u8,
+    c: core::ffi::c_int,
+    n: usize,
+    hint: u32,
+) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { set_above_c(dst, c as u8, n, hint) }
+}
+
+/// [`super::copy`] on a CPU with AVX-512BW.
+///
+/// # Safety
+/// As [`super::copy`]; [`level`] returned [`LEVEL_AVX512`] in this process and no feature
+/// mask has been set since.
+#[inline(always)]
+pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract; the features are present (see above).
+    unsafe { copy_wide_inline::<DISJOINT>(dst, src, n, hint) }
+}
+
+/// [`super::copy_forgiving`] on a CPU with AVX-512BW.
+///
+/// # Safety
+/// As [`super::copy_forgiving`] and [`copy`].
+#[inline(always)]
+pub unsafe fn copy_forgiving(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: as in `copy`.
+    unsafe { copy_wide_inline::<FORGIVE>(dst, src, n, hint) }
+}
+
+/// [`super::move_`] on a CPU with AVX-512BW.
+///
+/// # Safety
+/// As [`super::move_`] and [`copy`].
+#[inline(always)]
+pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: as in `copy`.
+    unsafe { copy_wide_inline::<MOVE>(dst, src, n, hint) }
+}
+
+/// [`super::set`] on a CPU with AVX-512BW.
+///
+/// # Safety
+/// As [`super::set`] and [`copy`].
+#[inline(always)]
+pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: as in `copy`.
+    unsafe { set_wide_inline(dst, byte, n, hint) }
+}
+
+/// A C entry's copy or move above its inline sizes. An Auto call (the C ABI's
+/// `BLOCKMEM_HINT_AUTO`, every call through the shim) whose band runs a kernel goes
+/// straight to it: one load of the plan, the band search, one indirect jump, without
+/// decoding the hint, testing the inline classes again or computing the row as
+/// `copy_wide` and `copy_large` would (`docs/results/notes/dispatch.md`). A move runs the band's move kernel, a
+/// copy its copy kernel, and the shim's forgiving `memcpy` the one its ranges call for
+/// (as `large::copy_large` chooses, so that the kernel a trace reports is the one that ran).
+/// Anything else (another hint, a probing band, no plan yet) takes the general path.
+///
+/// # Safety
+/// As `ladder::copy_wide`; disjoint ranges when `K` is [`DISJOINT`].
+#[inline(always)]
+unsafe fn copy_above_c<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
+    if hint == Hint::C_AUTO {
+        let second = match K {
+            DISJOINT => false,
+            MOVE => true,
+            _ => !disjoint(dst, src, n),
+        };
+        let f = auto_entry(Family::Copy, n, second, dst);
+        if !f.is_null() {
+            // SAFETY: forwarded contract; `f` is a copy-family entry point of the
+            // published plan, for the op the ranges allow. It returns `dst`: the call
+            // is the function's last act, a jump (see `kernel::CopyFn`).
+            return unsafe { as_copy(f)(dst, src, n) };
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { copy_wide::<K>(dst, src, n, Hint::from_c(hint)) }
+}
+
+/// A C entry's set above its inline sizes (as [`copy_above_c`]).
+///
+/// # Safety
+/// As `ladder::set_wide`.
+#[inline(always)]
+unsafe fn set_above_c(dst: *mut u8, byte: u8, n: usize, hint: u32) -> *mut u8 {
+    if hint == Hint::C_AUTO && n > SET_WIDE_MAX {
+        let f = auto_entry(Family::Set, n, byte == 0, dst);
+        if !f.is_null() {
+            // SAFETY: forwarded contract; `f` is a set-family entry point of the
+            // published plan (a zero kernel's set-shaped entry for a zero byte). It
+            // returns `dst`: the call is the function's last act, a jump.
+            return unsafe { as_set(f)(dst, byte, n) };
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { set_wide(dst, byte, n, Hint::from_c(hint)) }
+}
