@@ -102,16 +102,7 @@ pub(crate) mod sys {
         }
     }
 
-    pub(crate) unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
-        let ret: isize;
-        // SAFETY: a raw Linux system call; the caller passes valid arguments. The
-        // kernel clobbers rcx and r11.
-        unsafe {
-            core::arch::asm!("syscall", inlateout("rax") nr as isize => ret, in("rdi") a, in("rsi") b,
-                in("rdx") c, in("r10") d, lateout("rcx") _, lateout("r11") _, options(nostack));
-        }
-        ret
-    }
+    pub(crate) use crate::sys::syscall4;
 
     /// Why a file was not read.
     pub enum ReadError {
@@ -357,36 +348,7 @@ pub unsafe fn read_regular_file(
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use sys::ReadError;
 
-/// The number of CPUs this process may run on (its affinity mask), at least 1; 1 where
-/// the system cannot say.
-pub fn cpus_available() -> usize {
-    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-    {
-        const SYS_SCHED_GETAFFINITY: usize = 204;
-        let mut mask = [0u64; 16];
-        // SAFETY: the kernel writes at most `size_of_val(&mask)` bytes into `mask`.
-        let r = unsafe {
-            sys::syscall4(
-                SYS_SCHED_GETAFFINITY,
-                0,
-                core::mem::size_of_val(&mask),
-                mask.as_mut_ptr() as usize,
-                0,
-            )
-        };
-        if r > 0 {
-            let words = (r as usize / 8).min(mask.len());
-            let mut n = 0;
-            let mut i = 0;
-            while i < words {
-                n += mask[i].count_ones() as usize;
-                i += 1;
-            }
-            return n.max(1);
-        }
-    }
-    1
-}
+pub use crate::sys::cpus_available;
 
 /// Appends `part` to the path at `buf[..*len]` (a buffer of [`MAX_PATH`] bytes that
 /// may be uninitialised: zeroing it would cost a `memset` call) and NUL-terminates it;

@@ -270,7 +270,7 @@ pub const fn llc_estimate(reported: usize, cpus: usize) -> usize {
 /// [`llc_estimate`] of the CPUID cache sizes for the CPUs this process may run on.
 /// `policy::Plan::llc_effective` asks for it on the first call that needs it.
 pub fn llc_default() -> usize {
-    llc_estimate(used_caches().llc.size, crate::autoload::cpus_available())
+    llc_estimate(used_caches().llc.size, crate::sys::cpus_available())
 }
 
 /// The CPU vendor, as far as blockmem cares.

@@ -77,6 +77,7 @@ pub mod kernel;
 pub mod policy;
 pub mod probe;
 pub mod profile;
+mod sys;
 
 pub use kernel::{Hint, KernelId, Op};
 

@@ -335,7 +335,7 @@ impl Plan {
     /// estimate, worked out on first use: its cache enumeration takes 18 CPUID
     /// instructions, each an exit to the hypervisor in a virtual machine, which every
     /// process started under the shim would pay for a figure only large probed calls
-    /// use (`docs/results/notes/dispatch.md`).
+    /// use (`docs/results/epyc-zen5-2vcpu/written-lately/dispatch-notes.md`).
     #[inline]
     pub fn llc_effective(&self) -> usize {
         match self.llc_effective.load(Ordering::Relaxed) {
@@ -754,7 +754,7 @@ pub fn entry_of(k: KernelId, op: Op) -> *mut () {
 /// table's `copy.` or `set.loop_temporal_max` for the op: the largest block that a
 /// loop writing it again and again wrote faster with temporal stores than streamed, as
 /// calibration measures it (the lab's `reuse` loop cells). Where that bound lies is
-/// the host's: `docs/results/notes/dispatch.md` has the figures.
+/// the host's: `docs/results/epyc-zen5-2vcpu/written-lately/dispatch-notes.md` has the figures.
 pub fn keeps_streamed(k: KernelId, hint: Hint, n: usize, max: usize, forced: bool) -> bool {
     k.streams() && hint != Hint::NoReuse && !forced && n <= max
 }

@@ -7,7 +7,7 @@ use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
 use crate::kernel::{Hint, Op};
 
-use super::large::{copy_large, set_large};
+use super::large::{copy_large, set_large, DISJOINT};
 use super::publish::{plan, small_path, SMALL_WIDE};
 
 /// Largest size the x86-64 inline SSE2 rung handles (8 × 16 bytes).
@@ -67,14 +67,6 @@ pub(super) fn opaque(mut p: *mut u8) -> *mut u8 {
     };
     p
 }
-
-/// What a copy entry may assume about its ranges (the `K` of [`copy_entry`]).
-pub(super) const DISJOINT: u8 = 0;
-/// The ranges may overlap: memmove.
-pub(super) const MOVE: u8 = 1;
-/// The ranges should not overlap but might: the shim's `memcpy`, which copies
-/// overlapping ranges as a move (see the preload crate's docs).
-pub(super) const FORGIVE: u8 = 2;
 
 /// The entry every door shares (the Rust API, the C ABI, the preload shim's
 /// `memcpy`/`memmove`): one relaxed load of `publish::SMALL`, then, with AVX-512BW,

@@ -9,9 +9,16 @@ use crate::kernel::{CopyFn, Hint, KernelId, Op, SetFn};
 use crate::policy::{self, Choice, Known, Plan};
 use crate::profile::{Family, State};
 
-use super::ladder::{copy_entry, set_entry, DISJOINT, MOVE};
 use super::memory::{met_again, remember_streamed, streamed_window, tsc, written_lately};
 use super::publish::{plan, published};
+
+/// What a copy entry may assume about its ranges (the `K` of `ladder::copy_entry`).
+pub(super) const DISJOINT: u8 = 0;
+/// The ranges may overlap: memmove.
+pub(super) const MOVE: u8 = 1;
+/// The ranges should not overlap but might: the shim's `memcpy`, which copies
+/// overlapping ranges as a move (see the preload crate's docs).
+pub(super) const FORGIVE: u8 = 2;
 
 /// The state of a block from one timed load of its middle line, or past the LLC of a
 /// line half the LLC from its end ([`policy::probe_offset`]), after an untimed load
@@ -230,7 +237,7 @@ pub(super) unsafe fn as_set(f: *mut ()) -> SetFn {
 }
 
 /// The first large call of the process (nothing published yet): initialise, then run
-/// the call again through its entry, or, where the initialisation is already under
+/// the call again through the plan, or, where the initialisation is already under
 /// way further up this thread's stack (a re-entered call publishes nothing), with
 /// the portable kernel.
 ///
@@ -244,9 +251,9 @@ unsafe fn first_call(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize, h
     unsafe {
         if published().is_some() {
             match op {
-                Op::Copy => copy_entry::<DISJOINT>(dst, src, n, hint),
-                Op::Move => copy_entry::<MOVE>(dst, src, n, hint),
-                Op::Set | Op::Zero => set_entry(dst, byte, n, hint),
+                Op::Copy => copy_large::<DISJOINT>(dst, src, n, hint),
+                Op::Move => copy_large::<MOVE>(dst, src, n, hint),
+                Op::Set | Op::Zero => set_large(dst, byte, n, hint),
             };
             return;
         }

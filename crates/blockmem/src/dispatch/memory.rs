@@ -188,7 +188,7 @@ static STREAMED_NEXT: AtomicUsize = AtomicUsize::new(0);
 /// LLC's worth of other data, `llc - n` bytes, at 32 bytes a tick. A block met again
 /// sooner would most likely still be cached had it been written there; one met later
 /// may have been evicted by other work, and is streamed again (figures:
-/// `docs/results/notes/dispatch.md`).
+/// `docs/results/epyc-zen5-2vcpu/written-lately/dispatch-notes.md`).
 pub const fn streamed_window(llc: usize, n: usize) -> usize {
     n / 4 + llc.saturating_sub(n) / 32
 }

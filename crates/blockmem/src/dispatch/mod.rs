@@ -51,7 +51,8 @@ pub mod wide;
 
 use crate::kernel::Hint;
 use crate::policy;
-use ladder::{copy_entry, set_entry, DISJOINT, FORGIVE, MOVE};
+use ladder::{copy_entry, set_entry};
+use large::{DISJOINT, FORGIVE, MOVE};
 
 pub use ladder::inline_max;
 pub use memory::{

@@ -345,7 +345,7 @@ pub fn mask_features(f: Features) {
 /// or further when the ranges are disjoint) and sets up to [`SET_WIDE_MAX`] inline with
 /// the masked and 64-byte paths of `arch::x86_64::masked`: with sizes that vary call to
 /// call they avoid the ladder's mispredictions and the indirect call into a kernel
-/// (`docs/results/xeon-avx512-2vcpu/doors`; figures in `docs/results/notes/dispatch.md`).
+/// (`docs/results/xeon-avx512-2vcpu/doors`; figures in `docs/results/epyc-zen5-2vcpu/written-lately/dispatch-notes.md`).
 #[inline(always)]
 pub(super) fn wide_small(f: u32) -> bool {
     let need = Features::AVX512BW.union(Features::BMI2).bits();

@@ -7,10 +7,8 @@ use crate::arch::generic::disjoint;
 use crate::kernel::Hint;
 use crate::profile::Family;
 
-use super::ladder::{
-    copy_wide, copy_wide_inline, set_wide, set_wide_inline, DISJOINT, FORGIVE, MOVE, SET_WIDE_MAX,
-};
-use super::large::{as_copy, as_set, auto_entry};
+use super::ladder::{copy_wide, copy_wide_inline, set_wide, set_wide_inline, SET_WIDE_MAX};
+use super::large::{as_copy, as_set, auto_entry, DISJOINT, FORGIVE, MOVE};
 
 /// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX-512 bodies.
 pub const LEVEL_AVX512: u8 = 1;
@@ -126,7 +124,7 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
 /// `BLOCKMEM_HINT_AUTO`, every call through the shim) whose band runs a kernel goes
 /// straight to it: one load of the plan, the band search, one indirect jump, without
 /// decoding the hint, testing the inline classes again or computing the row as
-/// `copy_wide` and `copy_large` would (`docs/results/notes/dispatch.md`). A move runs the band's move kernel, a
+/// `copy_wide` and `copy_large` would (`docs/results/epyc-zen5-2vcpu/written-lately/dispatch-notes.md`). A move runs the band's move kernel, a
 /// copy its copy kernel, and the shim's forgiving `memcpy` the one its ranges call for
 /// (as `large::copy_large` chooses, so that the kernel a trace reports is the one that ran).
 /// Anything else (another hint, a probing band, no plan yet) takes the general path.
