@@ -243,18 +243,13 @@ fn static_library_matches_the_reference() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn static_library_binds_its_entries_to_the_cpu() {
-    use blockmem::arch::x86_64::entry::{Bodies, LEVEL_AVX2, LEVEL_AVX512};
     for mask in ["", "avx512f", "avx"] {
         let out = run_ok(
             plain(static_memops())
                 .env("BLOCKMEM_MASK_FEATURES", mask)
                 .args(["slots", "quick", "pagedge"]),
         );
-        let want = match expected_level(mask) {
-            LEVEL_AVX512 => Some(Bodies::Avx512),
-            LEVEL_AVX2 => Some(Bodies::Avx2),
-            _ => None,
-        };
+        let want = expected_bodies(mask);
         let got = slots(&out.stdout);
         assert_eq!(got.len(), 6, "{}", String::from_utf8_lossy(&out.stdout));
         for (name, form, _) in got {

@@ -97,12 +97,7 @@ fn install_then_link_shared_static_and_preload() {
     // code was written or left writable (`slots` checks /proc/self/maps and smaps).
     #[cfg(target_arch = "x86_64")]
     {
-        use blockmem::arch::x86_64::entry::{Bodies, LEVEL_AVX2, LEVEL_AVX512};
-        let want = match expected_level("") {
-            LEVEL_AVX512 => Some(Bodies::Avx512),
-            LEVEL_AVX2 => Some(Bodies::Avx2),
-            _ => None,
-        };
+        let want = expected_bodies("");
         let got = slots(&out.stdout);
         assert_eq!(got.len(), 6, "{}", String::from_utf8_lossy(&out.stdout));
         for (name, form, _) in got {

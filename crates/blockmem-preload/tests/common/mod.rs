@@ -302,6 +302,18 @@ pub fn slots(
         .collect()
 }
 
+/// The bodies an IFUNC entry of the C ABI binds to on this CPU with `mask` masked off
+/// (`None`: the general path).
+#[cfg(target_arch = "x86_64")]
+pub fn expected_bodies(mask: &str) -> Option<blockmem::arch::x86_64::entry::Bodies> {
+    use blockmem::arch::x86_64::entry::{Bodies, LEVEL_AVX2, LEVEL_AVX512};
+    match expected_level(mask) {
+        LEVEL_AVX512 => Some(Bodies::Avx512),
+        LEVEL_AVX2 => Some(Bodies::Avx2),
+        _ => None,
+    }
+}
+
 /// The level of entry bodies this CPU runs with `mask` masked off
 /// (`BLOCKMEM_MASK_FEATURES`: "", "avx512f" or "avx").
 #[cfg(target_arch = "x86_64")]
