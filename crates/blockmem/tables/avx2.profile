@@ -1,11 +1,13 @@
-# blockmem built-in table: avx2 (AVX2 without AVX-512 or CLZERO: Intel, in practice),
-# used until `blockmem calibrate` measures the host. Rules for every built-in table:
-# `builtin.rs`.
-# Copies: rep_movsb from 4KiB where the destination may be cached (as glibc's AVX2
-# path), avx2_pw from 4KiB to a destination probed cold or fresh; sets: rep_stosb from
-# 64KiB; avx2_nt streams a destination probed cold.
+# blockmem built-in table: avx2 (AVX2 without FSRM or CLZERO: Intel, in practice, with
+# or without AVX-512), used until `blockmem calibrate` measures the host. Rules for every
+# built-in table: `builtin.rs`.
+# Copies: rep_movsb from 8KiB where the destination may be cached (glibc's threshold on
+# such CPUs with AVX-512; below it `rep movsb` lost to vectors on destinations out of
+# cache, 0.6x glibc at 4 KiB), avx2_pw from 4KiB to a destination probed cold or fresh;
+# sets: rep_stosb from 64KiB; avx2_nt streams a destination probed cold.
 # evidence: docs/results/xeon-avx512-2vcpu/policy-builtin-avx2-emulated
 # evidence: docs/results/xeon-avx512-2vcpu/doors-avx2-emulated
+# evidence: docs/results/xeon-clx-2vcpu/avx2-table
 version = 2
 llc_effective = 0  # 0: the host's estimate, cpu::llc_estimate, filled in at start
 probe_hit_max = 150  # a probe load of at most this many TSC cycles hit the cache
@@ -16,18 +18,18 @@ probe_fault_min = 900  # a first touch of the page slower than this took a page 
 copy.loop_temporal_max = 1MiB
 set.loop_temporal_max = half-llc
 
-copy.auto.unknown    = from 0: avx2; from 4KiB: rep_movsb; from 1MiB: probe
-copy.auto.cached     = from 0: avx2; from 4KiB: rep_movsb
+copy.auto.unknown    = from 0: avx2; from 8KiB: rep_movsb; from 1MiB: probe
+copy.auto.cached     = from 0: avx2; from 8KiB: rep_movsb
 copy.auto.cold       = from 0: avx2; from 4KiB: avx2_pw; from 8MiB: avx2_nt
 copy.auto.fresh      = from 0: avx2; from 4KiB: avx2_pw
 
-copy.reuse.unknown   = from 0: avx2; from 4KiB: rep_movsb; from 1MiB: probe
-copy.reuse.cached    = from 0: avx2; from 4KiB: rep_movsb
+copy.reuse.unknown   = from 0: avx2; from 8KiB: rep_movsb; from 1MiB: probe
+copy.reuse.cached    = from 0: avx2; from 8KiB: rep_movsb
 copy.reuse.cold      = from 0: avx2; from 4KiB: avx2_pw; from 8MiB: avx2_nt
 copy.reuse.fresh     = from 0: avx2; from 4KiB: avx2_pw
 
-copy.noreuse.unknown = from 0: avx2; from 4KiB: rep_movsb; from 16KiB: probe
-copy.noreuse.cached  = from 0: avx2; from 4KiB: rep_movsb
+copy.noreuse.unknown = from 0: avx2; from 8KiB: rep_movsb; from 16KiB: probe
+copy.noreuse.cached  = from 0: avx2; from 8KiB: rep_movsb
 copy.noreuse.cold    = from 0: avx2; from 4KiB: avx2_pw; from 16KiB: avx2_nt
 copy.noreuse.fresh   = from 0: avx2; from 4KiB: avx2_pw
 
