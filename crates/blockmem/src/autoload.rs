@@ -104,6 +104,31 @@ pub(crate) mod sys {
 
     pub(crate) use crate::sys::syscall4;
 
+    const SYS_READ: usize = 0;
+    const SYS_CLOSE: usize = 3;
+
+    /// Opens the NUL-terminated `path` read-only, `O_NONBLOCK | O_CLOEXEC` (a FIFO or
+    /// device never blocks the open); the descriptor, or a negative errno.
+    ///
+    /// # Safety
+    /// `path` is NUL-terminated.
+    unsafe fn open_read(path: &[u8]) -> isize {
+        const SYS_OPENAT: usize = 257;
+        const AT_FDCWD: isize = -100;
+        const O_RDONLY_NONBLOCK_CLOEXEC: usize = 0o4000 | 0o2000000;
+        debug_assert!(path.last() == Some(&0));
+        // SAFETY: a NUL-terminated path (contract); the kernel only reads it.
+        unsafe {
+            syscall4(
+                SYS_OPENAT,
+                AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                O_RDONLY_NONBLOCK_CLOEXEC,
+                0,
+            )
+        }
+    }
+
     /// Why a file was not read.
     pub enum ReadError {
         /// It cannot be opened or read.
@@ -127,12 +152,7 @@ pub(crate) mod sys {
         buf: *mut u8,
         cap: usize,
     ) -> Result<Option<usize>, ReadError> {
-        const SYS_READ: usize = 0;
-        const SYS_CLOSE: usize = 3;
         const SYS_FSTAT: usize = 5;
-        const SYS_OPENAT: usize = 257;
-        const AT_FDCWD: isize = -100;
-        const O_RDONLY_NONBLOCK_CLOEXEC: usize = 0o4000 | 0o2000000;
         // `struct stat` on x86-64 Linux: 144 bytes, `st_mode` (u32) at byte 24.
         const STAT_WORDS: usize = 18;
         const ST_MODE_WORD: usize = 3;
@@ -143,13 +163,7 @@ pub(crate) mod sys {
         // kernel writes a whole `struct stat` into `st` when fstat succeeds, and only
         // then is it read.
         unsafe {
-            let fd = syscall4(
-                SYS_OPENAT,
-                AT_FDCWD as usize,
-                path.as_ptr() as usize,
-                O_RDONLY_NONBLOCK_CLOEXEC,
-                0,
-            );
+            let fd = open_read(path);
             if fd < 0 {
                 return Err(ReadError::Unreadable);
             }
@@ -202,22 +216,11 @@ pub(crate) mod sys {
     /// # Safety
     /// `buf` valid for `cap` writes.
     pub unsafe fn scan_proc_environ(name: &[u8], buf: *mut u8, cap: usize) -> Option<usize> {
-        const SYS_READ: usize = 0;
-        const SYS_CLOSE: usize = 3;
-        const SYS_OPENAT: usize = 257;
-        const AT_FDCWD: isize = -100;
-        const O_RDONLY_CLOEXEC: usize = 0o2000000;
         const CHUNK: usize = 512;
         let path = b"/proc/self/environ\0";
         // SAFETY: a NUL-terminated path; reads go to `chunk`, writes to buf[..cap].
         unsafe {
-            let fd = syscall4(
-                SYS_OPENAT,
-                AT_FDCWD as usize,
-                path.as_ptr() as usize,
-                O_RDONLY_CLOEXEC,
-                0,
-            );
+            let fd = open_read(path);
             if fd < 0 {
                 return None;
             }
