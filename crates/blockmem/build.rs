@@ -166,7 +166,30 @@ fn emit(out: &mut String, path: &Path, t: &Table) {
         out,
         "/// `tables/{stem}.profile`.\npub static {name}: Table = Table {{\n    rows: ["
     );
-    for (f, h, s, row) in t.keyed_rows() {
+    emit_rows(out, t.keyed_rows());
+    let _ = writeln!(out, "    ],\n    contended: [");
+    emit_rows(out, t.keyed_contended_rows());
+    let [copy, set] = t.loop_temporal_max;
+    let _ = writeln!(
+        out,
+        "    ],\n    contended_given: {},\n    contended_calls: {},\n    llc_effective: {},\n    probe_hit_max: {},\n    probe_fault_min: {},\n    loop_temporal_max: [{}, {}],\n}};",
+        t.contended_given,
+        t.contended_calls,
+        size(t.llc_effective),
+        t.probe_hit_max,
+        t.probe_fault_min,
+        size(copy),
+        size(set),
+    );
+    let _ = writeln!(out, "/// The text of `tables/{stem}.profile`.\npub const {name}_TEXT: &str = include_str!({:?});\n", path.display().to_string());
+}
+
+/// Writes rows as `row(&[Band { .. }, ..]),` lines, each under its key.
+fn emit_rows<'a>(
+    out: &mut String,
+    rows: impl Iterator<Item = (profile::Family, Hint, profile::State, &'a profile::Row)>,
+) {
+    for (f, h, s, row) in rows {
         let _ = write!(
             out,
             "        // {}\n        row(&[",
@@ -181,15 +204,4 @@ fn emit(out: &mut String, path: &Path, t: &Table) {
         }
         let _ = writeln!(out, "]),");
     }
-    let [copy, set] = t.loop_temporal_max;
-    let _ = writeln!(
-        out,
-        "    ],\n    llc_effective: {},\n    probe_hit_max: {},\n    probe_fault_min: {},\n    loop_temporal_max: [{}, {}],\n}};",
-        size(t.llc_effective),
-        t.probe_hit_max,
-        t.probe_fault_min,
-        size(copy),
-        size(set),
-    );
-    let _ = writeln!(out, "/// The text of `tables/{stem}.profile`.\npub const {name}_TEXT: &str = include_str!({:?});\n", path.display().to_string());
 }

@@ -48,7 +48,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering}
 
 use crate::cpu::Features;
 use crate::kernel::{KernelId, Op};
-use crate::profile::{row_index, Action, Family, State, Table, MAX_BANDS, ROWS};
+use crate::profile::{row_index, Action, Family, Row, State, Table, MAX_BANDS, ROWS};
 use crate::Hint;
 
 pub use crate::profile::PROBE_MIN_BYTES;
@@ -146,6 +146,14 @@ impl RecallRow {
 /// for the right op), so the worst outcome is a call run by the other table's kernel.
 pub struct Plan {
     rows: [PlanRow; ROWS],
+    /// The table's contended rows, compiled as `rows`.
+    contended: [PlanRow; ROWS],
+    /// Per family and hint, the smallest size at which a contended row does something
+    /// else than its twin (`usize::MAX`: never): calls from there count the large calls
+    /// in flight.
+    contend_from: [AtomicUsize; ROWS / 4],
+    /// The table's `contended_calls`.
+    contended_calls: AtomicUsize,
     llc_effective: AtomicUsize,
     probe_hit_max: AtomicUsize,
     probe_fault_min: AtomicUsize,
@@ -155,6 +163,8 @@ pub struct Plan {
     forced: AtomicBool,
     /// Per family and hint, the entry points of the `unknown` row's recalling bands.
     recalls: [RecallRow; ROWS / 4],
+    /// The same for the contended `unknown` rows.
+    contended_recalls: [RecallRow; ROWS / 4],
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -195,6 +205,17 @@ pub enum Known {
     /// A probed call streamed this block lately and meets it again
     /// (`dispatch::met_again`).
     StreamedLately,
+}
+
+/// Whether a call shares the memory system: other large calls of the process in
+/// flight, as many as the table's `contended_calls` with it, make it contended, and it
+/// reads the table's contended rows (seed 004).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Load {
+    /// Fewer large calls in flight: the rows.
+    Alone,
+    /// Enough: the contended rows.
+    Contended,
 }
 
 /// The answer of [`Plan::choose`]: a kernel and its entry point (a `CopyFn`, or a
@@ -309,6 +330,9 @@ impl Plan {
     #[allow(clippy::declare_interior_mutable_const)]
     pub const UNCOMPILED: Plan = Plan {
         rows: [ROW_INIT; ROWS],
+        contended: [ROW_INIT; ROWS],
+        contend_from: [const { AtomicUsize::new(usize::MAX) }; ROWS / 4],
+        contended_calls: AtomicUsize::new(usize::MAX),
         llc_effective: AtomicUsize::new(0),
         probe_hit_max: AtomicUsize::new(0),
         probe_fault_min: AtomicUsize::new(0),
@@ -316,6 +340,7 @@ impl Plan {
         features: AtomicUsize::new(0),
         forced: AtomicBool::new(false),
         recalls: [RECALL_INIT; ROWS / 4],
+        contended_recalls: [RECALL_INIT; ROWS / 4],
     };
 
     /// The compiled row of a family, hint and state.
@@ -324,10 +349,46 @@ impl Plan {
         &self.rows[row_index(family, hint, state)]
     }
 
+    /// The compiled row of a family, hint and state for a call alone or contended.
+    #[inline(always)]
+    pub fn row_under(&self, load: Load, family: Family, hint: Hint, state: State) -> &PlanRow {
+        match load {
+            Load::Alone => self.row(family, hint, state),
+            Load::Contended => &self.contended[row_index(family, hint, state)],
+        }
+    }
+
     /// The entry points of the recalling bands of a family's and hint's `unknown` row.
     #[inline(always)]
     pub fn recalls(&self, family: Family, hint: Hint) -> &RecallRow {
         &self.recalls[row_index(family, hint, State::Unknown) / State::ALL.len()]
+    }
+
+    /// The smallest size at which a call of this family and hint may do something else
+    /// when contended than alone (`usize::MAX`: never). A call of at least this size
+    /// counts the large calls in flight and asks [`Plan::choose`] with what it found;
+    /// smaller calls read the compiled rows and never count.
+    #[inline(always)]
+    pub fn contend_from(&self, family: Family, hint: Hint) -> usize {
+        self.contend_from[row_index(family, hint, State::Unknown) / State::ALL.len()]
+            .load(Ordering::Relaxed)
+    }
+
+    /// Makes every call read the rows of a call alone: no size counts the calls in
+    /// flight (the contention input switched off).
+    pub fn alone_only(&self) {
+        let mut i = 0;
+        while i < self.contend_from.len() {
+            self.contend_from[i].store(usize::MAX, Ordering::Relaxed);
+            i += 1;
+        }
+    }
+
+    /// How many large calls in flight, the call itself included, make it contended
+    /// (the table's `contended_calls`).
+    #[inline]
+    pub fn contended_calls(&self) -> usize {
+        self.contended_calls.load(Ordering::Relaxed)
     }
 
     /// The effective LLC the table was measured with (for [`probe_offset`]); for a
@@ -383,19 +444,28 @@ impl Plan {
     }
 
     /// The decision of a call: which kernel `op` on `n` bytes with `hint` runs, given
-    /// what is `known` of its destination, or what the caller must find out first (see
-    /// the module docs, "The decision"). `overlap`: the ranges of a move share bytes
-    /// and the caller has not probed (the destination is read as the source: cached);
-    /// the answer then never names a streaming kernel, but its temporal stand-in.
-    pub fn choose(&self, op: Op, n: usize, hint: Hint, known: Known, overlap: bool) -> Choice {
+    /// what is `known` of its destination and whether it shares the memory system
+    /// (`load`: the contended rows), or what the caller must find out first (see the
+    /// module docs, "The decision"). `overlap`: the ranges of a move share bytes and
+    /// the caller has not probed (the destination is read as the source: cached); the
+    /// answer then never names a streaming kernel, but its temporal stand-in.
+    pub fn choose(
+        &self,
+        op: Op,
+        n: usize,
+        hint: Hint,
+        known: Known,
+        load: Load,
+        overlap: bool,
+    ) -> Choice {
         let second = matches!(op, Op::Move | Op::Zero);
         let band = self
-            .row(Family::of(op), hint, State::Unknown)
+            .row_under(load, Family::of(op), hint, State::Unknown)
             .step(n, second);
         let choice = match (known, band) {
-            (Known::Probed(state), _) => self.probed(op, n, hint, state),
+            (Known::Probed(state), _) => self.probed(op, n, hint, state, load),
             (Known::WrittenLately, Step::Recall(own)) => {
-                let (k, f) = self.run_or_portable(op, n, hint, State::Cached);
+                let (k, f) = self.run_or_portable(op, n, hint, State::Cached, load);
                 if k.streams() {
                     Choice::Run(own, entry_of(own, op))
                 } else {
@@ -403,7 +473,7 @@ impl Plan {
                 }
             }
             (Known::StreamedLately, _) => {
-                let (k, f) = self.run_or_portable(op, n, hint, State::Cached);
+                let (k, f) = self.run_or_portable(op, n, hint, State::Cached, load);
                 if k.streams() {
                     let k = best_temporal(self.features(), op);
                     Choice::Run(k, entry_of(k, op))
@@ -413,7 +483,7 @@ impl Plan {
             }
             (_, Step::Run(k, f)) => Choice::Run(k, f),
             (_, Step::Recall(k)) => Choice::Recall(k, entry_of(k, op)),
-            (_, Step::Probe) if overlap => self.probed(op, n, hint, State::Cached),
+            (_, Step::Probe) if overlap => self.probed(op, n, hint, State::Cached, load),
             (_, Step::Probe) => Choice::Probe,
         };
         match choice {
@@ -427,8 +497,8 @@ impl Plan {
 
     /// [`Plan::choose`] after a probe found `state`: the band of the state's row, which
     /// asks the memory of streamed blocks where [`keeps_streamed`] says so.
-    fn probed(&self, op: Op, n: usize, hint: Hint, state: State) -> Choice {
-        let (k, f) = self.run_or_portable(op, n, hint, state);
+    fn probed(&self, op: Op, n: usize, hint: Hint, state: State, load: Load) -> Choice {
+        let (k, f) = self.run_or_portable(op, n, hint, state, load);
         // The bound is read for a streaming kernel only: it may ask the CPU for the LLC.
         if k.streams() && keeps_streamed(k, hint, n, self.loop_temporal_max(op), self.forced()) {
             Choice::Stream(k, f)
@@ -441,21 +511,44 @@ impl Plan {
     /// recalling band's own kernel, and the portable kernel where the band probes (an
     /// uncompiled plan, or one torn by racing installs: never a known-state row of a
     /// compiled plan).
-    fn run_or_portable(&self, op: Op, n: usize, hint: Hint, state: State) -> (KernelId, *mut ()) {
+    fn run_or_portable(
+        &self,
+        op: Op,
+        n: usize,
+        hint: Hint,
+        state: State,
+        load: Load,
+    ) -> (KernelId, *mut ()) {
         let second = matches!(op, Op::Move | Op::Zero);
-        match self.row(Family::of(op), hint, state).step(n, second) {
+        match self
+            .row_under(load, Family::of(op), hint, state)
+            .step(n, second)
+        {
             Step::Run(k, f) => (k, f),
             Step::Recall(k) => (k, entry_of(k, op)),
             Step::Probe => (KernelId::Portable, entry_of(KernelId::Portable, op)),
         }
     }
 
-    /// The kernel [`Plan::choose`] names for a call whose destination a probe found in
-    /// `dst` (`Unknown`: not probed; `None` where the band probes), for a destination
-    /// neither written nor streamed lately. What `blockmem_choose`, `blockmem info` and
-    /// the tracer's statistics report.
+    /// The kernel [`Plan::choose`] names for a call alone whose destination a probe
+    /// found in `dst` (`Unknown`: not probed; `None` where the band probes), for a
+    /// destination neither written nor streamed lately. What `blockmem_choose`,
+    /// `blockmem info` and the tracer's statistics report.
     pub fn decide(
         &self,
+        op: Op,
+        n: usize,
+        hint: Hint,
+        overlap: bool,
+        dst: State,
+    ) -> Option<KernelId> {
+        self.decide_under(Load::Alone, op, n, hint, overlap, dst)
+    }
+
+    /// [`Plan::decide`] for a call alone or contended.
+    pub fn decide_under(
+        &self,
+        load: Load,
         op: Op,
         n: usize,
         hint: Hint,
@@ -466,7 +559,7 @@ impl Plan {
             State::Unknown => Known::Unknown,
             probed => Known::Probed(probed),
         };
-        match self.choose(op, n, hint, known, overlap) {
+        match self.choose(op, n, hint, known, load, overlap) {
             Choice::Run(k, _) | Choice::Recall(k, _) | Choice::Stream(k, _) => Some(k),
             Choice::Probe => None,
         }
@@ -480,40 +573,25 @@ impl Plan {
     pub fn hint_matters_from(&self, family: Family) -> usize {
         // Index loops only: iterator adapters over rows would be `memcpy` calls in an
         // unoptimised build (this runs inside the shim's constructor).
-        let hints = [Hint::Reuse, Hint::NoReuse];
-        let mut first = usize::MAX;
-        let mut h = 0;
-        while h < hints.len() {
-            let mut s = 0;
-            while s < State::ALL.len() {
-                let auto = self.row(family, Hint::Auto, State::ALL[s]);
-                let hinted = self.row(family, hints[h], State::ALL[s]);
-                let mut i = 0;
-                while i <= MAX_BANDS {
-                    // Band starts: 0, then every bound below `usize::MAX`.
-                    let starts = if i == 0 {
-                        [0, 0]
-                    } else {
-                        [
-                            auto.below[i - 1].load(Ordering::Relaxed),
-                            hinted.below[i - 1].load(Ordering::Relaxed),
-                        ]
-                    };
-                    let mut k = 0;
-                    while k < 2 {
-                        let n = starts[k];
-                        if n < first && n != usize::MAX && steps_differ(auto, hinted, n) {
-                            first = n;
-                        }
-                        k += 1;
-                    }
-                    i += 1;
-                }
-                s += 1;
-            }
-            h += 1;
-        }
-        first
+        let auto = row_index(family, Hint::Auto, State::Unknown);
+        let states = State::ALL.len();
+        let reuse = first_difference(
+            &self.rows[auto..auto + states],
+            &self.rows[row_index(family, Hint::Reuse, State::Unknown)..],
+        );
+        let noreuse = first_difference(
+            &self.rows[auto..auto + states],
+            &self.rows[row_index(family, Hint::NoReuse, State::Unknown)..],
+        );
+        let reuse_c = first_difference(
+            &self.contended[auto..auto + states],
+            &self.contended[row_index(family, Hint::Reuse, State::Unknown)..],
+        );
+        let noreuse_c = first_difference(
+            &self.contended[auto..auto + states],
+            &self.contended[row_index(family, Hint::NoReuse, State::Unknown)..],
+        );
+        reuse.min(noreuse).min(reuse_c).min(noreuse_c)
     }
 
     /// The smallest size at which a call of this family and hint probes (`usize::MAX`:
@@ -552,15 +630,57 @@ pub fn compile(t: &Table, f: Features, forced: Option<KernelId>, llc_default: us
     out.forced.store(forced.is_some(), Ordering::Relaxed);
     let mut r = 0;
     while r < ROWS {
-        compile_row(t, r, f, forced, &out.rows[r]);
+        compile_row(&t.rows[r], r, f, forced, &out.rows[r]);
+        compile_row(t.contended_at(r), r, f, forced, &out.contended[r]);
         r += 1;
     }
     let mut r = 0;
     while r < ROWS {
+        let cached = r + State::Cached as usize;
         let rr = &out.recalls[r / State::ALL.len()];
-        mark_recalls(&out.rows[r], &out.rows[r + State::Cached as usize], rr);
+        mark_recalls(&out.rows[r], &out.rows[cached], rr);
+        let rr = &out.contended_recalls[r / State::ALL.len()];
+        mark_recalls(&out.contended[r], &out.contended[cached], rr);
+        out.contend_from[r / State::ALL.len()].store(
+            first_difference(&out.rows[r..r + State::ALL.len()], &out.contended[r..]),
+            Ordering::Relaxed,
+        );
         r += State::ALL.len();
     }
+    out.contended_calls
+        .store(t.contended_calls as usize, Ordering::Relaxed);
+}
+
+/// The smallest band start, in any of the rows `a` (one family's and hint's, one per
+/// state) and their twins `b`, at which a call does something else under `b` than under
+/// `a` (`usize::MAX`: nowhere).
+fn first_difference(a: &[PlanRow], b: &[PlanRow]) -> usize {
+    let mut first = usize::MAX;
+    let mut s = 0;
+    while s < a.len() {
+        let mut i = 0;
+        while i <= MAX_BANDS {
+            let starts = if i == 0 {
+                [0, 0]
+            } else {
+                [
+                    a[s].below[i - 1].load(Ordering::Relaxed),
+                    b[s].below[i - 1].load(Ordering::Relaxed),
+                ]
+            };
+            let mut k = 0;
+            while k < 2 {
+                let n = starts[k];
+                if n < first && n != usize::MAX && steps_differ(&a[s], &b[s], n) {
+                    first = n;
+                }
+                k += 1;
+            }
+            i += 1;
+        }
+        s += 1;
+    }
+    first
 }
 
 /// Marks the bands of the compiled `unknown` row `u` that recall ([`Step::Recall`]),
@@ -674,13 +794,13 @@ fn compile_band(action: Action, fam: Family, f: Features, forced: Option<KernelI
 }
 
 /// Compiles row `r` of `t` into `out`: bands substituted, equal neighbours merged.
-fn compile_row(t: &Table, r: usize, f: Features, forced: Option<KernelId>, out: &PlanRow) {
+fn compile_row(row: &Row, r: usize, f: Features, forced: Option<KernelId>, out: &PlanRow) {
     let fam = if r < ROWS / 2 {
         Family::Copy
     } else {
         Family::Set
     };
-    let bands = t.rows[r].bands();
+    let bands = row.bands();
     let mut written = 0;
     let mut last: Option<Compiled> = None;
     let mut i = 0;
@@ -975,7 +1095,7 @@ mod tests {
         }
         let plan = Plan::UNCOMPILED;
         compile(&recalling(), ALL_X86, None, 0, &plan);
-        let c = |op, n, hint, known| plan.choose(op, n, hint, known, false);
+        let c = |op, n, hint, known| plan.choose(op, n, hint, known, Load::Alone, false);
         let mb = 1 << 20;
         // A probing band asks for the probe; a cold block streams, and within the loop
         // bound asks the memory of streamed blocks, which turns it temporal.
@@ -1001,7 +1121,14 @@ mod tests {
             "{cached:?}"
         );
         // An overlapping move reads the cached row without a probe and never streams.
-        let overlap = plan.choose(Op::Move, 2 * mb, Hint::Auto, Known::Unknown, true);
+        let overlap = plan.choose(
+            Op::Move,
+            2 * mb,
+            Hint::Auto,
+            Known::Unknown,
+            Load::Alone,
+            true,
+        );
         assert_eq!(kernel(overlap), Some(KernelId::Avx512));
         // A recalling band: its own kernel, the cached row's where written lately, its
         // own again where the cached row streams.
@@ -1016,7 +1143,14 @@ mod tests {
         assert!(matches!(hot, Choice::Run(KernelId::RepStosb, _)), "{hot:?}");
         // No memory where a kernel is forced.
         compile(&recalling(), ALL_X86, Some(KernelId::Avx512Nt), 0, &plan);
-        let forced = plan.choose(Op::Copy, 2 * mb, Hint::Auto, Known::Unknown, false);
+        let forced = plan.choose(
+            Op::Copy,
+            2 * mb,
+            Hint::Auto,
+            Known::Unknown,
+            Load::Alone,
+            false,
+        );
         assert!(
             matches!(forced, Choice::Run(KernelId::Avx512Nt, _)),
             "{forced:?}"
@@ -1026,12 +1160,63 @@ mod tests {
             2 * mb,
             Hint::Auto,
             Known::Probed(State::Cold),
+            Load::Alone,
             false,
         );
         assert!(
             matches!(forced, Choice::Run(KernelId::Avx512Nt, _)),
             "{forced:?}"
         );
+    }
+
+    /// A contended row serves contended calls only; calls from the first size where a
+    /// contended row differs count, smaller ones never; switched off, none does.
+    #[test]
+    fn contended_rows_serve_contended_calls_from_where_they_differ() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        let mut t = table();
+        let plan = Plan::UNCOMPILED;
+        compile(&t, ALL_X86, None, 0, &plan);
+        for fam in Family::ALL {
+            for hint in Hint::ALL {
+                assert_eq!(plan.contend_from(fam, hint), usize::MAX, "{fam:?} {hint:?}");
+            }
+        }
+        t.contended_row_mut(Family::Copy, Hint::Auto, State::Cold)
+            .copy_from(
+                &Row::new(&[
+                    Band {
+                        from: 0,
+                        action: Action::Run(KernelId::Avx512),
+                    },
+                    Band {
+                        from: 256 << 10,
+                        action: Action::Run(KernelId::Avx512Nt),
+                    },
+                ])
+                .unwrap(),
+            );
+        compile(&t, ALL_X86, None, 0, &plan);
+        assert_eq!(plan.contend_from(Family::Copy, Hint::Auto), 256 << 10);
+        assert_eq!(plan.contend_from(Family::Copy, Hint::Reuse), usize::MAX);
+        assert_eq!(plan.contend_from(Family::Set, Hint::Auto), usize::MAX);
+        assert_eq!(plan.contended_calls(), 2);
+        let cold = Known::Probed(State::Cold);
+        let run = |n, load| match plan.choose(Op::Copy, n, Hint::Auto, cold, load, false) {
+            Choice::Run(k, _) | Choice::Stream(k, _) | Choice::Recall(k, _) => Some(k),
+            Choice::Probe => None,
+        };
+        assert_eq!(run(512 << 10, Load::Alone), Some(KernelId::Avx512));
+        assert_eq!(run(512 << 10, Load::Contended), Some(KernelId::Avx512Nt));
+        assert_eq!(run(2 << 20, Load::Contended), Some(KernelId::Avx512Nt));
+        assert_eq!(run(128 << 10, Load::Contended), Some(KernelId::Avx512));
+        // An overlapping move never streams, contended or not.
+        let mv = plan.choose(Op::Move, 512 << 10, Hint::Auto, cold, Load::Contended, true);
+        assert!(matches!(mv, Choice::Run(KernelId::Avx512, _)), "{mv:?}");
+        plan.alone_only();
+        assert_eq!(plan.contend_from(Family::Copy, Hint::Auto), usize::MAX);
     }
 
     /// The hot paths read compiled forms of [`Plan::choose`]: a band's entry point, and
@@ -1051,14 +1236,15 @@ mod tests {
                         for (second, op) in [(false, fam.ops()[0]), (true, fam.ops()[1])] {
                             let (own, hot) = plan.recalls(fam, hint).entries(u, n, second);
                             let entry = u.entry(n, second);
-                            match plan.choose(op, n, hint, Known::Unknown, false) {
+                            match plan.choose(op, n, hint, Known::Unknown, Load::Alone, false) {
                                 Choice::Run(_, e) => assert_eq!(entry, e, "{op:?} {n}"),
                                 Choice::Probe => assert!(entry.is_null() && own.is_null()),
                                 Choice::Recall(_, e) => {
                                     assert!(entry.is_null(), "{op:?} {n}");
                                     assert_eq!(own, e, "{op:?} {n}");
                                     let lately = Known::WrittenLately;
-                                    let Choice::Run(_, w) = plan.choose(op, n, hint, lately, false)
+                                    let Choice::Run(_, w) =
+                                        plan.choose(op, n, hint, lately, Load::Alone, false)
                                     else {
                                         panic!("{op:?} {n}: written lately names no kernel");
                                     };

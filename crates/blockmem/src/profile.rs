@@ -35,6 +35,12 @@
 //! calibration writes each row's evidence (the measured times that chose it) as
 //! comments.
 //!
+//! Every row has a contended twin, `FAMILY.HINT.STATE.contended`, which a call reads
+//! instead while at least `contended_calls` large calls of the process are in flight,
+//! itself included (seed 004: copies share the memory system). A file that gives a row
+//! but not its twin has the twin equal to it; calibration measures the twins with the
+//! other CPUs copying (`blockmem calibrate`).
+//!
 //! Parsing needs no allocation and never panics: [`parse`] walks the bytes and reports
 //! the first problem as a [`ProfileError`] with its 1-based line and a reason. A
 //! version-1 profile (the keyed format of earlier releases) is rejected with a message
@@ -66,6 +72,10 @@ pub const DEFAULT_PROBE_HIT_MAX: u32 = 150;
 /// (`docs/results/xeon-avx512-2vcpu/fresh`). Calibration replaces it with the
 /// geometric mean of the two it measures.
 pub const DEFAULT_PROBE_FAULT_MIN: u32 = 900;
+
+/// Default of [`Table::contended_calls`]: a call that finds one other large call of the
+/// process in flight reads the contended rows.
+pub const DEFAULT_CONTENDED_CALLS: u32 = 2;
 
 /// Default largest block the dispatcher writes with temporal stores when a probed call
 /// meets again soon a block it streamed (see `dispatch::keeps_streamed`), for copies
@@ -376,7 +386,7 @@ pub const fn row_index(family: Family, hint: Hint, state: State) -> usize {
 /// Not `Copy`: at 2.4 KiB a copy is a `memcpy` call, which the core may never make
 /// (the shim exports `memcpy`). The core only fills tables in place
 /// ([`Table::copy_from`], [`parse_into`]).
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, Eq, Debug)]
 pub struct Table {
     /// The rows, indexed by [`row_index`].
     pub rows: [Row; ROWS],
@@ -392,6 +402,30 @@ pub struct Table {
     /// writes with temporal stores instead of streaming it when it met the block lately
     /// (a block written again and again; see `dispatch::keeps_streamed`). 0: never.
     pub loop_temporal_max: [usize; LOOP_OPS.len()],
+    /// The rows a call reads while the memory system is shared: while at least
+    /// [`Table::contended_calls`] large calls of the process are in flight, itself
+    /// included. Indexed as `rows`; only those marked in `contended_given` count, the
+    /// others are their twins in `rows` ([`Table::contended_row`]).
+    pub contended: [Row; ROWS],
+    /// One bit per row ([`row_index`]): its contended row was given.
+    pub contended_given: u32,
+    /// How many large calls in flight at once (the call itself included) make a call
+    /// read the contended rows.
+    pub contended_calls: u32,
+}
+
+impl PartialEq for Table {
+    /// Tables are equal when every call decides alike: equal scalars, rows and
+    /// contended rows (a contended row given equal to its twin equals one not given).
+    fn eq(&self, o: &Table) -> bool {
+        self.rows == o.rows
+            && (0..ROWS).all(|r| self.contended_at(r) == o.contended_at(r))
+            && self.contended_calls == o.contended_calls
+            && self.llc_effective == o.llc_effective
+            && self.probe_hit_max == o.probe_hit_max
+            && self.probe_fault_min == o.probe_fault_min
+            && self.loop_temporal_max == o.loop_temporal_max
+    }
 }
 
 impl Table {
@@ -404,6 +438,9 @@ impl Table {
             probe_hit_max: DEFAULT_PROBE_HIT_MAX,
             probe_fault_min: DEFAULT_PROBE_FAULT_MIN,
             loop_temporal_max: DEFAULT_LOOP_TEMPORAL_MAX,
+            contended: [Row::always(Action::Run(k)); ROWS],
+            contended_given: 0,
+            contended_calls: DEFAULT_CONTENDED_CALLS,
         }
     }
 
@@ -412,8 +449,11 @@ impl Table {
         let mut r = 0;
         while r < ROWS {
             self.rows[r].copy_from(&other.rows[r]);
+            self.contended[r].copy_from(&other.contended[r]);
             r += 1;
         }
+        self.contended_calls = other.contended_calls;
+        self.contended_given = other.contended_given;
         self.llc_effective = other.llc_effective;
         self.probe_hit_max = other.probe_hit_max;
         self.probe_fault_min = other.probe_fault_min;
@@ -430,22 +470,77 @@ impl Table {
         &mut self.rows[row_index(family, hint, state)]
     }
 
+    /// The contended row for a family, hint and destination state (see
+    /// [`Table::contended`]).
+    pub fn contended_row(&self, family: Family, hint: Hint, state: State) -> &Row {
+        self.contended_at(row_index(family, hint, state))
+    }
+
+    /// The contended row of index `r`: the given one, else its twin.
+    #[inline]
+    pub fn contended_at(&self, r: usize) -> &Row {
+        if self.contended_given & (1 << r) != 0 {
+            &self.contended[r]
+        } else {
+            &self.rows[r]
+        }
+    }
+
+    /// The contended row, for changing it: given from now on, starting as its twin if
+    /// it was not.
+    pub fn contended_row_mut(&mut self, family: Family, hint: Hint, state: State) -> &mut Row {
+        let r = row_index(family, hint, state);
+        if self.contended_given & (1 << r) == 0 {
+            let (rows, contended) = (&self.rows, &mut self.contended);
+            contended[r].copy_from(&rows[r]);
+            self.contended_given |= 1 << r;
+        }
+        &mut self.contended[r]
+    }
+
     /// Every row with its key, in table order.
     pub fn keyed_rows(&self) -> impl Iterator<Item = (Family, Hint, State, &Row)> {
+        self.keyed(false)
+    }
+
+    /// Every contended row with its key, in table order (twins where not given).
+    pub fn keyed_contended_rows(&self) -> impl Iterator<Item = (Family, Hint, State, &Row)> {
+        self.keyed(true)
+    }
+
+    fn keyed(&self, contended: bool) -> impl Iterator<Item = (Family, Hint, State, &Row)> {
         Family::ALL.into_iter().flat_map(move |fam| {
             Hint::ALL.into_iter().flat_map(move |hint| {
-                State::ALL
-                    .into_iter()
-                    .map(move |st| (fam, hint, st, self.row(fam, hint, st)))
+                State::ALL.into_iter().map(move |st| {
+                    let row = if contended {
+                        self.contended_row(fam, hint, st)
+                    } else {
+                        self.row(fam, hint, st)
+                    };
+                    (fam, hint, st, row)
+                })
             })
         })
+    }
+
+    /// True if some contended row differs from its twin: the table makes calls count
+    /// the large calls in flight.
+    pub fn has_contended_rows(&self) -> bool {
+        let mut r = 0;
+        while r < ROWS {
+            if *self.contended_at(r) != self.rows[r] {
+                return true;
+            }
+            r += 1;
+        }
+        false
     }
 
     /// Checks the rules no file may break: kernels fit their family, `probe` only in
     /// unknown rows and never below [`PROBE_MIN_BYTES`]. Returns the first offending
     /// row and why.
     pub fn check(&self) -> Result<(), (Family, Hint, State, ErrorKind)> {
-        for (fam, hint, st, row) in self.keyed_rows() {
+        for (fam, hint, st, row) in self.keyed_rows().chain(self.keyed_contended_rows()) {
             check_row(fam, st, row).map_err(|kind| (fam, hint, st, kind))?;
         }
         Ok(())
@@ -518,11 +613,13 @@ pub enum ErrorKind {
     /// The path names something other than a regular file (a directory, FIFO or
     /// device), which is never opened in a way that could block.
     NotRegularFile,
+    /// `contended_calls` below 2 (a call is never contended by itself alone).
+    ContendedCallsBelowTwo,
 }
 
 impl ErrorKind {
     /// Every kind, in a fixed order (the versioned one with version 0).
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::MissingVersion,
         ErrorKind::UnsupportedVersion(0),
         ErrorKind::NotKeyValue,
@@ -541,6 +638,7 @@ impl ErrorKind {
         ErrorKind::NotUtf8,
         ErrorKind::Unreadable,
         ErrorKind::NotRegularFile,
+        ErrorKind::ContendedCallsBelowTwo,
     ];
 
     /// The reason, in words.
@@ -549,7 +647,7 @@ impl ErrorKind {
             ErrorKind::MissingVersion => "missing `version = 2` before the first key",
             ErrorKind::UnsupportedVersion(_) => "unsupported profile version: this build reads version 2 decision tables; re-run `blockmem calibrate`",
             ErrorKind::NotKeyValue => "expected `key = value`, a comment (#) or a blank line",
-            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold|fresh; other keys: llc_effective, probe_hit_max, probe_fault_min, copy.loop_temporal_max, set.loop_temporal_max)",
+            ErrorKind::UnknownKey => "unknown key (rows are FAMILY.HINT.STATE: copy|set . auto|reuse|noreuse . unknown|cached|cold|fresh; FAMILY.HINT.STATE.contended: the contended rows; other keys: llc_effective, probe_hit_max, probe_fault_min, copy.loop_temporal_max, set.loop_temporal_max, contended_calls)",
             ErrorKind::DuplicateKey => "key given twice",
             ErrorKind::BadSize => "expected a byte count such as 65536, 64KiB, 8MiB or 1GiB",
             ErrorKind::Overflow => "number too large",
@@ -564,6 +662,7 @@ impl ErrorKind {
             ErrorKind::NotUtf8 => "file is not UTF-8 text",
             ErrorKind::Unreadable => "cannot open or read the file named by BLOCKMEM_PROFILE",
             ErrorKind::NotRegularFile => "not a regular file (a directory, FIFO or device is never read)",
+            ErrorKind::ContendedCallsBelowTwo => "contended_calls counts the call itself: at least 2",
         }
     }
 }
@@ -595,6 +694,8 @@ impl fmt::Display for ProfileError {
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Provenance {
     rows: u32,
+    contended_rows: u32,
+    contended_calls: bool,
     llc_effective: bool,
     probe_hit_max: bool,
     probe_fault_min: bool,
@@ -609,6 +710,10 @@ impl Provenance {
     /// Number of rows the file gave.
     pub fn rows_from_file(self) -> u32 {
         self.rows.count_ones()
+    }
+    /// True if the contended row was in the file (false: its twin, or the defaults').
+    pub fn contended_row_from_file(self, family: Family, hint: Hint, state: State) -> bool {
+        self.contended_rows & (1 << row_index(family, hint, state)) != 0
     }
     /// True if the file gave `op`'s `loop_temporal_max` (a move's is the copy's,
     /// zeroing's the set's).
@@ -644,13 +749,21 @@ pub fn parse_size(s: &str) -> Result<usize, ErrorKind> {
     n.checked_mul(1 << shift).ok_or(ErrorKind::Overflow)
 }
 
-/// Parses a row key `FAMILY.HINT.STATE`.
-fn parse_row_key(key: &str) -> Option<(Family, Hint, State)> {
+/// The suffix of a contended row's key (`copy.auto.cold.contended`).
+const CONTENDED: &str = "contended";
+
+/// Parses a row key `FAMILY.HINT.STATE`, or `FAMILY.HINT.STATE.contended` (true).
+fn parse_row_key(key: &str) -> Option<(Family, Hint, State, bool)> {
     let mut parts = key.split('.');
     let fam = Family::from_name(parts.next()?)?;
     let hint = Hint::from_name(parts.next()?)?;
     let st = State::from_name(parts.next()?)?;
-    parts.next().is_none().then_some((fam, hint, st))
+    let contended = match parts.next() {
+        None => false,
+        Some(CONTENDED) => true,
+        Some(_) => return None,
+    };
+    parts.next().is_none().then_some((fam, hint, st, contended))
 }
 
 /// Parses a row value, `from SIZE: ACTION; from SIZE: ACTION; …`, into `out`.
@@ -711,6 +824,16 @@ fn parse_line(
             t.probe_fault_min =
                 u32::try_from(parse_size(value)?).map_err(|_| ErrorKind::Overflow)?;
         }
+        "contended_calls" => {
+            if core::mem::replace(&mut seen.contended_calls, true) {
+                return Err(ErrorKind::DuplicateKey);
+            }
+            let n = parse_size(value)?;
+            t.contended_calls = u32::try_from(n).map_err(|_| ErrorKind::Overflow)?;
+            if n < 2 {
+                return Err(ErrorKind::ContendedCallsBelowTwo);
+            }
+        }
         _ if key.ends_with(LOOP_KEY) => {
             let name = key
                 .strip_suffix(LOOP_KEY)
@@ -730,13 +853,23 @@ fn parse_line(
             };
         }
         _ => {
-            let (fam, hint, st) = parse_row_key(key).ok_or(ErrorKind::UnknownKey)?;
+            let (fam, hint, st, contended) = parse_row_key(key).ok_or(ErrorKind::UnknownKey)?;
             let bit = 1 << row_index(fam, hint, st);
-            if seen.rows & bit != 0 {
+            let seen_rows = if contended {
+                &mut seen.contended_rows
+            } else {
+                &mut seen.rows
+            };
+            if *seen_rows & bit != 0 {
                 return Err(ErrorKind::DuplicateKey);
             }
-            seen.rows |= bit;
-            let row = t.row_mut(fam, hint, st);
+            *seen_rows |= bit;
+            let row = if contended {
+                t.contended_given |= bit;
+                &mut t.contended[row_index(fam, hint, st)]
+            } else {
+                t.row_mut(fam, hint, st)
+            };
             parse_row(value, fam, row)?;
             check_row(fam, st, row)?;
         }
@@ -786,6 +919,8 @@ pub fn parse_into(text: &[u8], t: &mut Table) -> Result<Provenance, ProfileError
             kind: ErrorKind::MissingVersion,
         });
     }
+    // A row the file gives without its contended twin serves contended calls too.
+    t.contended_given &= !(seen.rows & !seen.contended_rows);
     Ok(seen)
 }
 
@@ -840,17 +975,31 @@ pub fn render(
             "  # a block streamed lately and met again soon is written with temporal stores up to this size"
         )?;
     }
+    writeln!(
+        out,
+        "contended_calls = {}  # the contended rows serve a call while this many large calls run at once, itself included",
+        t.contended_calls
+    )?;
+    let key_width = "copy.noreuse.unknown".len();
     for (fam, hint, st, row) in t.keyed_rows() {
         if st == State::Unknown {
             writeln!(out)?;
         }
-        let key_width = "copy.noreuse.unknown".len();
         let key = RowKey(fam, hint, st);
         writeln!(out, "{key:<key_width$} = {row}")?;
         if let Some(n) = notes(fam, hint, st) {
             for l in n.lines() {
                 writeln!(out, "#   {l}")?;
             }
+        }
+    }
+    if t.has_contended_rows() {
+        writeln!(out, "\n# While other large calls run (contended_calls); rows not given here are the rows above.")?;
+    }
+    for (fam, hint, st, row) in t.keyed_contended_rows() {
+        if row != t.row(fam, hint, st) {
+            let key = RowKey(fam, hint, st);
+            writeln!(out, "{key}.{CONTENDED} = {row}")?;
         }
     }
     Ok(())
@@ -1035,6 +1184,65 @@ mod tests {
             b"version = 2\ncopyloop_temporal_max = 1M\n",
         ] {
             assert_eq!(kind(text), ErrorKind::UnknownKey);
+        }
+    }
+
+    /// Contended rows: given ones parse and round-trip; a row the file gives without
+    /// its twin has the twin equal to it; rows the file does not name keep the
+    /// defaults' twins; `contended_calls` below 2 is refused.
+    #[test]
+    fn contended_rows_parse_render_and_follow_their_twins() {
+        let mut defaults = sample();
+        defaults
+            .contended_row_mut(Family::Copy, Hint::Auto, State::Cold)
+            .push(16 << 20, Action::Run(KernelId::Avx512Nt))
+            .unwrap();
+        defaults
+            .contended_row_mut(Family::Set, Hint::Auto, State::Cold)
+            .push(1 << 20, Action::Run(KernelId::Avx2Nt))
+            .unwrap();
+        assert!(defaults.has_contended_rows());
+        let text = b"version = 2\ncontended_calls = 3\ncopy.auto.cold = from 0: avx2\ncopy.auto.fresh.contended = from 0: avx2; from 64KiB: avx2_nt\n";
+        let (t, seen) = parse(text, &defaults).unwrap();
+        assert_eq!(t.contended_calls, 3);
+        // Given without its twin: the twin is the row.
+        assert_eq!(
+            t.contended_row(Family::Copy, Hint::Auto, State::Cold),
+            t.row(Family::Copy, Hint::Auto, State::Cold)
+        );
+        // Not named: the defaults' twin stays.
+        assert_eq!(
+            t.contended_row(Family::Set, Hint::Auto, State::Cold),
+            defaults.contended_row(Family::Set, Hint::Auto, State::Cold)
+        );
+        // Given: as written; its row is the defaults'.
+        let want = Row::new(&[
+            Band {
+                from: 0,
+                action: Action::Run(KernelId::Avx2),
+            },
+            Band {
+                from: 64 << 10,
+                action: Action::Run(KernelId::Avx2Nt),
+            },
+        ]);
+        assert_eq!(
+            Some(*t.contended_row(Family::Copy, Hint::Auto, State::Fresh)),
+            want
+        );
+        assert_eq!(
+            t.row(Family::Copy, Hint::Auto, State::Fresh),
+            defaults.row(Family::Copy, Hint::Auto, State::Fresh)
+        );
+        assert!(seen.contended_row_from_file(Family::Copy, Hint::Auto, State::Fresh));
+        assert!(!seen.contended_row_from_file(Family::Copy, Hint::Auto, State::Cold));
+        let mut b = buf();
+        render(&mut b, &t, &[], &|_, _, _| None).unwrap();
+        let (back, _) = parse(&b.bytes[..b.len], &Table::uniform(KernelId::Portable, 0)).unwrap();
+        assert_eq!(back, t);
+        for (bad, line) in [(&b"version = 2\ncontended_calls = 1\n"[..], 2), (b"version = 2\ncopy.auto.cold.contended = from 0: avx2\ncopy.auto.cold.contended = from 0: avx2\n", 3), (b"version = 2\ncopy.auto.cold.busy = from 0: avx2\n", 2)] {
+            let e = parse(bad, &defaults).unwrap_err();
+            assert_eq!(e.line, line, "{e}");
         }
     }
 

@@ -3,12 +3,16 @@
 //! by [`written_lately`]: `auto_entry`) and ends in a jump to the kernel. A band without
 //! one (it probes or recalls) takes the decision, [`Plan::choose`], step by step
 //! ([`decide_call`]): probe the destination, ask the memories, run what it names.
+//! So does a call large enough that a contended row may differ from its twin
+//! ([`Plan::contend_from`]): it counts itself among the large calls in flight first
+//! (`contention`).
 
 use crate::arch::generic::disjoint;
 use crate::kernel::{CopyFn, Hint, KernelId, Op, SetFn};
-use crate::policy::{self, Choice, Known, Plan};
+use crate::policy::{self, Choice, Known, Load, Plan};
 use crate::profile::{Family, State};
 
+use super::contention;
 use super::memory::{met_again, remember_streamed, streamed_window, tsc, written_lately};
 use super::publish::{plan, published};
 
@@ -70,7 +74,8 @@ unsafe fn probed_state(plan: &Plan, op: Op, dst: *const u8, src: *const u8, n: u
 /// asks [`Plan::choose`] with what is known of `dst`, finds out what it asks for (a
 /// probe, the memory of written pages, the memory of streamed blocks, in that order),
 /// and asks again, until it names a kernel (at most four asks: each adds knowledge, and
-/// one that knows the probe's or a memory's answer never asks for it again).
+/// one that knows the probe's or a memory's answer never asks for it again). `load`:
+/// whether the call shares the memory system (see `contention`).
 ///
 /// # Safety
 /// As [`probed_state`].
@@ -81,10 +86,11 @@ pub(super) unsafe fn decide_call(
     src: *const u8,
     n: usize,
     hint: Hint,
+    load: Load,
 ) -> (KernelId, *mut ()) {
     let mut known = Known::Unknown;
     loop {
-        known = match plan.choose(op, n, hint, known, false) {
+        known = match plan.choose(op, n, hint, known, load, false) {
             Choice::Run(k, f) => return (k, f),
             // SAFETY: forwarded contract.
             Choice::Probe => Known::Probed(unsafe { probed_state(plan, op, dst, src, n) }),
@@ -142,8 +148,7 @@ pub(super) unsafe extern "C" fn copy_large<const K: u8>(
         let entry = if hint == Hint::Auto {
             auto_entry(Family::Copy, n, op == Op::Move, dst)
         } else {
-            plan.row(Family::Copy, hint, State::Unknown)
-                .entry(n, op == Op::Move)
+            hinted_entry(plan, Family::Copy, n, op == Op::Move, hint)
         };
         if entry.is_null() {
             return copy_by_probe(plan, op, dst, src, n, hint);
@@ -172,8 +177,7 @@ pub(super) unsafe extern "C" fn set_large(dst: *mut u8, byte: u8, n: usize, hint
         let entry = if hint == Hint::Auto {
             auto_entry(Family::Set, n, byte == 0, dst)
         } else {
-            plan.row(Family::Set, hint, State::Unknown)
-                .entry(n, byte == 0)
+            hinted_entry(plan, Family::Set, n, byte == 0, hint)
         };
         if entry.is_null() {
             return set_by_probe(plan, op, dst, byte, n, hint);
@@ -197,6 +201,9 @@ pub(super) fn auto_entry(family: Family, n: usize, second: bool, dst: *mut u8) -
     let Some(plan) = published() else {
         return core::ptr::null_mut();
     };
+    if n >= plan.contend_from(family, Hint::Auto) {
+        return core::ptr::null_mut();
+    }
     let row = plan.row(family, Hint::Auto, State::Unknown);
     let i = row.band(n);
     let f = row.entry_at(i, second);
@@ -214,6 +221,24 @@ pub(super) fn auto_entry(family: Family, n: usize, second: bool, dst: *mut u8) -
     } else {
         own
     }
+}
+
+/// The entry point a hinted call of `n` bytes runs without probing or counting (see
+/// [`auto_entry`]); null where it must (then [`decide_call`]).
+#[inline(always)]
+fn hinted_entry(plan: &Plan, family: Family, n: usize, second: bool, hint: Hint) -> *mut () {
+    if n >= plan.contend_from(family, hint) {
+        return core::ptr::null_mut();
+    }
+    plan.row(family, hint, State::Unknown).entry(n, second)
+}
+
+/// The load a call of `n` bytes decides under, counting it among the large calls in
+/// flight where it is large enough to (then the caller calls `contention::leave`
+/// after its kernel).
+#[inline(always)]
+fn enter(plan: &Plan, family: Family, hint: Hint, n: usize) -> Option<Load> {
+    (n >= plan.contend_from(family, hint)).then(|| contention::enter(plan))
 }
 
 /// The entry point of a band, as a copy kernel.
@@ -288,8 +313,14 @@ unsafe extern "C" fn copy_by_probe(
 ) -> *mut u8 {
     // SAFETY: forwarded contract (one-byte reads inside the ranges).
     unsafe {
-        let (_, f) = decide_call(plan, op, dst, src, n, hint);
-        as_copy(f)(dst, src, n)
+        let Some(load) = enter(plan, Family::Copy, hint, n) else {
+            let (_, f) = decide_call(plan, op, dst, src, n, hint, Load::Alone);
+            return as_copy(f)(dst, src, n);
+        };
+        let (_, f) = decide_call(plan, op, dst, src, n, hint, load);
+        as_copy(f)(dst, src, n);
+        contention::leave();
+        dst
     }
 }
 
@@ -309,7 +340,13 @@ unsafe extern "C" fn set_by_probe(
 ) -> *mut u8 {
     // SAFETY: forwarded contract (a one-byte read inside the range).
     unsafe {
-        let (_, f) = decide_call(plan, op, dst, core::ptr::null(), n, hint);
-        as_set(f)(dst, byte, n)
+        let Some(load) = enter(plan, Family::Set, hint, n) else {
+            let (_, f) = decide_call(plan, op, dst, core::ptr::null(), n, hint, Load::Alone);
+            return as_set(f)(dst, byte, n);
+        };
+        let (_, f) = decide_call(plan, op, dst, core::ptr::null(), n, hint, load);
+        as_set(f)(dst, byte, n);
+        contention::leave();
+        dst
     }
 }

@@ -20,6 +20,8 @@
 //! * `ladder`: the inline size ladders every entry starts with;
 //! * `large`: calls above the ladder: the compiled entry point, else the
 //!   decision with a probe and the memories;
+//! * `contention`: the count of large calls in flight, the decision's contention
+//!   input ([`sense_contention`]);
 //! * [`wide`]: the tails of the C entries' assembly bodies;
 //! * `query`: the doors that ask which kernel a call runs
 //!   ([`choose`], [`decide_for_call`]) and run it ([`run_kernel`]).
@@ -41,6 +43,7 @@
 //! Nothing here allocates, locks or calls `memcpy`; every path is async-signal-safe and
 //! works before any initialisation has run.
 
+mod contention;
 mod ladder;
 mod large;
 mod memory;
@@ -54,6 +57,7 @@ use crate::policy;
 use ladder::{copy_entry, set_entry};
 use large::{DISJOINT, FORGIVE, MOVE};
 
+pub use contention::{in_flight, sense_contention, sensing_contention};
 pub use ladder::inline_max;
 pub use memory::{
     forget_streamed, forget_written, met_again, remember_streamed, streamed_window, written_lately,

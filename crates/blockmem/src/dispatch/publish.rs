@@ -116,6 +116,9 @@ fn recompile() {
     let table = unsafe { &*t };
     // No LLC estimate here: the plan works it out when a call first needs it.
     policy::compile(table, f, forced(), 0, slot);
+    if !super::contention::sensing_contention() {
+        slot.alone_only();
+    }
     CURRENT.store(slot as *const Plan as *mut Plan, Ordering::Release);
     let path = if wide_small(f.bits()) {
         SMALL_WIDE
@@ -130,6 +133,14 @@ fn publish(t: *const Table, source: Source) {
     SOURCE.store(source as u8, Ordering::Relaxed);
     recompile();
     STATE.store(2, Ordering::Release);
+}
+
+/// Recompiles the plan in use (after a switch that [`recompile`] reads changed).
+pub(super) fn recompile_now() {
+    plan();
+    lock_loading();
+    recompile();
+    unlock_loading();
 }
 
 /// The published plan, initialising on first use.

@@ -36,7 +36,8 @@ pub fn choose(op: Op, n: usize, hint: Hint, overlap: bool) -> Option<KernelId> {
 /// `op` is the op the kernel runs: `Zero` for a fill with byte 0 (what [`super::set`] does).
 /// Like a real call it may probe a line of `dst` (a timed load that leaves the line
 /// cached), so decide once per operation. Allocation-free and `memcpy`-free like every
-/// path here.
+/// path here. A call large enough to count the calls in flight reads the count
+/// without joining it: its kernel runs apart, in [`run_kernel`].
 ///
 /// # Safety
 /// `dst` valid for `n` reads; `src` null (set and zero) or valid for `n` reads.
@@ -50,8 +51,14 @@ pub unsafe fn decide_for_call(
     if runs_inline(op, dst, src, n) || (op == Op::Move && core::ptr::eq(dst, src)) {
         return None;
     }
+    let plan = plan();
+    let load = if n >= plan.contend_from(crate::profile::Family::of(op), hint) {
+        super::contention::peek(plan)
+    } else {
+        policy::Load::Alone
+    };
     // SAFETY: forwarded contract.
-    Some(unsafe { decide_call(plan(), op, dst, src, n, hint) }.0)
+    Some(unsafe { decide_call(plan, op, dst, src, n, hint, load) }.0)
 }
 
 /// Runs kernel `k` for `op` (the second half of a call whose kernel came from
