@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use blockmem::kernel::{self, KernelId, Op};
 use blockmem::profile::{kernel_fits, Family, Size};
 
@@ -40,7 +40,28 @@ pub struct Measured {
     /// Calls into one block again and again: each kernel's median time of the last
     /// call, per op and size (`measure_loops`).
     pub loops: LoopTimes,
+    /// The cells from [`CONTENDED_FROM`] up measured again beside a load on every
+    /// other CPU (`None`: one CPU allowed).
+    pub contended: Option<Contended>,
 }
+
+/// Cells measured while the other CPUs copy.
+pub struct Contended {
+    /// Kernel medians.
+    pub medians: Measurements,
+    /// The C library's medians.
+    pub libc: Baseline,
+    /// Large copies in flight while measuring, the measured call included.
+    pub calls: u32,
+    /// The load's bytes per second over the measurement.
+    pub load_gbps: f64,
+    /// What the load ran: its method and block size.
+    pub load: String,
+}
+
+/// The smallest size measured again under load: below it a call's bytes fit in the
+/// core's own L2, which other cores' copies do not share.
+pub const CONTENDED_FROM: usize = 256 << 10;
 
 /// The kernels calibration may put in the table: every available kernel that serves a
 /// family, but the reference ones (`naive`, `portable`: never faster than `sse2`).
@@ -277,8 +298,10 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
     let probe_cost = measure_probe_cost(&mut runner, &timer, quick);
     let (cold_touch, fault) = measure_first_touch(if quick { 200 } else { 1000 });
     let loops = measure_loops(&mut runner, &methods, quick, llc_eff);
+    let contended = measure_contended(&mut runner, &methods, quick, fresh, llc_eff)?;
     Ok(Measured {
         loops,
+        contended,
         medians,
         libc: libc_medians,
         llc_effective: llc_eff,
@@ -290,6 +313,57 @@ pub fn measure(quick: bool, llc: Option<usize>, drain_stores: bool) -> Result<Me
         fault_cycles: (cold_touch, fault),
         probe_fault_min: fault_threshold(cold_touch, fault),
     })
+}
+
+/// The cells from [`CONTENDED_FROM`] up, measured again with every other allowed CPU
+/// copying blocks of four times the effective LLC with the C library (the load glibc's
+/// own threshold choices were argued from), as many calls in flight as CPUs.
+fn measure_contended(
+    runner: &mut Runner,
+    methods: &[(Family, Vec<MeasuredMethod>)],
+    quick: bool,
+    fresh: bool,
+    llc: usize,
+) -> Result<Option<Contended>> {
+    let load_method = match Method::libc() {
+        Ok(m) => m,
+        Err(_) => Method::kernel("sse2").context("the sse2 kernel")?,
+    };
+    let block = (4 * llc).clamp(16 << 20, 128 << 20);
+    let t0 = std::time::Instant::now();
+    let Some(load) = crate::lab::load::Load::start(&load_method, block, usize::MAX) else {
+        eprintln!("calibrate: one CPU allowed: the contended rows are the rows");
+        return Ok(None);
+    };
+    let groups: Vec<Group<'_>> = groups(methods, quick, fresh, llc)
+        .into_iter()
+        .filter(|g| g.2 >= CONTENDED_FROM)
+        .collect();
+    let cells: Vec<Vec<Cell<'_>>> = groups.iter().map(|g| g.0.clone()).collect();
+    let rounds = crate::lab::experiments::ROUNDS;
+    let total = cells.iter().map(Vec::len).sum::<usize>() * rounds;
+    let bar =
+        crate::lab::progress::bar(total as u64, "calibrate (contended)", "cell passes", false);
+    let results = runner.measure_rounds(&cells, rounds, |k| bar.inc(k as u64));
+    bar.finish_and_clear();
+    let load_gbps = load.bytes() as f64 / t0.elapsed().as_secs_f64() / 1e9;
+    let calls = load.cpus.len() as u32 + 1;
+    let what = format!(
+        "{} thread(s) on CPUs {:?} copying {} blocks with {}",
+        load.cpus.len(),
+        load.cpus,
+        Size(block),
+        load_method.name()
+    );
+    drop(load);
+    let (medians, libc) = sort_medians(results, &groups)?;
+    Ok(Some(Contended {
+        medians,
+        libc,
+        calls,
+        load_gbps,
+        load: what,
+    }))
 }
 
 /// The methods measured per family: its kernels ([`kernels`]), then the C library's

@@ -129,6 +129,9 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
             derived.table.loop_temporal_max[profile::loop_index(op)] = max;
         }
     }
+    if let Some(c) = &measured.contended {
+        derive_contended(&mut derived.table, &measured, c);
+    }
     let elapsed = start.elapsed();
     let header = header(args, &measured, elapsed.as_secs_f64());
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
@@ -165,6 +168,37 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         elapsed.as_secs_f64()
     ))?;
     Ok(())
+}
+
+/// The contended rows: the table derived again with the cells from
+/// [`measure::CONTENDED_FROM`] up as measured under load, every row where it differs
+/// from the table derived alone.
+fn derive_contended(table: &mut profile::Table, m: &measure::Measured, c: &measure::Contended) {
+    let mut medians = m.medians.clone();
+    medians.retain(|k, _| k.2 < measure::CONTENDED_FROM);
+    medians.extend(c.medians.iter().map(|(k, v)| (*k, *v)));
+    let mut libc = m.libc.clone();
+    libc.retain(|k, _| k.1 < measure::CONTENDED_FROM);
+    libc.extend(c.libc.iter().map(|(k, v)| (*k, *v)));
+    let under_load = derive::derive(
+        &medians,
+        &libc,
+        m.probe_cost,
+        m.llc_effective,
+        m.probe_hit_max,
+        measure::fallbacks(),
+    );
+    let rows: Vec<_> = under_load
+        .table
+        .keyed_rows()
+        .map(|(f, h, s, r)| (f, h, s, *r))
+        .collect();
+    for (f, h, s, row) in rows {
+        if *table.row(f, h, s) != row {
+            table.contended_row_mut(f, h, s).copy_from(&row);
+        }
+    }
+    table.contended_calls = c.calls.max(2);
 }
 
 /// The profile's header lines: host, how it was measured, what the probe costs.
@@ -226,5 +260,15 @@ fn header(args: &CalibrateArgs, m: &measure::Measured, secs: f64) -> Vec<String>
             .iter()
             .map(|&op| derive::loop_evidence(&m.loops, op)),
     );
+    h.push(match &m.contended {
+        Some(c) => format!(
+            "contended rows: the cells from {} up measured again while {} ({:.1} GB/s), {} calls in flight",
+            Size(measure::CONTENDED_FROM),
+            c.load,
+            c.load_gbps,
+            c.calls
+        ),
+        None => "contended rows: not measured (one CPU allowed); they are the rows".to_string(),
+    });
     h
 }

@@ -74,6 +74,9 @@ pub enum Kind {
     Broken,
 }
 
+/// The name of [`Method::auto_alone`].
+pub const AUTO_ALONE: &str = "auto-alone";
+
 /// A named method with its entry point per op.
 #[derive(Clone)]
 pub struct Method {
@@ -82,6 +85,9 @@ pub struct Method {
     /// Whether its long path uses non-temporal stores (for plots and summaries).
     pub streams: bool,
     entries: [Option<Entry>; 4],
+    /// For blockmem's entry points: whether the contention input is on while it runs
+    /// (`blockmem::dispatch::sense_contention`; the runner switches it between calls).
+    pub senses_contention: Option<bool>,
 }
 
 impl fmt::Debug for Method {
@@ -294,6 +300,7 @@ impl Method {
             name: a.name().into(),
             kind: Kind::Kernel,
             streams: a.kernel().id.streams(),
+            senses_contention: None,
             entries: [
                 a.copy_fn().map(Entry::Copy),
                 a.move_fn().map(Entry::Copy),
@@ -313,6 +320,7 @@ impl Method {
             name: "libc".into(),
             kind: Kind::Libc,
             streams: false,
+            senses_contention: None,
             entries: [
                 Some(Entry::CCopy(f.memcpy)),
                 Some(Entry::CCopy(f.memmove)),
@@ -328,12 +336,24 @@ impl Method {
             name: "auto".into(),
             kind: Kind::Auto,
             streams: false,
+            senses_contention: Some(true),
             entries: [
                 Some(Entry::Copy(auto_copy)),
                 Some(Entry::Copy(auto_move)),
                 Some(Entry::Set(auto_set)),
                 Some(Entry::Zero(auto_zero)),
             ],
+        }
+    }
+
+    /// [`Method::auto`] with the contention input off (`auto-alone`): every call reads
+    /// the rows of a call alone, none counts the calls in flight. Beside `auto` it
+    /// shows what the input costs alone and buys under load.
+    pub fn auto_alone() -> Method {
+        Method {
+            name: AUTO_ALONE.into(),
+            senses_contention: Some(false),
+            ..Method::auto()
         }
     }
 
@@ -365,6 +385,7 @@ impl Method {
             name: name.into(),
             kind: Kind::Auto,
             streams: false,
+            senses_contention: Some(true),
             entries,
         }
     }
@@ -376,6 +397,7 @@ impl Method {
             name: "broken".into(),
             kind: Kind::Broken,
             streams: false,
+            senses_contention: None,
             entries: [Some(Entry::Copy(broken_copy)), None, None, None],
         }
     }
@@ -397,6 +419,7 @@ impl Method {
         match name {
             "libc" => Method::libc(),
             "auto" => Ok(Method::auto()),
+            AUTO_ALONE => Ok(Method::auto_alone()),
             _ => match kernel::by_name(name) {
                 Some(k) if !k.is_available() => Err(format!(
                     "method '{name}' is a kernel this CPU cannot run (needs {})",
@@ -406,7 +429,7 @@ impl Method {
                     Method::kernel(name).ok_or_else(|| format!("method '{name}' unavailable"))
                 }
                 None => Err(format!(
-                    "unknown method '{name}'; known: {}, libc, auto",
+                    "unknown method '{name}'; known: {}, libc, auto, auto-alone",
                     kernel::table()
                         .iter()
                         .map(|k| k.name())

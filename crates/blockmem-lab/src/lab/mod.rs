@@ -41,6 +41,7 @@
 pub mod compare;
 pub mod experiments;
 pub mod export;
+pub mod load;
 pub mod mem;
 pub mod method;
 pub mod perf;

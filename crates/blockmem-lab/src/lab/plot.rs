@@ -703,7 +703,11 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
             files.push("fleet.svg".into());
         }
         // Tables only: the grid and the probe figures read best as numbers.
-        Experiment::Policy | Experiment::Probe | Experiment::Doors | Experiment::Neighbour => {}
+        Experiment::Policy
+        | Experiment::Probe
+        | Experiment::Doors
+        | Experiment::Neighbour
+        | Experiment::Contention => {}
     }
     Ok(files)
 }

@@ -565,6 +565,8 @@ fn same_shape(a: &Cell<'_>, b: &Cell<'_>) -> bool {
 #[derive(Default)]
 struct GroupRun {
     entries: Vec<Option<Entry>>,
+    /// Per method, the contention input it runs with (see `Method::senses_contention`).
+    sense: Vec<Option<bool>>,
     batch: usize,
     /// Mixed batch sizes and their time scale (see [`size_mix`]).
     mix: Option<(Vec<usize>, f64)>,
@@ -921,6 +923,7 @@ impl Runner {
                 e
             })
             .collect();
+        let sense = cells.iter().map(|c| c.method.senses_contention).collect();
         let Some(c) = cells.first() else {
             return GroupRun::default();
         };
@@ -954,6 +957,7 @@ impl Runner {
         );
         GroupRun {
             entries,
+            sense,
             batch,
             mix: self.size_mix.then(|| size_mix(n, batch, 0x5eed)).flatten(),
             checks_n,
@@ -1087,6 +1091,11 @@ impl Runner {
             let every: Vec<Region> = placed.iter().flat_map(|p| p.2.iter().copied()).collect();
             for &j in &order {
                 let Some(entry) = g.entries[j] else { continue };
+                if let Some(on) = g.sense[j] {
+                    if blockmem::dispatch::sensing_contention() != on {
+                        blockmem::dispatch::sense_contention(on);
+                    }
+                }
                 // SAFETY: as above, for every placed slot; slots do not overlap.
                 unsafe {
                     if let After::ReadApp { .. } = c.after {

@@ -4,6 +4,7 @@
 //! [`crate::lab::plot`].
 
 pub mod alignment;
+pub mod contention;
 pub mod doors;
 pub mod fleet;
 pub mod neighbour;
@@ -48,11 +49,14 @@ pub enum Experiment {
     Doors,
     /// Seed 004 at the scale of one call: a small copy or set beside another core's line.
     Neighbour,
+    /// Seed 004: large calls alone and beside other cores' copies, the contention input
+    /// on and off.
+    Contention,
 }
 
 impl Experiment {
     /// Every experiment, in order. The default set is [`Experiment::DEFAULT`].
-    pub const ALL: [Experiment; 11] = [
+    pub const ALL: [Experiment; 12] = [
         Experiment::Temperature,
         Experiment::Sizes,
         Experiment::Alignment,
@@ -64,6 +68,7 @@ impl Experiment {
         Experiment::Policy,
         Experiment::Probe,
         Experiment::Doors,
+        Experiment::Contention,
     ];
 
     /// What `blockmem lab` runs without naming experiments: the seed reproductions.
@@ -94,6 +99,7 @@ impl Experiment {
             Experiment::Probe => "probe",
             Experiment::Doors => "doors",
             Experiment::Neighbour => "neighbour",
+            Experiment::Contention => contention::NAME,
         }
     }
 
@@ -111,6 +117,7 @@ impl Experiment {
             Experiment::Doors => "fleet distributions and fixed-size loops through the LD_PRELOAD shim, the C ABI and function pointers, from a C driver, against libc through the same door",
             Experiment::Probe => "cost of the timed-load cache probe and how well the first line predicts the block (seed 003 Table 2)",
             Experiment::Neighbour => "another core's time per store to a line while small copies and sets fill the bytes just before it (seed 004, one call at a time)",
+            Experiment::Contention => "large copies and zeroes alone and beside other cores' copies, auto with its contention input on and off (seed 004)",
         }
     }
 
@@ -133,6 +140,7 @@ impl Experiment {
             Experiment::Probe => probe::run(ctx),
             Experiment::Doors => doors::run(ctx)?,
             Experiment::Neighbour => neighbour::run(ctx)?,
+            Experiment::Contention => contention::run(ctx)?,
         })
     }
 
@@ -150,6 +158,7 @@ impl Experiment {
             Experiment::Probe => probe::tables(recs),
             Experiment::Doors => doors::tables(recs),
             Experiment::Neighbour => neighbour::tables(recs),
+            Experiment::Contention => contention::tables(recs),
         }
     }
 }

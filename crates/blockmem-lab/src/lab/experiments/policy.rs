@@ -81,6 +81,11 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
             .cloned();
         let libc_again = libc.clone().map(|m| m.renamed(LIBC_AGAIN));
         let auto = Method::auto();
+        // Where the table has contended rows, `auto` with the contention input off
+        // beside it: what the input costs a call alone.
+        let alone = blockmem::dispatch::table()
+            .has_contended_rows()
+            .then(Method::auto_alone);
         let hinted_reuse = Method::auto_with_hint(Hint::Reuse, "auto_hinted");
         let hinted_noreuse = Method::auto_with_hint(Hint::NoReuse, "auto_hinted");
         let srcs: &[CacheState] = match (op, ctx.quick) {
@@ -96,6 +101,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Vec<Record> {
                 // repetition, so slow drifts of the machine hit them alike.
                 libc.iter()
                     .chain([&auto, hinted])
+                    .chain(alone.iter())
                     .chain(libc_again.iter())
                     .chain(kernels.iter())
                     .collect()
