@@ -55,40 +55,15 @@ pub fn table_json() -> Value {
     let plan = dispatch::plan();
     let rows: Vec<Value> = t
         .keyed_rows()
+        .map(|(fam, hint, st, row)| row_json(fam, hint, st, row, plan.row(fam, hint, st)))
+        .collect();
+    // The contended rows that differ from their twins.
+    let contended: Vec<Value> = t
+        .keyed_contended_rows()
+        .filter(|&(fam, hint, st, row)| row != t.row(fam, hint, st))
         .map(|(fam, hint, st, row)| {
-            let written: Vec<Value> = row
-                .bands()
-                .iter()
-                .map(|b| json!({"from": b.from, "action": b.action.name()}))
-                .collect();
-            let [op_a, op_b] = fam.ops();
-            let prow = plan.row(fam, hint, st);
-            let compiled: Vec<Value> = prow
-                .bands()
-                .map(|(from, ks)| {
-                    let mut band = match ks {
-                        None => json!({"from": from, "action": "probe"}),
-                        Some((a, b)) if a == b => json!({"from": from, "action": a.name()}),
-                        Some((a, b)) => json!({"from": from, "action": a.name(),
-                            op_a.name(): a.name(), op_b.name(): b.name()}),
-                    };
-                    // The ops whose band recalls: a destination blockmem wrote lately
-                    // takes the cached row's kernel.
-                    let recalls: Vec<&str> = [(op_a, false), (op_b, true)]
-                        .into_iter()
-                        .filter(|&(_, second)| matches!(prow.step(from, second), Step::Recall(_)))
-                        .map(|(op, _)| op.name())
-                        .collect();
-                    if !recalls.is_empty() {
-                        band["recalls"] = json!(recalls);
-                    }
-                    band
-                })
-                .collect();
-            json!({
-                "family": fam.name(), "hint": hint.name(), "state": st.name(),
-                "bands": written, "compiled": compiled,
-            })
+            let prow = plan.row_under(blockmem::policy::Load::Contended, fam, hint, st);
+            row_json(fam, hint, st, row, prow)
         })
         .collect();
     let mut text = String::new();
@@ -103,7 +78,51 @@ pub fn table_json() -> Value {
             .collect::<serde_json::Map<_, _>>(),
         "forced": dispatch::forced().map(|k| k.name()),
         "rows": rows,
+        "contended_calls": plan.contended_calls(),
+        "contended_rows": contended,
         "text": text,
+    })
+}
+
+/// One row as written and as compiled (`prow`).
+fn row_json(
+    fam: profile::Family,
+    hint: blockmem::Hint,
+    st: profile::State,
+    row: &profile::Row,
+    prow: &blockmem::policy::PlanRow,
+) -> Value {
+    let written: Vec<Value> = row
+        .bands()
+        .iter()
+        .map(|b| json!({"from": b.from, "action": b.action.name()}))
+        .collect();
+    let [op_a, op_b] = fam.ops();
+    let compiled: Vec<Value> = prow
+        .bands()
+        .map(|(from, ks)| {
+            let mut band = match ks {
+                None => json!({"from": from, "action": "probe"}),
+                Some((a, b)) if a == b => json!({"from": from, "action": a.name()}),
+                Some((a, b)) => json!({"from": from, "action": a.name(),
+                    op_a.name(): a.name(), op_b.name(): b.name()}),
+            };
+            // The ops whose band recalls: a destination blockmem wrote lately
+            // takes the cached row's kernel.
+            let recalls: Vec<&str> = [(op_a, false), (op_b, true)]
+                .into_iter()
+                .filter(|&(_, second)| matches!(prow.step(from, second), Step::Recall(_)))
+                .map(|(op, _)| op.name())
+                .collect();
+            if !recalls.is_empty() {
+                band["recalls"] = json!(recalls);
+            }
+            band
+        })
+        .collect();
+    json!({
+        "family": fam.name(), "hint": hint.name(), "state": st.name(),
+        "bands": written, "compiled": compiled,
     })
 }
 
@@ -365,6 +384,25 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         );
         let compiled = row["compiled"].as_array().map_or(&[][..], |v| v.as_slice());
         say!("  {key:<22} {}", row_line(compiled));
+    }
+    let contended = t["contended_rows"]
+        .as_array()
+        .map_or(&[][..], |v| v.as_slice());
+    if !contended.is_empty() {
+        say!(
+            "  while {} or more large calls are in flight (this one included), the contended rows:",
+            u(&t["contended_calls"])
+        );
+    }
+    for row in contended {
+        let key = format!(
+            "{}.{}.{}.contended",
+            s(&row["family"]),
+            s(&row["hint"]),
+            s(&row["state"])
+        );
+        let compiled = row["compiled"].as_array().map_or(&[][..], |v| v.as_slice());
+        say!("  {key:<32} {}", row_line(compiled));
     }
     let recalling = t["rows"]
         .as_array()
