@@ -662,3 +662,40 @@ fn info_says_when_the_profile_names_no_loop_bounds() {
     let v: Value = serde_json::from_str(&info(both, true)).unwrap();
     assert_eq!(v["table"]["loop_temporal_max"]["copy"], 2 << 20);
 }
+
+/// `contention`: with a table that has contended rows, every cell measured alone and
+/// (with two CPUs) beside the load, `auto` beside `auto-alone`, every record verified;
+/// the table names both ratios.
+#[test]
+fn contention_measures_auto_with_and_without_its_input_alone_and_loaded() {
+    let d = tempfile::tempdir().unwrap();
+    let (json, prof) = (d.path().join("c.json"), d.path().join("profile"));
+    std::fs::write(
+        &prof,
+        "version = 2\ncopy.auto.unknown.contended = from 0: avx2; from 256KiB: avx2_nt\n",
+    )
+    .unwrap();
+    lab()
+        .env("BLOCKMEM_PROFILE", &prof)
+        .args(["contention", "--sizes", "256K", "--reps", "3", "--quiet"])
+        .args(["--methods", "libc,auto,auto-alone,sse2"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("auto-alone/auto"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let loads: std::collections::BTreeSet<&str> = results
+        .iter()
+        .map(|r| r["load"].as_str().unwrap())
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(loads.len(), if cpus >= 2 { 2 } else { 1 }, "{loads:?}");
+    for r in results {
+        assert_eq!(r["verified"], true, "{r}");
+    }
+    for m in ["libc", "auto", "auto-alone"] {
+        assert!(results.iter().any(|r| r["method"] == m), "{m}");
+    }
+}

@@ -159,13 +159,13 @@ fn calls_under_contention_stay_correct() {
     let threads: Vec<_> = (0..6)
         .map(|t| {
             std::thread::spawn(move || {
-                let mut rng = t as usize * 7919 + 1;
+                let mut rng: usize = t * 7919 + 1;
                 for round in 0..12 {
                     rng = rng
                         .wrapping_mul(6364136223846793005)
                         .wrapping_add(1442695040888963407);
                     let n = [100, 5000, 300 << 10, 1 << 20, 3 << 20][(rng >> 33) % 5] + round;
-                    let src: Vec<u8> = (0..n).map(|i| (i ^ t * 31 ^ round) as u8).collect();
+                    let src: Vec<u8> = (0..n).map(|i| (i ^ (t * 31) ^ round) as u8).collect();
                     let mut dst = vec![0u8; n];
                     blockmem::copy(&mut dst, &src);
                     assert_eq!(dst, src, "copy of {n}");
