@@ -24,6 +24,13 @@
 //!   fresh pages and for sets below 1 MiB into blocks the dispatcher remembers writing
 //!   lately (`dispatch::written_lately`).
 //!
+//! * no contended rows (`FAMILY.HINT.STATE.contended`) unless a lab run beside a
+//!   load on a host of the class showed them beating the rows there: on the AVX2
+//!   class's host, streaming cold copies and sets from 1 MiB under load lost to the
+//!   rows (`docs/results/xeon-clx-2vcpu/contention`), so every class's rows serve
+//!   contended calls too, and no call counts the calls in flight until a calibration
+//!   measures the host's.
+//!
 //! The effective LLC, which only moves where a probe looks, comes from
 //! [`crate::cpu::llc_estimate`]: CPUID's size, but never more than a core can really
 //! use.
