@@ -27,7 +27,9 @@
 //!
 //! # The decision
 //! [`Plan::choose`] is the one per-call decision: `(op, n, hint, what is known of the
-//! destination, overlap)` over the compiled plan, returning a kernel and its entry point
+//! destination, load, overlap)` over the compiled plan (`load`: whether enough large
+//! calls are in flight that the table's contended rows apply, [`Load`]), returning a
+//! kernel and its entry point
 //! ([`Choice::Run`]) or what the caller must find out first: [`Choice::Probe`] (time a
 //! load of the destination, then ask again with [`Known::Probed`]),
 //! [`Choice::Recall`] (ask the memory of written pages; if written lately, ask again
