@@ -12,14 +12,14 @@
 //! left out):
 //!
 //! ```text
-//! blockmem: pid 4242 calls/bytes: copy 1200/35000000 move 3/100 set 40/5000 zero 0/0; kernels: inline 1190/20000 avx2 53/35085100; profile cpuid-defaults
+//! blockmem: pid 4242 calls/bytes: copy 1200/35000000 move 3/100 set 40/5000 zero 0/0; kernels: inline 1190/20000 avx2 50/65100 avx2_nt 3/34920000; profile cpuid-defaults
 //! ```
 //!
 //! followed, when they apply, by `; disabled (libc)`, `; forced <kernel>`,
 //! `; hints N sites from SIZE B` and the profile's rejection reason. Then the same
-//! calls by thread: a line for all threads together, one per thread (its kernel tid, in
-//! the order threads first called), and one for the threads past the table's
-//! [`THREADS`] (`other threads`), if any. Bytes are split by the store class of the
+//! calls by thread: a line for all threads together (`threads N and others` when some
+//! were past the table's [`THREADS`]), one per thread (its kernel tid, in the order
+//! threads first called), and one for the threads past the table (`other threads`). Bytes are split by the store class of the
 //! kernel that ran (`temporal`: cached stores, `inline` included; `streamed`:
 //! non-temporal; `libc`: passed through), calls by size band:
 //!
