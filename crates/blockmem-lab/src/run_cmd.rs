@@ -349,7 +349,7 @@ fn stats_run(args: &RunArgs, shim: &Path) -> anyhow::Result<Vec<String>> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     Ok(stderr
         .lines()
-        .filter(|l| l.starts_with("blockmem:"))
+        .filter(|l| l.starts_with("blockmem:") && !crate::trace::stats_check::is_thread_line(l))
         .map(String::from)
         .collect())
 }

@@ -390,6 +390,57 @@ fn eight_threads_trace_into_separate_buffers() {
 }
 
 #[test]
+fn each_thread_gets_a_row_with_its_own_calls_and_bytes() {
+    let exe = common::build_c_program(
+        &common::scratch("trace-thread-sums"),
+        "thread_sums_test",
+        &["-pthread"],
+    );
+    let (o, j, out) = trace(
+        "thread-sums",
+        &["--no-estimate", "--check-stats", "--sample", "0"],
+        &[exe.to_str().unwrap()],
+    );
+    assert_nothing_missing(&j);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("totals match BLOCKMEM_STATS for all 1"),
+        "{stderr}"
+    );
+    // --check-stats takes the per-thread statistics lines too.
+    assert!(common::thread_stats_lines(&o.stderr).is_empty(), "{stderr}");
+    let reported = common::thread_sums_reported(&o.stderr);
+    assert_eq!(reported.len(), 10, "{stderr}");
+    let rows = j["analysis"]["threads"].as_array().unwrap();
+    let mut tids: Vec<u64> = rows.iter().map(|r| u(&r["tid"])).collect();
+    tids.dedup();
+    assert_eq!(tids.len(), rows.len(), "one row per thread: {rows:#?}");
+    for (tid, calls, bytes) in &reported {
+        let r = rows
+            .iter()
+            .find(|r| u(&r["tid"]) == *tid)
+            .unwrap_or_else(|| panic!("no row for tid {tid}: {rows:#?}"));
+        assert_eq!((u(&r["calls"]), u(&r["bytes"])), (*calls, *bytes), "{r}");
+        let (streamed, temporal) = (u(&r["streamed"]), u(&r["temporal"]));
+        assert_eq!(streamed + temporal, *bytes, "{r}");
+        assert_eq!(u(&r["libc"]), 0);
+        // Every temporal byte has exactly one fate.
+        let f = &r["temporal_fates"];
+        let fates = u(&f["used_as_source"]) + u(&f["overwritten"]) + u(&f["not_seen_again"]);
+        assert_eq!(fates, temporal, "{r}");
+    }
+    // The rows add up to the process.
+    let total: u64 = rows.iter().map(|r| u(&r["bytes"])).sum();
+    let p = &j["analysis"]["processes"][0]["by_op"];
+    assert_eq!(total, (0..4).map(|k| op(p, k).1).sum::<u64>());
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    let table = report.split("== Threads").nth(1).expect("a threads table");
+    for (tid, _, _) in &reported {
+        assert!(table.contains(&format!(" {tid} ")), "tid {tid} in {table}");
+    }
+}
+
+#[test]
 fn usage_errors_say_what_to_do() {
     let o = blockmem().arg("trace").output().unwrap();
     assert!(!o.status.success());

@@ -2,7 +2,7 @@
 //!
 //! | variable | effect |
 //! |---|---|
-//! | `BLOCKMEM_STATS=1` | print calls and bytes per op and per kernel at exit ([`crate::stats`]) |
+//! | `BLOCKMEM_STATS=1` | print calls and bytes per op and per kernel, and per thread, at exit ([`crate::stats`]) |
 //! | `BLOCKMEM_DISABLE=1` | pass every call through to the next definition (libc's) |
 //! | `BLOCKMEM_FORCE=<kernel>` | `blockmem::dispatch::force` that kernel (`auto` = the policy) |
 //! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
@@ -433,6 +433,9 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     // SAFETY: this is the constructor.
     if !trace_path.is_empty() && unsafe { start_trace(trace_path, sample, argv, trace_warned) } {
         mode |= MODE_TRACE;
+    }
+    if mode & (MODE_STATS | MODE_TRACE) != 0 {
+        crate::thread::register();
     }
     crate::warned::publish();
     MODE.store(mode, Ordering::Release);

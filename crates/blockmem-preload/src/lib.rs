@@ -94,6 +94,7 @@ mod maps;
 mod next;
 mod out;
 mod stats;
+mod thread;
 mod trace;
 mod trace_file;
 mod warned;
@@ -342,21 +343,27 @@ unsafe fn copy_with_mode(mode: u8, dst: *mut u8, src: *const u8, n: usize, site:
 }
 
 /// Runs a call with a mode set: traced, or as the shim runs it untraced (both pick the
-/// kernel with `call.hint`), then counts it under the kernel that ran when statistics
-/// are on.
+/// kernel with `call.hint`), then counts it under the kernel that ran, in the calling
+/// thread's slot, when statistics are on.
 ///
 /// # Safety
 /// The op's C contract: `dst` valid for `n` writes, `src` (copy, move) for `n` reads.
 #[inline(always)]
 unsafe fn run_with_mode(call: trace::Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) {
+    let counted = call.mode & MODE_STATS != 0;
+    let me = if call.mode & (MODE_STATS | MODE_TRACE) != 0 {
+        thread::me(counted)
+    } else {
+        thread::Me { tid: 0, slot: 0 }
+    };
     // SAFETY (both): forwarded contract.
     let kernel = if call.mode & MODE_TRACE != 0 {
-        unsafe { trace::call(call, dst, src, byte, n) }
+        unsafe { trace::call(call, me.tid, dst, src, byte, n) }
     } else {
         unsafe { trace::execute(call, dst, src, byte, n) }
     };
-    if call.mode & MODE_STATS != 0 {
-        stats::record(call.kind, n, kernel);
+    if counted {
+        stats::record(me.slot, call.kind, n, kernel);
     }
 }
 

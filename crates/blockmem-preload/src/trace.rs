@@ -1,5 +1,5 @@
 //! `BLOCKMEM_TRACE=<path>`: one record per intercepted call — op, size, addresses,
-//! TSC cycles, the kernel that ran and, every `BLOCKMEM_TRACE_SAMPLE`-th call, the
+//! TSC cycles, the kernel that ran, the calling thread and, every `BLOCKMEM_TRACE_SAMPLE`-th call, the
 //! probed cache state of the source and destination — in the binary format of
 //! [`crate::trace_file`]. `blockmem trace` runs programs this way and reports.
 //!
@@ -103,12 +103,13 @@ struct SlotState {
     count: u32,
     /// Calls until the next sampled one (0: this one).
     countdown: u32,
-    /// Previous record's start TSC, destination, source and call site (for the
-    /// deltas).
+    /// Previous record's start TSC, destination, source, call site and thread (for
+    /// the deltas).
     prev_tsc: u64,
     prev_dst: u64,
     prev_src: u64,
     prev_site: u64,
+    prev_tid: u64,
     /// Records appended since the process started its file.
     total: u64,
 }
@@ -339,6 +340,7 @@ fn flush_parts(index: usize, st: &mut SlotState, buf: *mut u8) {
     st.prev_dst = 0;
     st.prev_src = 0;
     st.prev_site = 0;
+    st.prev_tid = 0;
 }
 
 /// Set by the first failed write of this process's trace file.
@@ -544,13 +546,20 @@ pub(crate) struct Call {
     pub site: usize,
 }
 
-/// One intercepted call with tracing on: probe (when sampled), time, run, record.
-/// Returns the kernel slot that ran it (as [`execute`]).
+/// One intercepted call with tracing on, by thread `tid`: probe (when sampled), time,
+/// run, record. Returns the kernel slot that ran it (as [`execute`]).
 ///
 /// # Safety
 /// The op's C contract: `dst` valid for `n` writes, `src` (copy, move) for `n` reads.
 #[inline(never)]
-pub(crate) unsafe fn call(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: usize) -> u8 {
+pub(crate) unsafe fn call(
+    c: Call,
+    tid: u32,
+    dst: *mut u8,
+    src: *const u8,
+    byte: u8,
+    n: usize,
+) -> u8 {
     let Some(pool) = pool() else {
         // SAFETY: forwarded contract.
         return unsafe { execute(c, dst, src, byte, n) };
@@ -616,6 +625,8 @@ pub(crate) unsafe fn call(c: Call, dst: *mut u8, src: *const u8, byte: u8, n: us
     }
     w.delta(c.site as u64, st.prev_site);
     st.prev_site = c.site as u64;
+    w.delta(u64::from(tid), st.prev_tid);
+    st.prev_tid = u64::from(tid);
     if sampled {
         if copies {
             w.varint(probes.src_first);

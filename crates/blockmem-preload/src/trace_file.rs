@@ -1,7 +1,7 @@
 //! The trace file: how `BLOCKMEM_TRACE` output is laid out, and the pieces of the
 //! shim that write it (file creation, header, trailer, the record encoder).
 //!
-//! # Layout (version 2)
+//! # Layout (version 3)
 //!
 //! A trace file is a sequence of *blocks*. Every block starts with the same 12 bytes
 //! and can be skipped without understanding it:
@@ -17,12 +17,13 @@
 //! block, then record blocks (one per flushed buffer, in the order they were written),
 //! then, when the process exited through `exit`, a second maps block and one trailer
 //! block (none after `_exit`, a fatal signal or an `exec`: the records flushed before
-//! stay readable). Version 1 (no call sites, no maps blocks) differs only there.
+//! stay readable). Version 2 differs only in its records (no thread), version 1 also
+//! in having no call sites and no maps blocks.
 //!
 //! **Header** (kind 1): fixed fields, then three length-prefixed strings.
 //!
 //! ```text
-//! u32 version (2)            u32 flags (bit 0: forked child, bit 1: fork detected
+//! u32 version (3)            u32 flags (bit 0: forked child, bit 1: fork detected
 //!                                       by pthread_atfork instead of MADV_WIPEONFORK)
 //! u32 pid                    u32 ppid
 //! u32 parent pid (forked child: the process that forked; else 0)
@@ -68,6 +69,9 @@
 //!                         (copy and move only)
 //! site     zigzag varint  the caller's return address minus the previous record's
 //!                         (0: not known; version 2 and later)
+//! tid      zigzag varint  the calling thread's kernel id minus the previous record's
+//!                         (version 3 and later; a buffer usually holds one thread's
+//!                         records, so this is one zero byte)
 //! if sampled, for the source (copy and move), then the destination:
 //!   first  varint  cycles of a timed load of the region's first byte
 //!   spread u8      bits 0-3 lines probed across the block, bits 4-7 of those cached
@@ -117,7 +121,7 @@ pub(crate) const MAPS_EXIT: u8 = 2;
 /// Bytes of a block's framing.
 pub(crate) const BLOCK_HEAD: usize = 12;
 /// Format version.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
 /// Header flag bits.
 pub(crate) const FLAG_FORKED: u32 = 1 << 0;
 pub(crate) const FLAG_ATFORK: u32 = 1 << 1;
@@ -125,8 +129,8 @@ pub(crate) const FLAG_ATFORK: u32 = 1 << 1;
 pub(crate) const TAG_SAMPLED: u8 = 1 << 2;
 pub(crate) const TAG_FLAG: u8 = 1 << 3;
 pub(crate) const TAG_KERNEL_ESCAPE: u8 = 15;
-/// Largest encoded record: tag, escape, six 10-byte varints, two probe pairs.
-pub(crate) const MAX_RECORD: usize = 2 + 6 * 10 + 2 * 11;
+/// Largest encoded record: tag, escape, seven 10-byte varints, two probe pairs.
+pub(crate) const MAX_RECORD: usize = 2 + 7 * 10 + 2 * 11;
 
 /// Appends bytes to caller-provided memory. The caller guarantees room (records:
 /// `MAX_RECORD` bytes reserved; header and trailer: a local buffer checked here).

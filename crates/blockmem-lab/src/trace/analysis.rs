@@ -1,13 +1,14 @@
 //! One streaming pass over every record of every file: totals, size classes,
 //! alignment, 4 KiB aliasing, probe agreement, destination fate, the exact size
-//! distribution, and the per-process totals `BLOCKMEM_STATS` would print.
+//! distribution, the per-process totals `BLOCKMEM_STATS` would print, and per thread
+//! the bytes streamed and the bytes written through the cache that polluted it.
 
 use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
 use serde::Serialize;
 
-use super::fate::{FateTracker, Fates, NO_SITE};
+use super::fate::{FateTracker, Fates, NO_GROUP, NO_SITE};
 use super::format::{CallOp, Header, Record, RegionProbe, TraceFile, Trailer};
 use super::sites::{Resolver, Sites};
 
@@ -251,6 +252,115 @@ pub struct Sampled {
 /// Calls kept per (op, size class) for the estimate.
 pub const ESTIMATE_SAMPLES: usize = 64;
 
+/// Where a kernel's stores leave the destination (from the kernel's name in the
+/// header): `inline` and temporal kernels in cache, streaming ones past it; `libc`
+/// (pass-through) is not known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stores {
+    Temporal,
+    Streamed,
+    Unknown,
+}
+
+impl Stores {
+    fn of(kernel: &str) -> Stores {
+        match kernel {
+            "libc" => Stores::Unknown,
+            _ => match blockmem::KernelId::from_name(kernel) {
+                Some(k) if k.streams() => Stores::Streamed,
+                _ => Stores::Temporal,
+            },
+        }
+    }
+}
+
+/// One thread of one process: its calls, and where its bytes went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ThreadRow {
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id (0: not recorded, a trace older than format version 3).
+    pub tid: u32,
+    /// Calls.
+    pub calls: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Bytes written by kernels with non-temporal stores (past the cache).
+    pub streamed: u64,
+    /// Bytes written through the cache (the inline rungs and temporal kernels).
+    pub temporal: u64,
+    /// Bytes passed through to libc (store class not known).
+    pub libc: u64,
+    /// What became of the temporal bytes' destinations (module `fate`).
+    pub temporal_fates: Fates,
+}
+
+impl ThreadRow {
+    /// Temporal bytes whose destination no later call read as its source within the
+    /// fate window (overwritten or not seen again): cache space taken for nothing.
+    pub fn polluted(&self) -> u64 {
+        self.temporal_fates
+            .overwritten
+            .saturating_add(self.temporal_fates.not_seen_again)
+    }
+
+    /// Adds another row's counts (keeps this row's pid and tid).
+    pub fn merge(&mut self, o: &ThreadRow) {
+        self.calls = self.calls.saturating_add(o.calls);
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.streamed = self.streamed.saturating_add(o.streamed);
+        self.temporal = self.temporal.saturating_add(o.temporal);
+        self.libc = self.libc.saturating_add(o.libc);
+        self.temporal_fates.merge(&o.temporal_fates);
+    }
+}
+
+/// Per-thread rows of one process while its records are read.
+#[derive(Default)]
+struct Threads {
+    rows: Vec<ThreadRow>,
+    index: HashMap<u32, u32>,
+}
+
+impl Threads {
+    /// Counts a call of `n` bytes by `tid` whose kernel stores as `stores`; returns the
+    /// fate group its destination is counted in (temporal writes only).
+    fn add(&mut self, pid: u32, tid: u32, n: u64, stores: Stores) -> u32 {
+        let rows = &mut self.rows;
+        let i = *self.index.entry(tid).or_insert_with(|| {
+            rows.push(ThreadRow {
+                pid,
+                tid,
+                ..ThreadRow::default()
+            });
+            (rows.len() - 1) as u32
+        });
+        let r = &mut self.rows[i as usize];
+        r.calls = r.calls.saturating_add(1);
+        r.bytes = r.bytes.saturating_add(n);
+        let class = match stores {
+            Stores::Temporal => &mut r.temporal,
+            Stores::Streamed => &mut r.streamed,
+            Stores::Unknown => &mut r.libc,
+        };
+        *class = class.saturating_add(n);
+        if stores == Stores::Temporal {
+            i
+        } else {
+            NO_GROUP
+        }
+    }
+
+    /// The rows, by tid, with the fates of their temporal bytes.
+    fn finish(mut self, fates: &[Fates]) -> Vec<ThreadRow> {
+        for (r, f) in self.rows.iter_mut().zip(fates) {
+            r.temporal_fates = *f;
+        }
+        self.rows.sort_by_key(|r| r.tid);
+        self.rows
+    }
+}
+
 /// One process (one trace file).
 #[derive(Clone, Debug, Serialize)]
 pub struct Process {
@@ -323,6 +433,8 @@ pub struct Analysis {
     pub sampled: u64,
     /// Destination fate per op of the writing call.
     pub fates: [Fates; 4],
+    /// Per thread of each process (processes in report order, threads by tid).
+    pub threads: Vec<ThreadRow>,
     /// Fate window, bytes of later traffic (None: to the end of each process).
     pub fate_window: Option<u64>,
     /// Distributions: Memcpy (copy), Memmove (move), Memset (set and zero).
@@ -473,6 +585,8 @@ impl Analysis {
         let overhead = u64::from(h.timer_overhead);
         self.slot_kernels = vec![[Counts::default(); 4]; 256];
         let mut resolver = Resolver::new(&f.mappings);
+        let stores: Vec<Stores> = h.kernels.iter().map(|k| Stores::of(k)).collect();
+        let mut threads = Threads::default();
         let sited = f.has_sites();
         self.sites.recorded |= sited;
         let mut it = f.records();
@@ -493,8 +607,10 @@ impl Analysis {
             } else {
                 NO_SITE
             };
+            let kernel_stores = stores.get(usize::from(r.kernel)).copied();
+            let group = threads.add(h.pid, r.tid, r.n, kernel_stores.unwrap_or(Stores::Unknown));
             let src = r.op.has_src().then_some(r.src);
-            fate.call(r.op, site, r.dst, src, r.n);
+            fate.call(r.op, site, group, r.dst, src, r.n);
         }
         while next_cut < cuts.len() {
             on_cut(cuts[next_cut], &by_op);
@@ -502,6 +618,7 @@ impl Analysis {
         }
         fate.finish();
         self.sites.add_fates(&fate.by_site);
+        self.threads.extend(threads.finish(&fate.by_group));
         for (slot, per_op) in std::mem::take(&mut self.slot_kernels).iter().enumerate() {
             if per_op.iter().all(|c| c.calls == 0) {
                 continue;

@@ -23,7 +23,9 @@
 //!
 //! Each byte gets exactly one fate, decided by the first of those events; results are
 //! counted in bytes (seed 003 counts cache lines) per op of the call that wrote them,
-//! and per call site of that call (an index the caller assigns; see `sites`).
+//! per call site of that call (an index the caller assigns; see `sites`), and per
+//! group (another index the caller assigns: the analysis groups the temporal writes of
+//! each thread, to count the bytes that polluted the cache).
 //! Overlap is exact address-range overlap, not line granularity.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -76,6 +78,8 @@ enum Fate {
 
 /// The site number of calls whose site is not known (not counted per site).
 pub const NO_SITE: u32 = u32::MAX;
+/// The group number of calls not counted per group.
+pub const NO_GROUP: u32 = u32::MAX;
 
 /// A live piece of a destination: `[start, end)` written by call `id` of op `op`.
 #[derive(Clone, Copy, Debug)]
@@ -84,6 +88,7 @@ struct Piece {
     id: u64,
     op: CallOp,
     site: u32,
+    group: u32,
 }
 
 /// The tracker for one process (addresses are per process).
@@ -99,6 +104,8 @@ pub struct FateTracker {
     pub by_op: [Fates; 4],
     /// Fates per call site of the writing call, by the index given to [`Self::call`].
     pub by_site: Vec<Fates>,
+    /// Fates per group of the writing call, by the index given to [`Self::call`].
+    pub by_group: Vec<Fates>,
     /// Keys being retired or split (kept to avoid an allocation per call).
     scratch: Vec<u64>,
 }
@@ -115,17 +122,22 @@ impl FateTracker {
             next_id: 0,
             by_op: [Fates::default(); 4],
             by_site: Vec::new(),
+            by_group: Vec::new(),
             scratch: Vec::new(),
         }
     }
 
-    /// One call, in start-time order, from call site number `site`.
-    pub fn call(&mut self, op: CallOp, site: u32, dst: u64, src: Option<u64>, n: u64) {
+    /// One call, in start-time order, from call site number `site`, counted in group
+    /// `group` ([`NO_GROUP`]: none).
+    pub fn call(&mut self, op: CallOp, site: u32, group: u32, dst: u64, src: Option<u64>, n: u64) {
         if n == 0 {
             return;
         }
         if site != NO_SITE && self.by_site.len() <= site as usize {
             self.by_site.resize(site as usize + 1, Fates::default());
+        }
+        if group != NO_GROUP && self.by_group.len() <= group as usize {
+            self.by_group.resize(group as usize + 1, Fates::default());
         }
         // Retire what the calls since its write moved more than the window past,
         // then read, then write; this call's own traffic counts for later calls.
@@ -140,7 +152,16 @@ impl FateTracker {
             .saturating_add(if src.is_some() { 2 * n } else { n });
         let id = self.next_id;
         self.next_id += 1;
-        self.live.insert(dst, Piece { end, id, op, site });
+        self.live.insert(
+            dst,
+            Piece {
+                end,
+                id,
+                op,
+                site,
+                group,
+            },
+        );
         self.writes.push_back((id, dst, end, self.traffic));
     }
 
@@ -195,6 +216,9 @@ impl FateTracker {
         if let Some(f) = self.by_site.get_mut(p.site as usize) {
             f.add(fate, bytes);
         }
+        if let Some(f) = self.by_group.get_mut(p.group as usize) {
+            f.add(fate, bytes);
+        }
     }
 
     /// Gives every live byte in `[a, b)` the fate `fate`, keeping the parts outside.
@@ -241,10 +265,10 @@ mod tests {
     fn source_overwrite_and_unseen() {
         let mut t = FateTracker::new(u64::MAX);
         // A written, then copied on; B written, then half overwritten by a set.
-        t.call(CallOp::Copy, 0, 0x1000, Some(0x9000), 4096);
-        t.call(CallOp::Copy, 0, 0x5000, Some(0x1000), 4096);
-        t.call(CallOp::Copy, 0, 0x3000, Some(0xa000), 1000);
-        t.call(CallOp::Set, 0, 0x3000, None, 500);
+        t.call(CallOp::Copy, 0, NO_GROUP, 0x1000, Some(0x9000), 4096);
+        t.call(CallOp::Copy, 0, NO_GROUP, 0x5000, Some(0x1000), 4096);
+        t.call(CallOp::Copy, 0, NO_GROUP, 0x3000, Some(0xa000), 1000);
+        t.call(CallOp::Set, 0, NO_GROUP, 0x3000, None, 500);
         t.finish();
         let c = t.by_op[COPY];
         assert_eq!(c.used_as_source, 4096);
@@ -258,10 +282,10 @@ mod tests {
     #[test]
     fn partial_overlaps_split_pieces() {
         let mut t = FateTracker::new(u64::MAX);
-        t.call(CallOp::Copy, 0, 100, Some(10_000), 100); // [100, 200)
-        t.call(CallOp::Copy, 0, 20_000, Some(150), 20); // reads [150, 170)
-        t.call(CallOp::Copy, 0, 120, Some(30_000), 10); // overwrites [120, 130)
-        t.call(CallOp::Copy, 0, 40_000, Some(140), 20); // reads [140, 150) and [150, 160): already taken
+        t.call(CallOp::Copy, 0, NO_GROUP, 100, Some(10_000), 100); // [100, 200)
+        t.call(CallOp::Copy, 0, NO_GROUP, 20_000, Some(150), 20); // reads [150, 170)
+        t.call(CallOp::Copy, 0, NO_GROUP, 120, Some(30_000), 10); // overwrites [120, 130)
+        t.call(CallOp::Copy, 0, NO_GROUP, 40_000, Some(140), 20); // reads [140, 150) and [150, 160): already taken
         t.finish();
         let c = t.by_op[COPY];
         assert_eq!(c.used_as_source, 20 + 10);
@@ -274,9 +298,9 @@ mod tests {
     fn the_window_retires_old_destinations() {
         // Window 10 KiB: after 12 KiB of traffic the first destination is gone.
         let mut t = FateTracker::new(10 << 10);
-        t.call(CallOp::Set, 0, 0, None, 1024);
-        t.call(CallOp::Set, 0, 1 << 20, None, 12 << 10);
-        t.call(CallOp::Copy, 0, 2 << 20, Some(0), 1024); // too late
+        t.call(CallOp::Set, 0, NO_GROUP, 0, None, 1024);
+        t.call(CallOp::Set, 0, NO_GROUP, 1 << 20, None, 12 << 10);
+        t.call(CallOp::Copy, 0, NO_GROUP, 2 << 20, Some(0), 1024); // too late
         t.finish();
         assert_eq!(t.by_op[SET].used_as_source, 0);
         assert_eq!(t.by_op[SET].not_seen_again, 1024 + (12 << 10));
@@ -285,10 +309,23 @@ mod tests {
     #[test]
     fn an_overlapping_move_reads_before_it_writes() {
         let mut t = FateTracker::new(u64::MAX);
-        t.call(CallOp::Copy, 0, 1000, Some(50_000), 100); // [1000, 1100)
-        t.call(CallOp::Move, 0, 1010, Some(1000), 100); // reads [1000, 1100), writes [1010, 1110)
+        t.call(CallOp::Copy, 0, NO_GROUP, 1000, Some(50_000), 100); // [1000, 1100)
+        t.call(CallOp::Move, 0, NO_GROUP, 1010, Some(1000), 100); // reads [1000, 1100), writes [1010, 1110)
         t.finish();
         assert_eq!(t.by_op[COPY].used_as_source, 100);
         assert_eq!(t.by_op[CallOp::Move as usize].not_seen_again, 100);
+    }
+
+    #[test]
+    fn groups_count_their_own_writes() {
+        let mut t = FateTracker::new(u64::MAX);
+        t.call(CallOp::Copy, 0, 1, 0x1000, Some(0x9000), 100); // group 1, copied on
+        t.call(CallOp::Copy, 0, 0, 0x2000, Some(0x1000), 100); // group 0, never read
+        t.call(CallOp::Set, 0, NO_GROUP, 0x3000, None, 50);
+        t.finish();
+        assert_eq!(t.by_group.len(), 2);
+        assert_eq!(t.by_group[1].used_as_source, 100);
+        assert_eq!(t.by_group[0].not_seen_again, 100);
+        assert_eq!(t.by_group[0].total() + t.by_group[1].total(), 200);
     }
 }

@@ -23,8 +23,8 @@ const KIND_TRAILER: u16 = 3;
 const KIND_MAPS: u16 = 4;
 const BLOCK_HEAD: usize = 12;
 /// The newest format version this reader understands (2: records carry call sites,
-/// files carry maps blocks).
-pub const VERSION: u32 = 2;
+/// files carry maps blocks; 3: records carry the calling thread).
+pub const VERSION: u32 = 3;
 /// The oldest format version this reader understands (1: no call sites).
 pub const OLDEST_VERSION: u32 = 1;
 
@@ -125,6 +125,8 @@ pub struct Record {
     pub probe: Option<Probe>,
     /// The caller's return address (0: unknown, or a version 1 file).
     pub site: u64,
+    /// The calling thread's kernel id (0: a file older than version 3).
+    pub tid: u32,
 }
 
 /// An executable file mapping of the traced process (from a maps block).
@@ -716,6 +718,11 @@ impl TraceFile {
         self.header.version >= 2
     }
 
+    /// True if the records carry the calling thread (format version 3 and later).
+    pub fn has_threads(&self) -> bool {
+        self.header.version >= 3
+    }
+
     /// Records in the file, as stored (sum of the blocks' counts).
     pub fn record_count(&self) -> u64 {
         self.blocks.iter().map(|b| u64::from(b.count)).sum()
@@ -764,14 +771,16 @@ struct Stream<'a> {
 }
 
 /// The previous record's fields that the next one is encoded against (reset at every
-/// block), and whether records carry a site.
+/// block), and whether records carry a site and a thread.
 #[derive(Clone, Copy, Default)]
 struct Prev {
     tsc: u64,
     dst: u64,
     src: u64,
     site: u64,
+    tid: u64,
     sites: bool,
+    tids: bool,
 }
 
 /// The merge of a file's buffer streams (see [`TraceFile::records`]).
@@ -835,6 +844,12 @@ fn decode(c: &mut Cursor<'_>, prev: &mut Prev, lim: &Limits) -> Result<Record, S
     } else {
         0
     };
+    let tid = if prev.tids {
+        prev.tid.wrapping_add(c.zigzag().ok_or(CUT)? as u64)
+    } else {
+        0
+    };
+    let tid = u32::try_from(tid).map_err(|_| format!("thread id {tid} (over 2^32)"))?;
     let probe = if tag & 4 != 0 {
         let src = if op.has_src() {
             Some(region(c).ok_or(CUT)?)
@@ -859,6 +874,7 @@ fn decode(c: &mut Cursor<'_>, prev: &mut Prev, lim: &Limits) -> Result<Record, S
         flag: tag & 8 != 0,
         probe,
         site,
+        tid,
     };
     check_record(&r, lim)?;
     prev.tsc = tsc;
@@ -867,6 +883,7 @@ fn decode(c: &mut Cursor<'_>, prev: &mut Prev, lim: &Limits) -> Result<Record, S
         prev.src = src;
     }
     prev.site = site;
+    prev.tid = u64::from(tid);
     Ok(r)
 }
 
@@ -923,6 +940,7 @@ impl Merged<'_> {
                 s.cursor = Some((Cursor::new(&data[b.range.clone()]), b.count));
                 s.prev = Prev {
                     sites: self.file.has_sites(),
+                    tids: self.file.has_threads(),
                     ..Prev::default()
                 };
             }
@@ -1102,7 +1120,7 @@ mod tests {
     fn version_2_records_carry_sites_and_maps_blocks_resolve_them() {
         let mut f = Vec::new();
         let mut h = header_payload(7, "prog");
-        h[..4].copy_from_slice(&VERSION.to_le_bytes());
+        h[..4].copy_from_slice(&2u32.to_le_bytes());
         block(&mut f, KIND_HEADER, &h);
         let mut m = vec![1u8];
         m.extend_from_slice(b"5000-6000 r-xp 00001000 08:01 42 /usr/bin/prog\n");
@@ -1132,6 +1150,43 @@ mod tests {
                 path: "/usr/bin/prog".into()
             }]
         );
+    }
+
+    #[test]
+    fn version_3_records_carry_threads_and_version_2_ones_read_as_thread_0() {
+        // Two threads' records interleaved in one buffer: the tid is a delta too.
+        let records = |with_tids: bool| {
+            let mut r = Vec::new();
+            r.extend_from_slice(&0u32.to_le_bytes());
+            r.extend_from_slice(&3u32.to_le_bytes());
+            let mut prev_tid = 0;
+            for (t, tid) in [(10u64, 4242u64), (20, 4250), (30, 4242)] {
+                r.push(2); // set, kernel slot 0
+                zigzag(&mut r, t, t - 10);
+                varint(&mut r, 5);
+                varint(&mut r, 64);
+                zigzag(&mut r, 0x9000, if t == 10 { 0 } else { 0x9000 });
+                zigzag(&mut r, 0, 0); // site
+                if with_tids {
+                    zigzag(&mut r, tid, prev_tid);
+                    prev_tid = tid;
+                }
+            }
+            r
+        };
+        for (version, want) in [(3u32, [4242, 4250, 4242]), (2, [0, 0, 0])] {
+            let mut f = Vec::new();
+            let mut h = header_payload(7, "prog");
+            h[..4].copy_from_slice(&version.to_le_bytes());
+            block(&mut f, KIND_HEADER, &h);
+            block(&mut f, KIND_RECORDS, &records(version >= 3));
+            let tf = TraceFile::parse(Path::new("v"), f).unwrap();
+            assert_eq!(tf.has_threads(), version >= 3);
+            let mut it = tf.records();
+            let tids: Vec<u32> = it.by_ref().map(|r| r.tid).collect();
+            assert!(it.error.is_none(), "{:?}", it.error);
+            assert_eq!(tids, want, "version {version}");
+        }
     }
 
     #[test]

@@ -26,9 +26,12 @@
 //! What is recorded, the record format, and how per-thread buffers, signals, fork and
 //! exec are handled: the shim's `trace` and `trace_file` modules. In short, per call:
 //! op, size, source and destination addresses, start TSC, TSC cycles, the kernel that
-//! ran; every N-th call (`--sample N`, `BLOCKMEM_TRACE_SAMPLE`, default 64, 0 = never)
-//! also the timed-load latency of the first byte of the source and destination and how
-//! many of up to 8 lines spread across each were cached, probed before the call.
+//! ran, the calling thread (its kernel tid: the report's `Threads` table gives per
+//! thread the bytes streamed, the bytes written through the cache and how many of those
+//! polluted it, i.e. no later call read them); every N-th call (`--sample N`,
+//! `BLOCKMEM_TRACE_SAMPLE`, default 64, 0 = never) also the timed-load latency of the
+//! first byte of the source and destination and how many of up to 8 lines spread
+//! across each were cached, probed before the call.
 //!
 //! # Damaged files
 //!
@@ -498,13 +501,15 @@ fn run_program(args: &RunArgs) -> Result<()> {
     );
     let start = Instant::now();
     let mut child = c.spawn().with_context(|| format!("cannot run {cmd}"))?;
-    // With --check-stats: statistics lines are kept, everything else passes through.
+    // With --check-stats: statistics lines are kept (the per-thread ones dropped: the
+    // report's threads table shows the same), everything else passes through.
     let mut lines = Vec::new();
     if let Some(err) = child.stderr.take() {
         for line in BufReader::new(err).lines() {
             let line = line.context("reading the program's stderr")?;
             match stats_check::parse_line(&line) {
                 Some(l) => lines.push(l),
+                None if stats_check::is_thread_line(&line) => {}
                 None => eprintln!("{line}"),
             }
         }

@@ -69,11 +69,15 @@ fn ms(cycles: f64, ghz: f64) -> String {
 
 const OPS: [CallOp; 4] = CallOp::ALL;
 
+/// Most rows of the threads table (the threads with the most bytes; the rest summed).
+const THREAD_ROWS: usize = 64;
+
 impl Report<'_> {
     /// Every table, in report order.
     pub fn tables(&self) -> Vec<Table> {
         let mut v = vec![self.processes(), self.totals()];
         v.push(self.kernels());
+        v.push(self.threads());
         if let Some(t) = self.estimate_table() {
             v.push(t);
         }
@@ -193,6 +197,59 @@ impl Report<'_> {
                 "-".into()
             });
             t.rows.push(row);
+        }
+        t
+    }
+
+    /// Per thread: calls, bytes, and where the bytes went (streamed past the cache, or
+    /// written through it and then reused or not).
+    fn threads(&self) -> Table {
+        let a = self.analysis;
+        let window = a
+            .fate_window
+            .map_or("before the process ended".to_string(), |w| {
+                format!("within {} of later block traffic", bytes(w))
+            });
+        let mut t = Table::new(
+            "Threads",
+            format!(
+                "per thread (kernel tid; ? in traces older than format 3): streamed = bytes of non-temporal kernels, temporal = bytes written through the cache (inline and temporal kernels), polluted = temporal bytes no later call read as its source {window} (overwritten or not seen again); libc pass-through bytes are in neither; at most {THREAD_ROWS} rows, the rest summed"
+            ),
+            ["pid", "tid", "calls", "bytes", "streamed", "temporal", "polluted", "% of temporal polluted"]
+                .map(String::from)
+                .to_vec(),
+        );
+        let row = |pid: String, tid: String, r: &super::analysis::ThreadRow| {
+            vec![
+                pid,
+                tid,
+                r.calls.to_string(),
+                bytes(r.bytes),
+                bytes(r.streamed),
+                bytes(r.temporal),
+                bytes(r.polluted()),
+                pct(r.polluted() as f64, r.temporal as f64),
+            ]
+        };
+        // The threads with the most bytes, shown in report order.
+        let mut shown: Vec<usize> = (0..a.threads.len()).collect();
+        shown.sort_by_key(|&i| std::cmp::Reverse(a.threads[i].bytes));
+        let rest = shown.split_off(shown.len().min(THREAD_ROWS));
+        shown.sort_unstable();
+        for &i in &shown {
+            let r = &a.threads[i];
+            let tid = if r.tid == 0 {
+                "?".to_string()
+            } else {
+                r.tid.to_string()
+            };
+            t.rows.push(row(r.pid.to_string(), tid, r));
+        }
+        if !rest.is_empty() {
+            let mut other = super::analysis::ThreadRow::default();
+            rest.iter().for_each(|&i| other.merge(&a.threads[i]));
+            t.rows
+                .push(row(String::new(), format!("{} others", rest.len()), &other));
         }
         t
     }

@@ -40,6 +40,19 @@ pub fn parse_line(line: &str) -> Option<StatsLine> {
     })
 }
 
+/// True for a per-thread statistics line (`blockmem: pid N tid T: calls …`, `… threads
+/// N: calls …`, `… other threads: calls …`; the shim's `stats` module).
+pub fn is_thread_line(line: &str) -> bool {
+    line.trim()
+        .strip_prefix("blockmem: pid ")
+        .and_then(|rest| rest.split_once(": calls "))
+        .is_some_and(|(who, counts)| {
+            who.split_once(' ')
+                .is_some_and(|(pid, _)| pid.parse::<u32>().is_ok())
+                && counts.contains("; sizes ")
+        })
+}
+
 /// One process compared.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
@@ -185,5 +198,24 @@ mod tests {
         assert_eq!(l.pid, 4242);
         assert_eq!(l.ops, [(1200, 35_000_000), (3, 100), (40, 5000), (0, 0)]);
         assert!(parse_line("blockmem: profile x rejected").is_none());
+    }
+
+    #[test]
+    fn tells_the_per_thread_lines_apart() {
+        let counts = ": calls 3 bytes 30 temporal 30 streamed 0 libc 0; sizes <=128 3 <=2K 0 <=64K 0 <=1M 0 >1M 0";
+        for who in [
+            "tid 4243",
+            "threads 2",
+            "threads 256 and others",
+            "other threads",
+        ] {
+            let line = format!("blockmem: pid 4242 {who}{counts}");
+            assert!(is_thread_line(&line), "{line}");
+            assert!(parse_line(&line).is_none(), "{line}");
+        }
+        assert!(!is_thread_line(
+            "blockmem: pid 4242 calls/bytes: copy 1/1 move 0/0 set 0/0 zero 0/0; kernels: inline 1/1"
+        ));
+        assert!(!is_thread_line("my program: calls 3; sizes 4"));
     }
 }

@@ -264,6 +264,93 @@ pub fn stats_lines(stderr: &[u8]) -> Vec<Stats> {
         .collect()
 }
 
+/// One per-thread `BLOCKMEM_STATS=1` line: `blockmem: pid P WHO: calls C bytes B
+/// temporal T streamed S libc L; sizes <=128 N …`, where WHO is `tid T`, `threads N`
+/// (all threads, `threads N and others` when some shared the last slot) or
+/// `other threads`.
+#[derive(Debug, Default, Clone)]
+pub struct ThreadStats {
+    pub pid: u64,
+    /// What the line counts: `tid 123`, `threads 10`, `other threads`.
+    pub who: String,
+    pub calls: u64,
+    pub bytes: u64,
+    pub temporal: u64,
+    pub streamed: u64,
+    pub libc: u64,
+    /// Calls per size band, in the line's order.
+    pub sizes: Vec<(String, u64)>,
+    pub line: String,
+}
+
+impl ThreadStats {
+    /// The kernel tid of a `tid T` line.
+    pub fn tid(&self) -> Option<u64> {
+        self.who.strip_prefix("tid ")?.parse().ok()
+    }
+}
+
+/// Every per-thread statistics line in `stderr`, in order.
+pub fn thread_stats_lines(stderr: &[u8]) -> Vec<ThreadStats> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("blockmem: pid ")?;
+            let (pid, rest) = rest.split_once(' ')?;
+            let (who, rest) = rest.split_once(": calls ")?;
+            let (counts, sizes) = rest.split_once("; sizes ")?;
+            let words: Vec<&str> = counts.split_whitespace().collect();
+            let field = |name: &str| -> Option<u64> {
+                let at = words.iter().position(|w| *w == name)?;
+                words.get(at + 1)?.parse().ok()
+            };
+            let sizes: Vec<&str> = sizes.split_whitespace().collect();
+            Some(ThreadStats {
+                pid: pid.parse().ok()?,
+                who: who.to_string(),
+                calls: words.first()?.parse().ok()?,
+                bytes: field("bytes")?,
+                temporal: field("temporal")?,
+                streamed: field("streamed")?,
+                libc: field("libc")?,
+                sizes: sizes
+                    .chunks(2)
+                    .map(|w| Some((w[0].to_string(), w.get(1)?.parse().ok()?)))
+                    .collect::<Option<_>>()?,
+                line: line.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// What `tests/c/thread_sums_test.c` reports on stderr for each of its threads:
+/// `(kernel tid, calls, bytes)`, in thread order.
+pub fn thread_sums_reported(stderr: &[u8]) -> Vec<(u64, u64, u64)> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l
+                .strip_prefix("thread_sums_test: thread ")?
+                .split_whitespace()
+                .collect();
+            // "<i> tid <tid> calls <c> bytes <b>"
+            Some((w[2].parse().ok()?, w[4].parse().ok()?, w[6].parse().ok()?))
+        })
+        .collect()
+}
+
+/// The sizes `tests/c/thread_sums_test.c` copies, moves and sets with `LOG2`.
+pub fn thread_sums_sizes(log2: u32) -> Vec<u64> {
+    let mut v = Vec::new();
+    for k in 0..=log2 {
+        v.push(1u64 << k);
+        if k >= 2 {
+            v.push((3u64 << (k - 1)) + 1);
+        }
+    }
+    v
+}
+
 /// True if `tool` runs (`tool --version`).
 pub fn have(tool: &str) -> bool {
     Command::new(tool)
