@@ -13,6 +13,7 @@ pub mod probe;
 pub mod reuse;
 pub mod sizes;
 pub mod temperature;
+pub mod threads;
 pub mod zero;
 
 use std::path::PathBuf;
@@ -48,11 +49,13 @@ pub enum Experiment {
     Doors,
     /// Seed 004 at the scale of one call: a small copy or set beside another core's line.
     Neighbour,
+    /// Seed 004 on many cores: scaling, a victim's working set, a hand-off.
+    Threads,
 }
 
 impl Experiment {
     /// Every experiment, in order. The default set is [`Experiment::DEFAULT`].
-    pub const ALL: [Experiment; 11] = [
+    pub const ALL: [Experiment; 12] = [
         Experiment::Temperature,
         Experiment::Sizes,
         Experiment::Alignment,
@@ -64,6 +67,7 @@ impl Experiment {
         Experiment::Policy,
         Experiment::Probe,
         Experiment::Doors,
+        Experiment::Threads,
     ];
 
     /// What `blockmem lab` runs without naming experiments: the seed reproductions.
@@ -94,6 +98,7 @@ impl Experiment {
             Experiment::Probe => "probe",
             Experiment::Doors => "doors",
             Experiment::Neighbour => "neighbour",
+            Experiment::Threads => "threads",
         }
     }
 
@@ -111,6 +116,7 @@ impl Experiment {
             Experiment::Doors => "fleet distributions and fixed-size loops through the LD_PRELOAD shim, the C ABI and function pointers, from a C driver, against libc through the same door",
             Experiment::Probe => "cost of the timed-load cache probe and how well the first line predicts the block (seed 003 Table 2)",
             Experiment::Neighbour => "another core's time per store to a line while small copies and sets fill the bytes just before it (seed 004, one call at a time)",
+            Experiment::Threads => "pinned threads on every CPU: aggregate GB/s of N copiers or zeroers, a warm working set's slowdown beside copiers, a producer-to-consumer hand-off (seed 004 on many cores)",
         }
     }
 
@@ -133,6 +139,7 @@ impl Experiment {
             Experiment::Probe => probe::run(ctx),
             Experiment::Doors => doors::run(ctx)?,
             Experiment::Neighbour => neighbour::run(ctx)?,
+            Experiment::Threads => threads::run(ctx)?,
         })
     }
 
@@ -150,6 +157,7 @@ impl Experiment {
             Experiment::Probe => probe::tables(recs),
             Experiment::Doors => doors::tables(recs),
             Experiment::Neighbour => neighbour::tables(recs),
+            Experiment::Threads => threads::tables(recs),
         }
     }
 }
