@@ -147,6 +147,7 @@ pub unsafe fn run_pinned<R: Send>(
     let barrier = Barrier::new(jobs.len() + usize::from(lead.is_some()));
     let (stop, failed) = (AtomicBool::new(false), AtomicBool::new(false));
     let has_lead = lead.is_some();
+    let lead_cpu = lead.as_ref().map(|l| l.0);
     let window_ns = window.as_nanos() as f64;
     let (runs, out) = std::thread::scope(|s| {
         let (barrier, stop, failed) = (&barrier, &stop, &failed);
@@ -204,9 +205,8 @@ pub unsafe fn run_pinned<R: Send>(
     });
     if failed.load(Ordering::Relaxed) {
         anyhow::bail!(
-            "threads: cannot pin a thread to one of the CPUs {:?}: {}",
-            jobs.iter().map(|j| j.cpu).collect::<Vec<_>>(),
-            std::io::Error::last_os_error()
+            "threads: sched_setaffinity refused to pin a thread to one of the CPUs {:?}; is another process changing this one's affinity mask?",
+            jobs.iter().map(|j| j.cpu).chain(lead_cpu).collect::<Vec<_>>()
         );
     }
     Ok((runs, out))
@@ -727,9 +727,14 @@ unsafe fn hand_off(
             !failed.load(Ordering::Relaxed)
         };
         let producer = s.spawn(move || {
+            if pin(cpus.0).is_none() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            // The source in the producer's caches, as a block just computed would be.
             // SAFETY: the caller's contract.
             unsafe { read_lines(src_at as *const u8, n) };
-            if !start(cpus.0) {
+            barrier.wait();
+            if failed.load(Ordering::Relaxed) {
                 return f64::NAN;
             }
             let t0 = Instant::now();
