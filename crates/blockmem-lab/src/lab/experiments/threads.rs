@@ -313,19 +313,40 @@ impl Plan {
         }
     }
 
+    /// Largest block per thread: [`FAR_CAP`], and [`ALL_BLOCKS_CAP`] over all CPUs.
+    fn cap(&self, quick: bool) -> usize {
+        FAR_CAP[usize::from(!quick)].min(ALL_BLOCKS_CAP / (2 * self.cpus.len()))
+    }
+
+    /// A CPU's share of the effective LLC, whole pages, at most a quarter of the cap
+    /// (a measurement disturbed by other tenants can find a huge LLC).
+    fn llc_share(&self, quick: bool) -> usize {
+        ((self.llc / self.cpus.len()).min(self.cap(quick) / 4) / 4096 * 4096).max(16 << 10)
+    }
+
     /// The scaling sizes, labelled: the user's, else a thread's LLC share halved, the
-    /// effective LLC, and four times it (capped: [`FAR_CAP`], [`ALL_BLOCKS_CAP`]).
-    fn scaling_sizes(&self, ctx: &Ctx<'_>) -> Vec<(&'static str, usize)> {
+    /// effective LLC, and four times it, each capped ([`Plan::cap`]), the last
+    /// labelled with the multiple of the LLC it reaches.
+    fn scaling_sizes(&self, ctx: &Ctx<'_>) -> Vec<(String, usize)> {
         if let Some(s) = ctx.sizes {
-            return s.iter().map(|&n| ("given", n)).collect();
+            return s.iter().map(|&n| ("given".to_string(), n)).collect();
         }
-        let page = |n: usize| (n / 4096 * 4096).max(16 << 10);
-        let cap = FAR_CAP[usize::from(!ctx.quick)].min(ALL_BLOCKS_CAP / (2 * self.cpus.len()));
-        vec![
-            ("LLC share / 2", page(self.llc / self.cpus.len() / 2)),
-            ("≈ LLC", page(self.llc)),
-            ("4× LLC", page((4 * self.llc).min(cap))),
-        ]
+        let cap = self.cap(ctx.quick);
+        let size = |n: usize| (n.min(cap) / 4096 * 4096).max(16 << 10);
+        let far = size(4 * self.llc);
+        let mut v = vec![
+            (
+                "LLC share / 2".to_string(),
+                size(self.llc_share(ctx.quick) / 2),
+            ),
+            ("≈ LLC".to_string(), size(self.llc)),
+            (
+                format!("{:.1}× LLC", far as f64 / self.llc.max(1) as f64),
+                far,
+            ),
+        ];
+        v.dedup_by_key(|s| s.1);
+        v
     }
 
     /// The hand-off sizes: the user's, else 64 KiB, the L2 and a CPU's LLC share.
@@ -333,11 +354,7 @@ impl Plan {
         match ctx.sizes {
             Some(s) => s.to_vec(),
             None => {
-                let mut v = vec![
-                    64 << 10,
-                    self.l2,
-                    (self.llc / self.cpus.len()) / 4096 * 4096,
-                ];
+                let mut v = vec![64 << 10, self.l2, self.llc_share(ctx.quick)];
                 v.sort_unstable();
                 v.dedup();
                 v
@@ -416,7 +433,7 @@ fn scaling(ctx: &mut Ctx<'_>, plan: &Plan, extra: &[Method]) -> anyhow::Result<V
         * plan.reps;
     let pb = ctx.bar(cells, &format!("{NAME} {SCALING}"), "windows");
     let mut out = Vec::new();
-    for &(label, n) in &sizes {
+    for (label, n) in sizes.iter().map(|(l, n)| (l.as_str(), *n)) {
         let mut blocks: Vec<Block> = (0..plan.cpus.len())
             .map(|i| Block::new(n, 0x7e_0000 + i as u64))
             .collect();
@@ -633,7 +650,7 @@ fn victim(ctx: &mut Ctx<'_>, plan: &Plan, extra: &[Method]) -> anyhow::Result<Ve
         .unwrap_or(4 << 20);
     let sets = [
         ("L2", (plan.l2 * 3 / 4) / 4096 * 4096),
-        ("LLC share", (plan.llc / plan.cpus.len()) / 4096 * 4096),
+        ("LLC share", plan.llc_share(ctx.quick)),
     ];
     let mut blocks: Vec<Block> = (1..plan.cpus.len())
         .map(|i| Block::new(n, 0x71c_0000 + i as u64))
