@@ -7,47 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::cpus::{allowed_cpus, pin, restore};
 use super::mem::Buffer;
 use super::method::Method;
 use super::runner::SET_BYTE;
-
-/// The CPUs this process may run on, in order.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: `set` is a plain bit set the call fills; pid 0 is this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
-/// Pins the calling thread to the CPUs in `cpus`; returns its previous mask, for
-/// [`restore`], or `None` where the kernel refused.
-pub fn pin_to(cpus: &[usize]) -> Option<libc::cpu_set_t> {
-    // SAFETY: the sets are plain bit sets the calls read or fill.
-    unsafe {
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        let mut old: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size, &mut old) != 0 {
-            return None;
-        }
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        (libc::sched_setaffinity(0, size, &set) == 0).then_some(old)
-    }
-}
-
-/// Restores a mask [`pin_to`] returned.
-pub fn restore(old: &libc::cpu_set_t) {
-    // SAFETY: `old` came from `sched_getaffinity`.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
-}
 
 /// Running load threads; dropping it stops and joins them and restores the caller's
 /// CPU mask.
@@ -74,7 +37,7 @@ impl Load {
         if others.is_empty() {
             return None;
         }
-        let old_mask = pin_to(&[caller_cpu]);
+        let old_mask = pin(caller_cpu);
         let stop = Arc::new(AtomicBool::new(false));
         let bytes = Arc::new(AtomicU64::new(0));
         let threads = others
@@ -114,7 +77,7 @@ impl Drop for Load {
 
 /// One load thread: pinned to `cpu`, copies `block` bytes with `method` until `stop`.
 fn copy_until(stop: &AtomicBool, bytes: &AtomicU64, method: &Method, block: usize, cpu: usize) {
-    let _ = pin_to(&[cpu]);
+    let _ = pin(cpu);
     let src = Buffer::new(block);
     let mut dst = Buffer::new(block);
     let copy = method.entry(blockmem::kernel::Op::Copy);

@@ -39,6 +39,7 @@
 //! ```
 
 pub mod compare;
+pub mod cpus;
 pub mod experiments;
 pub mod export;
 pub mod load;
@@ -86,7 +87,8 @@ fn experiment_names() -> Vec<&'static str> {
     neighbour    small copies and sets beside another core's line (seed 004)\n\n\
     Named only (not in the default set):\n  \
     policy       auto vs libc vs the per-cell best kernel (run `blockmem calibrate` first)\n  \
-    probe        cache-probe cost and accuracy (seed 003 Table 2)\n\n\
+    probe        cache-probe cost and accuracy (seed 003 Table 2)\n  \
+    threads      N pinned copiers' GB/s, a victim beside them, a hand-off (seed 004)\n\n\
     `blockmem lab` alone runs the default set and writes ./blockmem-lab/index.html.\n\
     Seed NNN: the source documents, summarised in the repository's docs/SEEDS.md.")]
 pub struct LabArgs {

@@ -702,6 +702,11 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
             )?;
             files.push("fleet.svg".into());
         }
+        Experiment::Threads => {
+            if let Some(f) = threads_scaling(&recs, dir)? {
+                files.push(f);
+            }
+        }
         // Tables only: the grid and the probe figures read best as numbers.
         Experiment::Policy
         | Experiment::Probe
@@ -710,6 +715,59 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
         | Experiment::Contention => {}
     }
     Ok(files)
+}
+
+/// `threads-scaling.svg`: per op and size, aggregate GB/s against the thread count,
+/// one line per method. `None` when the run has no scaling records.
+fn threads_scaling(recs: &[&Record], dir: &Path) -> Result<Option<String>> {
+    use super::experiments::threads::SCALING;
+    let owned: Vec<Record> = recs
+        .iter()
+        .filter(|r| r.extra_str("part") == SCALING)
+        .map(|r| (*r).clone())
+        .collect();
+    let cells = distinct(&owned, |r| (r.op.clone(), r.size));
+    if cells.is_empty() {
+        return Ok(None);
+    }
+    let sizes = distinct(&owned, |r| r.size).len();
+    let rows = cells.len().div_ceil(sizes);
+    let file = "threads-scaling.svg";
+    panels(
+        &dir.join(file),
+        (520 * sizes as u32, 420 * rows as u32),
+        (rows, sizes),
+        |i, a| {
+            let Some((op, n)) = cells.get(i) else {
+                return Ok(());
+            };
+            let sel: Vec<&Record> = owned
+                .iter()
+                .filter(|r| &r.op == op && r.size == *n)
+                .collect();
+            let series: Vec<Series> = distinct(&owned, |r| r.method.clone())
+                .into_iter()
+                .map(|m| Series {
+                    points: sel
+                        .iter()
+                        .filter(|r| r.method == m)
+                        .map(|r| (r.extra_f64("threads").unwrap_or(0.0), r.gbps))
+                        .collect(),
+                    name: m,
+                })
+                .collect();
+            lines(
+                a,
+                &format!("{op} {} per thread", fmt_size(*n)),
+                "threads",
+                "aggregate GB/s",
+                &series,
+                false,
+                false,
+            )
+        },
+    )?;
+    Ok(Some(file.into()))
 }
 
 /// Width of the headline chart (SVG user units).

@@ -186,6 +186,9 @@ impl Record {
             "loop",
             "workload",
             "working_set",
+            "part",
+            "threads",
+            "victim_ws",
         ] {
             if let Some(v) = self.extras.get(f) {
                 k.push_str(&format!("/{f}={v}"));

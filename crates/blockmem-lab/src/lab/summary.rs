@@ -271,6 +271,9 @@ pub fn cell_name(r: &Record) -> String {
             fmt_size(mean.round() as usize)
         );
     }
+    if let Some(name) = threads_cell_name(r) {
+        return name;
+    }
     let mut s = format!("{experiment}: {}", fmt_size(r.size));
     if r.src == "none" {
         let _ = write!(s, " dst {}", r.dst);
@@ -315,6 +318,33 @@ pub fn cell_name(r: &Record) -> String {
         s.push_str(", no reuse");
     }
     s
+}
+
+/// The `threads` experiment's cells: which part, how many threads, what is timed.
+fn threads_cell_name(r: &Record) -> Option<String> {
+    use super::experiments::threads::{HANDOFF, NAME, SCALING, VICTIM};
+    if r.experiment != NAME {
+        return None;
+    }
+    let threads = r.extra_f64("threads").unwrap_or(0.0);
+    Some(match r.extra_str("part") {
+        SCALING => format!(
+            "threads scaling: {} {} on each of {threads} pinned threads, in a loop (aggregate time)",
+            r.op,
+            fmt_size(r.size)
+        ),
+        VICTIM => format!(
+            "threads victim: a {} working set re-read beside {} copier(s) of {} (the victim's time)",
+            fmt_size(r.size),
+            r.extra_f64("copiers").unwrap_or(0.0),
+            fmt_size(r.extra_f64("copy_size").unwrap_or(0.0) as usize)
+        ),
+        HANDOFF => format!(
+            "threads hand-off: {} copied into a flushed dst, then read on another CPU (copy + read)",
+            fmt_size(r.size)
+        ),
+        p => format!("threads {p}: {}", fmt_size(r.size)),
+    })
 }
 
 /// `Intel(R) Xeon(R) … (2 CPUs, LLC 480 MiB reported, 24 MiB effective)`.

@@ -14,6 +14,7 @@ pub mod probe;
 pub mod reuse;
 pub mod sizes;
 pub mod temperature;
+pub mod threads;
 pub mod zero;
 
 use std::path::PathBuf;
@@ -49,6 +50,8 @@ pub enum Experiment {
     Doors,
     /// Seed 004 at the scale of one call: a small copy or set beside another core's line.
     Neighbour,
+    /// Seed 004 on many cores: scaling, a victim's working set, a hand-off.
+    Threads,
     /// Seed 004: large calls alone and beside other cores' copies, the contention input
     /// on and off.
     Contention,
@@ -56,7 +59,7 @@ pub enum Experiment {
 
 impl Experiment {
     /// Every experiment, in order. The default set is [`Experiment::DEFAULT`].
-    pub const ALL: [Experiment; 12] = [
+    pub const ALL: [Experiment; 13] = [
         Experiment::Temperature,
         Experiment::Sizes,
         Experiment::Alignment,
@@ -68,6 +71,7 @@ impl Experiment {
         Experiment::Policy,
         Experiment::Probe,
         Experiment::Doors,
+        Experiment::Threads,
         Experiment::Contention,
     ];
 
@@ -99,6 +103,7 @@ impl Experiment {
             Experiment::Probe => "probe",
             Experiment::Doors => "doors",
             Experiment::Neighbour => "neighbour",
+            Experiment::Threads => "threads",
             Experiment::Contention => contention::NAME,
         }
     }
@@ -117,6 +122,7 @@ impl Experiment {
             Experiment::Doors => "fleet distributions and fixed-size loops through the LD_PRELOAD shim, the C ABI and function pointers, from a C driver, against libc through the same door",
             Experiment::Probe => "cost of the timed-load cache probe and how well the first line predicts the block (seed 003 Table 2)",
             Experiment::Neighbour => "another core's time per store to a line while small copies and sets fill the bytes just before it (seed 004, one call at a time)",
+            Experiment::Threads => "pinned threads on every CPU: aggregate GB/s of N copiers or zeroers, a warm working set's slowdown beside copiers, a producer-to-consumer hand-off (seed 004 on many cores)",
             Experiment::Contention => "large copies and zeroes alone and beside other cores' copies, auto with its contention input on and off (seed 004)",
         }
     }
@@ -140,6 +146,7 @@ impl Experiment {
             Experiment::Probe => probe::run(ctx),
             Experiment::Doors => doors::run(ctx)?,
             Experiment::Neighbour => neighbour::run(ctx)?,
+            Experiment::Threads => threads::run(ctx)?,
             Experiment::Contention => contention::run(ctx)?,
         })
     }
@@ -158,6 +165,7 @@ impl Experiment {
             Experiment::Probe => probe::tables(recs),
             Experiment::Doors => doors::tables(recs),
             Experiment::Neighbour => neighbour::tables(recs),
+            Experiment::Threads => threads::tables(recs),
             Experiment::Contention => contention::tables(recs),
         }
     }

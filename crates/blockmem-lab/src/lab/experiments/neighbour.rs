@@ -32,6 +32,7 @@ use blockmem::kernel::Op;
 use serde_json::json;
 
 use super::{distinct, records_of, Ctx};
+use crate::lab::cpus::{allowed_cpus, pin, restore};
 use crate::lab::mem::Buffer;
 use crate::lab::method::{Entry, Method};
 use crate::lab::report::Table;
@@ -58,40 +59,6 @@ const IDLE: u8 = 0;
 const GO: u8 = 1;
 const DONE: u8 = 2;
 const EXIT: u8 = 3;
-
-/// The CPUs this process may run on.
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: `set` is a plain bit set the call fills; pid 0 is this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
-/// Pins the calling thread to `cpu`; returns its previous mask to restore.
-fn pin(cpu: usize) -> Option<libc::cpu_set_t> {
-    // SAFETY: as in `allowed_cpus`; the sets are plain bit sets.
-    unsafe {
-        let mut old: libc::cpu_set_t = std::mem::zeroed();
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        if libc::sched_getaffinity(0, size, &mut old) != 0 {
-            return None;
-        }
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        (libc::sched_setaffinity(0, size, &one) == 0).then_some(old)
-    }
-}
-
-fn restore(old: &libc::cpu_set_t) {
-    // SAFETY: `old` came from `sched_getaffinity`.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
-}
 
 /// The shared state: the neighbour's phase and its last time per increment (f64 bits).
 struct Shared {

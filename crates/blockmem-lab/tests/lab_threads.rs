@@ -1,0 +1,119 @@
+//! `blockmem lab threads` from the outside, with tiny sizes and few repetitions: the
+//! three parts are present, every record verified, the scaling part covers every
+//! thread count from 1 to the CPUs allowed; pinned to one CPU it is skipped with a
+//! message. Plumbing only, never timings.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn allowed_cpus() -> usize {
+    // SAFETY: a plain bit set filled by the call; pid 0 is this thread.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: as above.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return 1;
+    }
+    // SAFETY: reads the set just filled.
+    unsafe { libc::CPU_COUNT(&set) as usize }
+}
+
+#[test]
+fn threads_quick_has_three_verified_parts_over_every_thread_count() {
+    let cpus = allowed_cpus();
+    if cpus < 2 {
+        return; // the one-CPU case is the test below
+    }
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("t.json");
+    let out = Command::cargo_bin("blockmem")
+        .unwrap()
+        .args([
+            "lab", "threads", "--quick", "--sizes", "64K,256K", "--reps", "2", "--llc", "4M",
+            "--quiet",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--out")
+        .arg(d.path().join("report"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for title in ["threads scaling", "threads victim", "threads hand-off"] {
+        assert!(stdout.contains(title), "{title} missing:\n{stdout}");
+    }
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = v["results"].as_array().unwrap();
+    for r in results {
+        assert_eq!(r["verified"], true, "{r}");
+        for f in [
+            "method",
+            "op",
+            "size",
+            "src",
+            "dst",
+            "reuse",
+            "median_ns",
+            "gbps",
+        ] {
+            assert!(!r[f].is_null(), "{f} missing in {r}");
+        }
+    }
+    let part = |p: &str| -> Vec<&Value> { results.iter().filter(|r| r["part"] == p).collect() };
+    let scaling = part("scaling");
+    let mut counts: Vec<u64> = scaling
+        .iter()
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    assert_eq!(counts, (1..=cpus as u64).collect::<Vec<_>>());
+    for r in &scaling {
+        let per = r["per_thread_gbps"].as_array().unwrap();
+        assert_eq!(per.len() as u64, r["threads"].as_u64().unwrap(), "{r}");
+        assert!(r["gbps"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    for op in ["copy", "zero"] {
+        assert!(scaling.iter().any(|r| r["op"] == op), "{op}");
+    }
+    let victim = part("victim");
+    assert!(victim.iter().any(|r| r["method"] == "auto-noreuse"));
+    assert!(victim.iter().any(|r| r["method"] == "auto-reuse"));
+    assert!(victim
+        .iter()
+        .all(|r| r["alone_ns_per_line"].as_f64().unwrap() > 0.0));
+    let handoff = part("handoff");
+    assert!(handoff
+        .iter()
+        .all(|r| r["consumer_ns"].as_f64().unwrap() > 0.0));
+    assert!(d.path().join("report/threads-scaling.svg").exists());
+}
+
+#[test]
+fn threads_on_one_cpu_is_skipped_with_a_message() {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("blockmem"));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut one);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+            Ok(())
+        });
+    }
+    let out = c
+        .args(["lab", "threads", "--reps", "1", "--llc", "4M", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("threads skipped: threads needs two CPUs"),
+        "{err}"
+    );
+}
