@@ -63,9 +63,9 @@ macro_rules! head_tail {
     };
 }
 
-/// Copies (or moves: every load completes before the first store) `n <= 64` bytes,
-/// touching only the cache lines the bytes lie in when `n >= 16`, at most one line
-/// more when `n < 16` (see the module docs), and none of the caller's when `n == 0`.
+/// Copies (or moves: every load completes before the first store) `n <= 64` bytes
+/// with two accesses from both ends, each inside the bytes, so that only the cache
+/// lines the bytes lie in are touched (none when `n == 0`).
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= 64`; the CPU supports
@@ -74,43 +74,12 @@ macro_rules! head_tail {
 pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
     debug_assert!(n <= MAX);
     if n < 16 {
-        // A masked access with every byte masked out still looks its line up, and zero-byte
-        // copies are common (Memcpy_Fleet). With n == 0 (`bzhi` sets ZF) the store points
-        // instead at the line ending 128-191 bytes below the stack pointer, past the red
-        // zone, and the load at the line below that: cached, this thread's own, never read
-        // by code before it writes it. Two lines, because a load from the line the previous
-        // call's masked store went to would wait for that store. Nothing is read or written
-        // either way, and a zero-byte call never looks at the caller's pointers.
-        // SAFETY: the mask selects exactly bytes [0, n) of each 16-byte access, which
-        // are valid per the contract; masked-out bytes are not accessed (no fault, no
-        // write). In xmm16, an EVEX-only register as in `set_masked`: no `vzeroupper`
-        // on return.
-        unsafe {
-            core::arch::asm!(
-                "lea {t}, [rsp - 192]",
-                "and {t}, -64",
-                "lea {u}, [{t} - 64]",
-                "mov {m:e}, -1",
-                "bzhi {m:e}, {m:e}, {n:e}",
-                "cmovz {s}, {u}",
-                "cmovz {d}, {t}",
-                "kmovw k1, {m:e}",
-                "vmovdqu8 xmm16 {{k1}}{{z}}, xmmword ptr [{s}]",
-                "vmovdqu8 xmmword ptr [{d}] {{k1}}, xmm16",
-                n = in(reg) n,
-                t = out(reg) _,
-                u = out(reg) _,
-                m = out(reg) _,
-                s = inout(reg) src => _,
-                d = inout(reg) dst => _,
-                out("xmm16") _,
-                out("k1") _,
-                options(nostack)
-            );
-        }
+        // 0..=15: the portable ladder's scalar pairs (8+8, 4+4, 2+2, one byte).
+        // SAFETY: n < 16 <= SMALL_MAX; forwarded contract.
+        unsafe { crate::arch::all::small::copy_le32(dst, src, n) }
     } else if n < 32 {
         // 16..=31: [0, 16) and [n-16, n), both loads before either store (a move's
-        // ranges may overlap); they touch exactly the lines the bytes lie in.
+        // ranges may overlap).
         // SAFETY: both accesses lie in [0, n), valid per the contract.
         unsafe { head_tail!("xmm", "xmmword", 16, dst, src, n) }
     } else {
@@ -120,21 +89,40 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// Sets `n <= 64` bytes to `byte`.
+/// Sets `n <= 64` bytes to `byte` with stores inside the bytes: scalar pairs below 16
+/// bytes (as [`copy_le64`]), else two 16- or 32-byte stores from both ends of a
+/// broadcast in xmm16/ymm16 (EVEX-only: no `vzeroupper`). Nothing is stored when
+/// `n == 0`.
 ///
 /// # Safety
 /// `dst` valid for `n` writes, `n <= 64`; CPU features as for [`copy_le64`].
 #[inline(always)]
 pub unsafe fn set_le64(dst: *mut u8, byte: u8, n: usize) {
     debug_assert!(n <= MAX);
-    // A zero-byte set returns: a fully masked store would still look its line up (see
-    // `copy_le64`). Unlike a copy's, the test is a branch: zero-byte sets are rare in
-    // Memset_Fleet, and a branch-free redirection costs every other call.
-    if n == 0 {
-        return;
+    // SAFETY: every store lies in [0, n), valid per the contract.
+    unsafe {
+        if n < 16 {
+            crate::arch::all::small::set_le32(dst, byte, n)
+        } else if n < 32 {
+            core::arch::asm!(
+                "vpbroadcastb xmm16, {b:e}",
+                "vmovdqu64 xmmword ptr [{d}], xmm16",
+                "vmovdqu64 xmmword ptr [{d} + {n} - 16], xmm16",
+                b = in(reg) byte as u32, d = in(reg) dst, n = in(reg) n,
+                out("zmm16") _,
+                options(nostack, preserves_flags)
+            );
+        } else {
+            core::arch::asm!(
+                "vpbroadcastb ymm16, {b:e}",
+                "vmovdqu64 ymmword ptr [{d}], ymm16",
+                "vmovdqu64 ymmword ptr [{d} + {n} - 32], ymm16",
+                b = in(reg) byte as u32, d = in(reg) dst, n = in(reg) n,
+                out("zmm16") _,
+                options(nostack, preserves_flags)
+            );
+        }
     }
-    // SAFETY: 1 <= n <= 64.
-    unsafe { set_masked(dst, byte, n) }
 }
 
 /// Sets `n` bytes, `1 <= n <= 64`, with one masked 64-byte store whose window lies in
