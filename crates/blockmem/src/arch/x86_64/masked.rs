@@ -1,18 +1,15 @@
-//! Small copies and sets with AVX-512BW masked byte loads and stores.
+//! Small and medium copies and sets with AVX-512 registers, inline in the caller.
 //!
-//! 1. A set of `n <= 64` bytes is one masked store (`bzhi` builds the mask): no size
-//!    ladder, so no branch to mispredict on sizes that vary call to call. Masked-out
-//!    bytes cannot fault, so a buffer that ends against an unmapped page is safe.
-//! 2. A masked access still fetches every line its window spans, and takes a line
-//!    another core is writing from it; so windows lie in the lines the bytes lie in. A
-//!    set's 64-byte window is the line itself when the bytes fit in one, else the 64
-//!    bytes ending with the last one (exact, and it crosses a page only where the bytes
-//!    do). A copy has two pointers whose line offsets differ: 1-15 bytes take one masked
-//!    16-byte access (at most one line more), 16-31 two overlapping 16-byte ones, 32-64
-//!    two 32-byte ones (exact). Evidence: `docs/results/epyc-zen4-2vcpu/neighbour`.
-//! 3. A masked access whose window straddles a page is slow even when every selected
-//!    byte is mapped; a set's window never does, and a copy's rare straddle costs less
-//!    than testing two pointers on every call.
+//! 1. Up to 64 bytes, two accesses from both ends, each inside the bytes: scalar pairs
+//!    below 16 bytes (8+8, 4+4, 2+2, one byte: glibc's ladder), 16- or 32-byte vectors
+//!    above. No access leaves `[p, p + n)`, so a call touches only the lines its bytes
+//!    lie in: a masked window from `p` would still fetch (load) or take (store) the next
+//!    line, which another core may be writing, even with its bytes masked out
+//!    (`docs/results/xeon-clx-2vcpu/neighbour`).
+//! 2. The C entries' sets of 1-63 bytes are one masked 64-byte store placed in the
+//!    lines the bytes lie in (`entry`); the last line of a set above 512 bytes is one
+//!    masked store of that line's bytes ([`set_le2k`]).
+//! 3. Above 64 bytes, unmasked 64-byte blocks from both ends, every load first.
 //! 4. Every path up to 512 bytes is inline assembly on zmm16-23/ymm16-17/xmm16-17 and k1
 //!    only (the 16- and 32-byte EVEX forms need AVX-512VL, part of the `AVX512BW`
 //!    feature). EVEX-only registers leave the upper halves of ymm0-15 clean, so the
@@ -29,7 +26,7 @@ use core::arch::x86_64::{
     __m512i, _mm512_loadu_epi8, _mm512_mask_storeu_epi8, _mm512_set1_epi8, _mm512_storeu_epi8,
 };
 
-/// Largest size the single masked access handles.
+/// Largest size [`copy_le64`] and [`set_le64`] handle.
 pub const MAX: usize = 64;
 
 /// Largest size [`copy_le512`] handles.
@@ -122,51 +119,6 @@ pub unsafe fn set_le64(dst: *mut u8, byte: u8, n: usize) {
                 options(nostack, preserves_flags)
             );
         }
-    }
-}
-
-/// Sets `n` bytes, `1 <= n <= 64`, with one masked 64-byte store whose window lies in
-/// the lines the bytes lie in: the line itself (`dst` rounded down to 64 bytes, the
-/// mask shifted by `dst`'s offset in it) when the bytes fit in one line, else the 64
-/// bytes that end with the last one. A store at `dst` itself would fetch the next
-/// line as well for most small sets (see the module docs); and since the window
-/// crosses a page only where the bytes do, no test of the page is needed.
-///
-/// # Safety
-/// `dst` valid for `n` writes, `1 <= n <= 64`; CPU features as for [`copy_le64`].
-#[inline(always)]
-pub unsafe fn set_masked(dst: *mut u8, byte: u8, n: usize) {
-    // zmm16 (EVEX-only): using only zmm16-31 leaves the upper halves of ymm0-15 clean,
-    // so no `vzeroupper` is needed on return (glibc's evex memset does the same).
-    // SAFETY: the window starts `sh = min(dst % 64, 64 - n)` bytes below `dst` and the
-    // mask (`bzhi` of all ones at n, shifted left by `sh`) selects exactly its bytes
-    // [sh, sh + n), which are [dst, dst + n), valid per the contract; masked-out bytes
-    // are not written and cannot fault.
-    unsafe {
-        core::arch::asm!(
-            "mov {a:e}, {d:e}",
-            "and {a:e}, 63",
-            "mov {t:e}, 64",
-            "sub {t:e}, {n:e}",
-            "cmp {a:e}, {t:e}",
-            "cmova {a:e}, {t:e}",
-            "sub {d}, {a}",
-            "vpbroadcastb zmm16, {b:e}",
-            "mov {m}, -1",
-            "bzhi {m}, {m}, {n}",
-            "shlx {m}, {m}, {a}",
-            "kmovq k1, {m}",
-            "vmovdqu8 zmmword ptr [{d}] {{k1}}, zmm16",
-            b = in(reg) byte as u32,
-            n = in(reg) n,
-            d = inout(reg) dst => _,
-            a = out(reg) _,
-            t = out(reg) _,
-            m = out(reg) _,
-            out("zmm16") _,
-            out("k1") _,
-            options(nostack)
-        );
     }
 }
 
