@@ -13,13 +13,12 @@
 //!    32-byte boundary, which on Intel's Skylake family keeps its window out of the
 //!    decoded-instruction cache (`blockmem-preload/tests/disasm.rs` checks both).
 //! 2. AVX-512 copies: `n < 64` first, then `n > 128`. 64–128 bytes: two 64-byte loads
-//!    from both ends, then the stores, no taken branch. 1–15 bytes: glibc's scalar
-//!    pairs (8+8, 4+4, then three bytes), every access inside the bytes, so that a call
-//!    touches only the lines its bytes lie in (a masked window from the first byte
-//!    would take the next line from a core writing it:
-//!    `docs/results/xeon-clx-2vcpu/neighbour`). 16–31 and 32–63: two 16- or 32-byte
-//!    accesses from both ends. 129–256 and 257–512: four or eight 64-byte loads, then
-//!    the stores.
+//!    from both ends, then the stores, no taken branch. 1–15 bytes: one masked 16-byte
+//!    access (`n == 0` returns first: a masked load of an inaccessible page costs a
+//!    fault-suppression assist); branch-free where sizes vary, it may reach into the
+//!    next line, which glibc's scalar pairs would not, at a cost on mixed sizes
+//!    (`docs/results/xeon-clx-2vcpu/neighbour`). 16–31 and 32–63: two 16- or 32-byte accesses from both
+//!    ends. 129–256 and 257–512: four or eight 64-byte loads, then the stores.
 //! 3. 513–2112 bytes (copies of disjoint ranges, up to glibc's `rep movsb` threshold
 //!    with FSRM): the first 64 and last 256 bytes loaded first, 256-byte blocks to
 //!    64-byte-aligned destinations, the ends stored last. Overlapping ranges go on.
@@ -119,22 +118,13 @@ macro_rules! entry_copy_avx512_head {
             "jae 2f\n",
             "cmp edx, 16\n",
             "jae 12f\n",
-            // 1..=15: glibc's scalar ladder, every access inside the bytes (as the
-            // AVX2 bodies').
-            "cmp edx, 8\n",
-            "jae 13f\n",
-            "cmp edx, 4\n",
-            "jae 14f\n",
             "test edx, edx\n",
             "je 3f\n",
-            "mov r9, rdx\n",
-            "shr r9, 1\n",
-            "movzx r8d, byte ptr [rsi]\n",
-            "movzx r10d, byte ptr [rsi + r9]\n",
-            "movzx ecx, byte ptr [rsi + rdx - 1]\n",
-            "mov byte ptr [rdi], r8b\n",
-            "mov byte ptr [rdi + r9], r10b\n",
-            "mov byte ptr [rdi + rdx - 1], cl\n",
+            "mov r9d, -1\n",
+            "bzhi r9d, r9d, edx\n",
+            "kmovw k1, r9d\n",
+            "vmovdqu8 xmm16 {{k1}}{{z}}, xmmword ptr [rsi]\n",
+            "vmovdqu8 xmmword ptr [rdi] {{k1}}, xmm16\n",
             "3:\n",
             "ret\n",
             // 32..=63 and 16..=31 share a line.
@@ -150,19 +140,6 @@ macro_rules! entry_copy_avx512_head {
             "vmovdqu64 xmm17, xmmword ptr [rsi + rdx - 16]\n",
             "vmovdqu64 xmmword ptr [rdi], xmm16\n",
             "vmovdqu64 xmmword ptr [rdi + rdx - 16], xmm17\n",
-            "ret\n",
-            ".p2align 6\n",
-            "13:\n",
-            "mov r8, qword ptr [rsi]\n",
-            "mov r9, qword ptr [rsi + rdx - 8]\n",
-            "mov qword ptr [rdi], r8\n",
-            "mov qword ptr [rdi + rdx - 8], r9\n",
-            "ret\n",
-            "14:\n",
-            "mov r8d, dword ptr [rsi]\n",
-            "mov r9d, dword ptr [rsi + rdx - 4]\n",
-            "mov dword ptr [rdi], r8d\n",
-            "mov dword ptr [rdi + rdx - 4], r9d\n",
             "ret\n",
             ".p2align 6\n",
             "4:\n",

@@ -6,9 +6,11 @@
 //!    lie in: a masked window from `p` would still fetch (load) or take (store) the next
 //!    line, which another core may be writing, even with its bytes masked out
 //!    (`docs/results/xeon-clx-2vcpu/neighbour`).
-//! 2. The C entries' sets of 1-63 bytes are one masked 64-byte store placed in the
-//!    lines the bytes lie in (`entry`); the last line of a set above 512 bytes is one
-//!    masked store of that line's bytes ([`set_le2k`]).
+//! 2. The C entries (`entry`) keep masked accesses where sizes vary call to call: a
+//!    set of 1-63 bytes is one masked 64-byte store placed in the lines the bytes lie
+//!    in, a copy of 1-15 bytes one masked 16-byte access from the first byte (which may
+//!    reach the next line). The last line of a set above 512 bytes is one masked store
+//!    of that line's bytes ([`set_le2k`]).
 //! 3. Above 64 bytes, unmasked 64-byte blocks from both ends, every load first.
 //! 4. Every path up to 512 bytes is inline assembly on zmm16-23/ymm16-17/xmm16-17 and k1
 //!    only (the 16- and 32-byte EVEX forms need AVX-512VL, part of the `AVX512BW`
