@@ -9,7 +9,7 @@
 //!
 //! Per class it shows costs the whole replay hides, such as a zero-byte copy whose
 //! masked access still looks its line up (why `blockmem::arch::x86_64::masked::copy_le64`
-//! points such calls at a stack line).
+//! takes no access outside the bytes).
 use blockmem_lab::lab::experiments::fleet::{draw, Distribution};
 use blockmem_lab::lab::mem::Buffer;
 use blockmem_lab::lab::method::Method;

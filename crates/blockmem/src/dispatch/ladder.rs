@@ -172,23 +172,18 @@ pub(super) unsafe fn copy_wide_inline<const K: u8>(
     hint: Hint,
 ) -> *mut u8 {
     use crate::arch::x86_64::masked;
-    // SAFETY: forwarded contract. Above 128 bytes first, then up to 64, as the C
-    // entries (where sizes come at random, fewer mispredicted tests:
-    // `arch::x86_64::entry`).
+    // SAFETY: forwarded contract. Up to 64 bytes first, as the C entries
+    // (`arch::x86_64::entry`): the smallest sizes take the fewest tests.
     unsafe {
-        if n > 2 * masked::MAX {
-            if n <= WIDE_MAX {
-                masked::copy_65_512(dst, src, n);
-                return dst;
-            }
-            return copy_wide::<K>(dst, src, n, hint);
-        }
         if n <= masked::MAX {
             masked::copy_le64(dst, src, n);
             return dst;
         }
-        masked::copy_65_512(dst, src, n);
-        dst
+        if n <= WIDE_MAX {
+            masked::copy_65_512(dst, src, n);
+            return dst;
+        }
+        copy_wide::<K>(dst, src, n, hint)
     }
 }
 
@@ -201,23 +196,14 @@ pub(super) unsafe fn copy_wide_inline<const K: u8>(
 #[inline(always)]
 pub(super) unsafe fn set_wide_inline(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     use crate::arch::x86_64::masked;
-    // SAFETY: forwarded contract. Above 128 bytes first, as the C entries' sets (where
-    // sizes come at random, fewer mispredicted tests: `arch::x86_64::entry`); then one
-    // compare takes 1..=64 (a zero-byte set goes to `set_wide`, which returns without a
-    // store).
+    // SAFETY: forwarded contract. Up to 64 bytes first, as for copies (a zero-byte set
+    // stores nothing).
     unsafe {
-        if n > 2 * masked::MAX {
-            if n <= WIDE_MAX {
-                masked::set_65_512(dst, byte, n);
-                return dst;
-            }
-            return set_wide(dst, byte, n, hint);
-        }
-        if n.wrapping_sub(1) < masked::MAX {
-            masked::set_masked(dst, byte, n);
+        if n <= masked::MAX {
+            masked::set_le64(dst, byte, n);
             return dst;
         }
-        if n > masked::MAX {
+        if n <= WIDE_MAX {
             masked::set_65_512(dst, byte, n);
             return dst;
         }

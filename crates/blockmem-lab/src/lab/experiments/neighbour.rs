@@ -9,11 +9,13 @@
 //! of a call lies in the line before the counter's, so a call that touches only the
 //! lines its bytes lie in never takes the counter's line from the neighbour. A masked
 //! vector access whose window reaches past the bytes does: a masked-out byte is neither
-//! read nor written, but the access still takes its line. glibc's masked `memset`
-//! stores 64 bytes from the destination; blockmem's set places its window in the
-//! destination's line (`blockmem::arch::x86_64::masked`); a copy's masked 16-byte
-//! window can still reach a few bytes into the next line
-//! (`docs/results/epyc-zen4-2vcpu/neighbour`).
+//! read nor written, but the access still takes its line (a load shares it). glibc's
+//! masked `memset` stores a vector from the destination. blockmem's Rust API (`auto`
+//! here) keeps every access of a call up to 64 bytes inside the bytes (scalar pairs
+//! below 16 bytes, vectors from both ends above); its C entries' masked sets place
+//! their window in the destination's lines, and their copies of 1-15 bytes take one
+//! masked 16-byte window from the first byte (`blockmem::arch::x86_64::masked`,
+//! `docs/results/xeon-clx-2vcpu/neighbour`).
 //! Per cell the record's samples are the caller's time per call; `neighbour_ns` is the
 //! neighbour's time per increment in the same sample, `alone_ns` its time with the
 //! caller idle, and `ratio_neighbour_libc_over_auto` the paired median of the
@@ -43,9 +45,8 @@ use crate::lab::stats::{paired_median_ratio, paired_ratio_ci, Summary};
 pub const NAME: &str = "neighbour";
 
 /// Bytes per call. Each call's bytes end 8 bytes before the neighbour's line, so a
-/// 64-byte window from the destination covers the counter; 4 bytes is the size at
-/// which blockmem's own copy (one masked 16-byte access from 1 to 15 bytes) reaches
-/// past its bytes.
+/// 64-byte window from the destination covers the counter, and a 16-byte one from a
+/// call of 4 bytes reaches into the neighbour's line.
 pub const SIZES: [usize; 4] = [4, 8, 24, 40];
 
 /// Increments per sample (about 0.3 ms alone at 1.3 ns each).

@@ -15,7 +15,9 @@
 //! 2. AVX-512 copies: `n < 64` first, then `n > 128`. 64–128 bytes: two 64-byte loads
 //!    from both ends, then the stores, no taken branch. 1–15 bytes: one masked 16-byte
 //!    access (`n == 0` returns first: a masked load of an inaccessible page costs a
-//!    fault-suppression assist). 16–31 and 32–63: two 16- or 32-byte accesses from both
+//!    fault-suppression assist); branch-free where sizes vary, it may reach into the
+//!    next line, which glibc's scalar pairs would not, at a cost on mixed sizes
+//!    (`docs/results/xeon-clx-2vcpu/neighbour`). 16–31 and 32–63: two 16- or 32-byte accesses from both
 //!    ends. 129–256 and 257–512: four or eight 64-byte loads, then the stores.
 //! 3. 513–2112 bytes (copies of disjoint ranges, up to glibc's `rep movsb` threshold
 //!    with FSRM): the first 64 and last 256 bytes loaded first, 256-byte blocks to
@@ -393,7 +395,8 @@ macro_rules! entry_set_avx512 {
     () => {
         concat!(
             // 1..=63 bytes: one masked store whose window lies in the lines the
-            // bytes lie in (see `masked::set_masked`): the later of dst's line and
+            // bytes lie in (a store from dst would take the next line for most
+            // small sets): the later of dst's line and
             // dst + n - 64 (a signed compare: user addresses are below 2^47, and
             // the second is negative only for a dst in the first line, where the
             // line wins), the mask shifted by dst - window; rax holds dst.

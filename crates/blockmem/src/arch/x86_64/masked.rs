@@ -1,18 +1,17 @@
-//! Small copies and sets with AVX-512BW masked byte loads and stores.
+//! Small and medium copies and sets with AVX-512 registers, inline in the caller.
 //!
-//! 1. A set of `n <= 64` bytes is one masked store (`bzhi` builds the mask): no size
-//!    ladder, so no branch to mispredict on sizes that vary call to call. Masked-out
-//!    bytes cannot fault, so a buffer that ends against an unmapped page is safe.
-//! 2. A masked access still fetches every line its window spans, and takes a line
-//!    another core is writing from it; so windows lie in the lines the bytes lie in. A
-//!    set's 64-byte window is the line itself when the bytes fit in one, else the 64
-//!    bytes ending with the last one (exact, and it crosses a page only where the bytes
-//!    do). A copy has two pointers whose line offsets differ: 1-15 bytes take one masked
-//!    16-byte access (at most one line more), 16-31 two overlapping 16-byte ones, 32-64
-//!    two 32-byte ones (exact). Evidence: `docs/results/epyc-zen4-2vcpu/neighbour`.
-//! 3. A masked access whose window straddles a page is slow even when every selected
-//!    byte is mapped; a set's window never does, and a copy's rare straddle costs less
-//!    than testing two pointers on every call.
+//! 1. Up to 64 bytes, two accesses from both ends, each inside the bytes: scalar pairs
+//!    below 16 bytes (8+8, 4+4, 2+2, one byte: glibc's ladder), 16- or 32-byte vectors
+//!    above. No access leaves `[p, p + n)`, so a call touches only the lines its bytes
+//!    lie in: a masked window from `p` would still fetch (load) or take (store) the next
+//!    line, which another core may be writing, even with its bytes masked out
+//!    (`docs/results/xeon-clx-2vcpu/neighbour`).
+//! 2. The C entries (`entry`) keep masked accesses where sizes vary call to call: a
+//!    set of 1-63 bytes is one masked 64-byte store placed in the lines the bytes lie
+//!    in, a copy of 1-15 bytes one masked 16-byte access from the first byte (which may
+//!    reach the next line). The last line of a set above 512 bytes is one masked store
+//!    of that line's bytes ([`set_le2k`]).
+//! 3. Above 64 bytes, unmasked 64-byte blocks from both ends, every load first.
 //! 4. Every path up to 512 bytes is inline assembly on zmm16-23/ymm16-17/xmm16-17 and k1
 //!    only (the 16- and 32-byte EVEX forms need AVX-512VL, part of the `AVX512BW`
 //!    feature). EVEX-only registers leave the upper halves of ymm0-15 clean, so the
@@ -29,7 +28,7 @@ use core::arch::x86_64::{
     __m512i, _mm512_loadu_epi8, _mm512_mask_storeu_epi8, _mm512_set1_epi8, _mm512_storeu_epi8,
 };
 
-/// Largest size the single masked access handles.
+/// Largest size [`copy_le64`] and [`set_le64`] handle.
 pub const MAX: usize = 64;
 
 /// Largest size [`copy_le512`] handles.
@@ -63,9 +62,9 @@ macro_rules! head_tail {
     };
 }
 
-/// Copies (or moves: every load completes before the first store) `n <= 64` bytes,
-/// touching only the cache lines the bytes lie in when `n >= 16`, at most one line
-/// more when `n < 16` (see the module docs), and none of the caller's when `n == 0`.
+/// Copies (or moves: every load completes before the first store) `n <= 64` bytes
+/// with two accesses from both ends, each inside the bytes, so that only the cache
+/// lines the bytes lie in are touched (none when `n == 0`).
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes, `n <= 64`; the CPU supports
@@ -74,43 +73,12 @@ macro_rules! head_tail {
 pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
     debug_assert!(n <= MAX);
     if n < 16 {
-        // A masked access with every byte masked out still looks its line up, and zero-byte
-        // copies are common (Memcpy_Fleet). With n == 0 (`bzhi` sets ZF) the store points
-        // instead at the line ending 128-191 bytes below the stack pointer, past the red
-        // zone, and the load at the line below that: cached, this thread's own, never read
-        // by code before it writes it. Two lines, because a load from the line the previous
-        // call's masked store went to would wait for that store. Nothing is read or written
-        // either way, and a zero-byte call never looks at the caller's pointers.
-        // SAFETY: the mask selects exactly bytes [0, n) of each 16-byte access, which
-        // are valid per the contract; masked-out bytes are not accessed (no fault, no
-        // write). In xmm16, an EVEX-only register as in `set_masked`: no `vzeroupper`
-        // on return.
-        unsafe {
-            core::arch::asm!(
-                "lea {t}, [rsp - 192]",
-                "and {t}, -64",
-                "lea {u}, [{t} - 64]",
-                "mov {m:e}, -1",
-                "bzhi {m:e}, {m:e}, {n:e}",
-                "cmovz {s}, {u}",
-                "cmovz {d}, {t}",
-                "kmovw k1, {m:e}",
-                "vmovdqu8 xmm16 {{k1}}{{z}}, xmmword ptr [{s}]",
-                "vmovdqu8 xmmword ptr [{d}] {{k1}}, xmm16",
-                n = in(reg) n,
-                t = out(reg) _,
-                u = out(reg) _,
-                m = out(reg) _,
-                s = inout(reg) src => _,
-                d = inout(reg) dst => _,
-                out("xmm16") _,
-                out("k1") _,
-                options(nostack)
-            );
-        }
+        // 0..=15: the portable ladder's scalar pairs (8+8, 4+4, 2+2, one byte).
+        // SAFETY: n < 16 <= SMALL_MAX; forwarded contract.
+        unsafe { crate::arch::all::small::copy_le32(dst, src, n) }
     } else if n < 32 {
         // 16..=31: [0, 16) and [n-16, n), both loads before either store (a move's
-        // ranges may overlap); they touch exactly the lines the bytes lie in.
+        // ranges may overlap).
         // SAFETY: both accesses lie in [0, n), valid per the contract.
         unsafe { head_tail!("xmm", "xmmword", 16, dst, src, n) }
     } else {
@@ -120,65 +88,39 @@ pub unsafe fn copy_le64(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// Sets `n <= 64` bytes to `byte`.
+/// Sets `n <= 64` bytes to `byte` with stores inside the bytes: scalar pairs below 16
+/// bytes (as [`copy_le64`]), else two 16- or 32-byte stores from both ends of a
+/// broadcast in xmm16/ymm16 (EVEX-only: no `vzeroupper`). Nothing is stored when
+/// `n == 0`.
 ///
 /// # Safety
 /// `dst` valid for `n` writes, `n <= 64`; CPU features as for [`copy_le64`].
 #[inline(always)]
 pub unsafe fn set_le64(dst: *mut u8, byte: u8, n: usize) {
     debug_assert!(n <= MAX);
-    // A zero-byte set returns: a fully masked store would still look its line up (see
-    // `copy_le64`). Unlike a copy's, the test is a branch: zero-byte sets are rare in
-    // Memset_Fleet, and a branch-free redirection costs every other call.
-    if n == 0 {
-        return;
-    }
-    // SAFETY: 1 <= n <= 64.
-    unsafe { set_masked(dst, byte, n) }
-}
-
-/// Sets `n` bytes, `1 <= n <= 64`, with one masked 64-byte store whose window lies in
-/// the lines the bytes lie in: the line itself (`dst` rounded down to 64 bytes, the
-/// mask shifted by `dst`'s offset in it) when the bytes fit in one line, else the 64
-/// bytes that end with the last one. A store at `dst` itself would fetch the next
-/// line as well for most small sets (see the module docs); and since the window
-/// crosses a page only where the bytes do, no test of the page is needed.
-///
-/// # Safety
-/// `dst` valid for `n` writes, `1 <= n <= 64`; CPU features as for [`copy_le64`].
-#[inline(always)]
-pub unsafe fn set_masked(dst: *mut u8, byte: u8, n: usize) {
-    // zmm16 (EVEX-only): using only zmm16-31 leaves the upper halves of ymm0-15 clean,
-    // so no `vzeroupper` is needed on return (glibc's evex memset does the same).
-    // SAFETY: the window starts `sh = min(dst % 64, 64 - n)` bytes below `dst` and the
-    // mask (`bzhi` of all ones at n, shifted left by `sh`) selects exactly its bytes
-    // [sh, sh + n), which are [dst, dst + n), valid per the contract; masked-out bytes
-    // are not written and cannot fault.
+    // SAFETY: every store lies in [0, n), valid per the contract.
     unsafe {
-        core::arch::asm!(
-            "mov {a:e}, {d:e}",
-            "and {a:e}, 63",
-            "mov {t:e}, 64",
-            "sub {t:e}, {n:e}",
-            "cmp {a:e}, {t:e}",
-            "cmova {a:e}, {t:e}",
-            "sub {d}, {a}",
-            "vpbroadcastb zmm16, {b:e}",
-            "mov {m}, -1",
-            "bzhi {m}, {m}, {n}",
-            "shlx {m}, {m}, {a}",
-            "kmovq k1, {m}",
-            "vmovdqu8 zmmword ptr [{d}] {{k1}}, zmm16",
-            b = in(reg) byte as u32,
-            n = in(reg) n,
-            d = inout(reg) dst => _,
-            a = out(reg) _,
-            t = out(reg) _,
-            m = out(reg) _,
-            out("zmm16") _,
-            out("k1") _,
-            options(nostack)
-        );
+        if n < 16 {
+            crate::arch::all::small::set_le32(dst, byte, n)
+        } else if n < 32 {
+            core::arch::asm!(
+                "vpbroadcastb xmm16, {b:e}",
+                "vmovdqu64 xmmword ptr [{d}], xmm16",
+                "vmovdqu64 xmmword ptr [{d} + {n} - 16], xmm16",
+                b = in(reg) byte as u32, d = in(reg) dst, n = in(reg) n,
+                out("zmm16") _,
+                options(nostack, preserves_flags)
+            );
+        } else {
+            core::arch::asm!(
+                "vpbroadcastb ymm16, {b:e}",
+                "vmovdqu64 ymmword ptr [{d}], ymm16",
+                "vmovdqu64 ymmword ptr [{d} + {n} - 32], ymm16",
+                b = in(reg) byte as u32, d = in(reg) dst, n = in(reg) n,
+                out("zmm16") _,
+                options(nostack, preserves_flags)
+            );
+        }
     }
 }
 
