@@ -15,9 +15,10 @@
 //!    each method; its ns per line beside each method against alone, paired per
 //!    repetition. Streaming copiers should evict less of it.
 //! 3. `handoff`: a producer on one CPU copies a block into a destination no cache
-//!    holds, a consumer on another then reads and sums all of it: temporal stores leave
-//!    the lines modified in the producer's caches (the consumer's reads snoop them
-//!    there), streaming stores send them to memory.
+//!    holds (libc, auto, temporal and streaming kernels, `rep_movsb`), a consumer on
+//!    another then reads and sums all of it: temporal stores leave the lines modified
+//!    in the producer's caches (the consumer's reads snoop them there), streaming
+//!    stores send them to memory (`docs/results/xeon-clx-2vcpu/threads`).
 //!
 //! Every sample verifies: the copiers' and producers' destinations are compared with
 //! their sources (or checked zero) after every window, with sampled lines of them
@@ -560,12 +561,15 @@ impl Chase {
         Chase { buf, lines }
     }
 
-    /// Two untimed passes, then dependent loads for `window`: ns per load. Takes the
-    /// buffer's address as a number so that a lead closure over it can be shared.
+    /// Two untimed passes, then dependent loads for `window`: (ns per load over the
+    /// thread's own CPU time, that CPU time over the window's). CPU time leaves out
+    /// the time other tenants' threads held the CPU; the share says how much that was.
+    /// Takes the buffer's address as a number so that a lead closure over it can be
+    /// shared.
     ///
     /// # Safety
     /// `start` is the address of a live [`Chase`]'s buffer of `lines` lines.
-    unsafe fn time(start: usize, lines: usize, window: Duration) -> f64 {
+    unsafe fn time(start: usize, lines: usize, window: Duration) -> (f64, f64) {
         let mut q = start as *const usize;
         let mut step = |k: usize| {
             for _ in 0..k {
@@ -575,22 +579,32 @@ impl Chase {
             }
         };
         step(2 * lines);
-        let t0 = Instant::now();
+        let (t0, c0) = (Instant::now(), thread_cpu_ns());
         let mut loads = 0u64;
         while t0.elapsed() < window {
             step(1024);
             loads += 1024;
         }
-        let ns = t0.elapsed().as_nanos() as f64 / loads as f64;
+        let (wall, cpu) = (t0.elapsed().as_nanos() as f64, thread_cpu_ns() - c0);
         std::hint::black_box(q);
-        ns
+        (cpu / loads as f64, cpu / wall)
+    }
+}
+
+/// The calling thread's CPU time, ns.
+fn thread_cpu_ns() -> f64 {
+    // SAFETY: `ts` is a valid out-pointer; the clock id is a constant Linux knows.
+    unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
     }
 }
 
 /// Part 2, one working set: per repetition the victim alone, then beside each method's
 /// copiers, in a random order. Returns per method (ns per line, copiers' GB/s,
-/// verified), and alone's ns per line.
-type VictimRuns = (Vec<(Vec<f64>, Vec<f64>, bool)>, Vec<f64>);
+/// verified), alone's ns per line, and the victim's CPU shares.
+type VictimRuns = (Vec<(Vec<f64>, Vec<f64>, bool)>, Vec<f64>, Vec<f64>);
 
 fn victim_cell(
     ctx: &mut Ctx<'_>,
@@ -603,7 +617,7 @@ fn victim_cell(
 ) -> anyhow::Result<VictimRuns> {
     let mut per: Vec<(Vec<f64>, Vec<f64>, bool)> =
         vec![(Vec::new(), Vec::new(), true); methods.len()];
-    let mut alone = Vec::new();
+    let (mut alone, mut shares) = (Vec::new(), Vec::new());
     let (at, lines, window) = (chase.buf.as_ptr() as usize, chase.lines, plan.window);
     // SAFETY: `chase` outlives every `run_pinned` below.
     let lead = move || unsafe { Chase::time(at, lines, window) };
@@ -613,7 +627,9 @@ fn victim_cell(
             let Some(m) = methods.get(j) else {
                 // SAFETY: no loopers; the lead reads its own buffer.
                 let (_, ns) = unsafe { run_pinned(&[], plan.window, Some((victim_cpu, &lead)))? };
-                alone.push(ns.unwrap_or(f64::NAN));
+                let (ns, share) = ns.unwrap_or((f64::NAN, f64::NAN));
+                alone.push(ns);
+                shares.push(share);
                 continue;
             };
             let entry = m.entry(Op::Copy).expect("methods_for keeps the op's");
@@ -627,13 +643,15 @@ fn victim_cell(
                 .collect();
             // SAFETY: each copier's block is its own; the lead reads only its buffer.
             let (runs, ns) = unsafe { run_pinned(&jobs, plan.window, Some((victim_cpu, &lead)))? };
-            per[j].0.push(ns.unwrap_or(f64::NAN));
+            let (ns, share) = ns.unwrap_or((f64::NAN, f64::NAN));
+            per[j].0.push(ns);
+            shares.push(share);
             per[j].1.push(aggregate_gbps(&runs));
             per[j].2 &= blocks.iter().all(|b| b.verify(Op::Copy, n));
             pb.inc(1);
         }
     }
-    Ok((per, alone))
+    Ok((per, alone, shares))
 }
 
 /// Part 2: the victim's working sets, beside the copiers of each method and alone.
@@ -664,7 +682,7 @@ fn victim(ctx: &mut Ctx<'_>, plan: &Plan, extra: &[Method]) -> anyhow::Result<Ve
     let mut out = Vec::new();
     for (k, &(level, ws)) in sets.iter().enumerate() {
         let chase = Chase::new(ws.max(4096), 0xc4a5e + k as u64);
-        let (per, alone) = victim_cell(ctx, plan, &methods, &chase, &mut blocks, n, &pb)?;
+        let (per, alone, shares) = victim_cell(ctx, plan, &methods, &chase, &mut blocks, n, &pb)?;
         for (j, m) in methods.iter().enumerate() {
             let (ns, copier, verified) = &per[j];
             verification_warning(
@@ -683,6 +701,7 @@ fn victim(ctx: &mut Ctx<'_>, plan: &Plan, extra: &[Method]) -> anyhow::Result<Ve
             e.insert("alone_ns_per_line".into(), json!(median(&alone)));
             e.insert("alone_samples_ns_per_line".into(), json!(alone));
             e.insert("copier_gbps".into(), json!(median(copier)));
+            e.insert("victim_cpu_share".into(), json!(median(&shares)));
             if let Some(r) = paired_median_ratio(ns, &alone) {
                 e.insert("slowdown".into(), json!(r));
             }
@@ -791,7 +810,7 @@ unsafe fn hand_off(
 /// Part 3: per size, every method's hand-offs interleaved per repetition, the
 /// destination poisoned and flushed from every cache before each.
 fn handoff(ctx: &mut Ctx<'_>, plan: &Plan, extra: &[Method]) -> anyhow::Result<Vec<Record>> {
-    let methods = methods_for(ctx, Op::Copy, "", extra);
+    let methods = methods_for(ctx, Op::Copy, "rep_movsb", extra);
     let sizes = plan.handoff_sizes(ctx);
     let cpus = (plan.cpus[0], plan.cpus[1]);
     let pb = ctx.bar(
@@ -1003,12 +1022,12 @@ fn victim_table(recs: &[Record]) -> Option<Table> {
     let first = recs.first()?;
     let mut t = Table::new(
         format!(
-            "threads victim: ns per line of a pointer chase through a warm working set, while {} other CPU(s) copy {} blocks",
+            "threads victim: ns per line of a pointer chase through a warm working set (over the victim's CPU time), while {} other CPU(s) copy {} blocks",
             first.extra_f64("copiers").unwrap_or(0.0),
             fmt_size(first.extra_f64("copy_size").unwrap_or(0.0) as usize)
         ),
-        "median over repetitions; slowdown = beside / alone, paired per repetition [95% interval]; libc / method > 1: the method's copies slow the victim less than libc's",
-        ["working set", "copiers' method", "alone", "beside", "slowdown", "libc / method", "copiers' GB/s"]
+        "median over repetitions; slowdown = beside / alone, paired per repetition [95% interval]; libc / method > 1: the method's copies slow the victim less than libc's; CPU share: the victim's CPU time over the wall time (other tenants had the rest)",
+        ["working set", "copiers' method", "alone", "beside", "slowdown", "libc / method", "copiers' GB/s", "CPU share"]
             .map(String::from)
             .to_vec(),
     );
@@ -1031,6 +1050,10 @@ fn victim_table(recs: &[Record]) -> Option<Table> {
             ratio_cell(r, "slowdown", "slowdown_ci95"),
             ratio_cell(r, "ratio_victim_libc_over_method", "ratio_victim_ci95"),
             format!("{:.1}", r.extra_f64("copier_gbps").unwrap_or(f64::NAN)),
+            format!(
+                "{:.0}%",
+                100.0 * r.extra_f64("victim_cpu_share").unwrap_or(f64::NAN)
+            ),
         ]);
     }
     Some(t)
