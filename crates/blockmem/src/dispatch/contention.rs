@@ -4,10 +4,11 @@
 //! decides and takes itself off when its kernel returns; with the table's
 //! `contended_calls` in flight, itself included, it reads the contended rows. Smaller
 //! calls, and every call under a table whose contended rows equal their twins, never
-//! touch the count. What it costs alone and buys under load:
+//! touch the count; nor does any call while the input is switched off
+//! ([`super::sense_contention`]). What it costs alone and buys under load:
 //! `docs/results/xeon-clx-2vcpu/contention`.
 
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::policy::{Load, Plan};
 
@@ -17,9 +18,6 @@ use crate::policy::{Load, Plan};
 struct Padded(AtomicUsize);
 
 static IN_FLIGHT: Padded = Padded(AtomicUsize::new(0));
-
-/// Whether calls count and read the contended rows (see [`sense_contention`]).
-static SENSING: AtomicBool = AtomicBool::new(true);
 
 /// Adds a call to the count and returns its load. The caller calls [`leave`] when its
 /// kernel has returned.
@@ -53,17 +51,4 @@ fn load_of(plan: &Plan, with_me: usize) -> Load {
 /// The large calls in flight now.
 pub fn in_flight() -> usize {
     IN_FLIGHT.0.load(Ordering::Relaxed)
-}
-
-/// Turns the contention input off (`false`: no call counts, every call reads the
-/// rows a call alone reads, as under a table without contended rows) or on again (the
-/// default). For measuring what the input costs and buys, side by side in one process.
-pub fn sense_contention(on: bool) {
-    SENSING.store(on, Ordering::Relaxed);
-    super::publish::recompile_now();
-}
-
-/// Whether the contention input is on ([`sense_contention`]).
-pub fn sensing_contention() -> bool {
-    SENSING.load(Ordering::Relaxed)
 }

@@ -21,7 +21,7 @@
 //! * `large`: calls above the ladder: the compiled entry point, else the
 //!   decision with a probe and the memories;
 //! * `contention`: the count of large calls in flight, the decision's contention
-//!   input ([`sense_contention`]);
+//!   input (switched by [`sense_contention`]);
 //! * [`wide`]: the tails of the C entries' assembly bodies;
 //! * `query`: the doors that ask which kernel a call runs
 //!   ([`choose`], [`decide_for_call`]) and run it ([`run_kernel`]).
@@ -57,7 +57,7 @@ use crate::policy;
 use ladder::{copy_entry, set_entry};
 use large::{DISJOINT, FORGIVE, MOVE};
 
-pub use contention::{in_flight, sense_contention, sensing_contention};
+pub use contention::in_flight;
 pub use ladder::inline_max;
 pub use memory::{
     forget_streamed, forget_written, met_again, remember_streamed, streamed_window, written_lately,
@@ -65,7 +65,8 @@ pub use memory::{
 };
 pub use policy::keeps_streamed;
 pub use publish::{
-    builtin_class, force, forced, install, mask_features, plan, reload, status, table,
+    builtin_class, force, forced, install, mask_features, plan, reload, sense_contention,
+    sensing_contention, status, table,
 };
 pub use query::{choose, choose_probed, decide_for_call, run_kernel};
 

@@ -116,7 +116,7 @@ fn recompile() {
     let table = unsafe { &*t };
     // No LLC estimate here: the plan works it out when a call first needs it.
     policy::compile(table, f, forced(), 0, slot);
-    if !super::contention::sensing_contention() {
+    if !sensing_contention() {
         slot.alone_only();
     }
     CURRENT.store(slot as *const Plan as *mut Plan, Ordering::Release);
@@ -135,12 +135,23 @@ fn publish(t: *const Table, source: Source) {
     STATE.store(2, Ordering::Release);
 }
 
-/// Recompiles the plan in use (after a switch that [`recompile`] reads changed).
-pub(super) fn recompile_now() {
+/// Whether calls count the large calls in flight and read the contended rows.
+static SENSING: AtomicBool = AtomicBool::new(true);
+
+/// Turns the contention input off (`false`: no call counts, every call reads the
+/// rows a call alone reads, as under a table without contended rows) or on again (the
+/// default). For measuring what the input costs and buys, side by side in one process.
+pub fn sense_contention(on: bool) {
+    SENSING.store(on, Ordering::Relaxed);
     plan();
     lock_loading();
     recompile();
     unlock_loading();
+}
+
+/// Whether the contention input is on ([`sense_contention`]).
+pub fn sensing_contention() -> bool {
+    SENSING.load(Ordering::Relaxed)
 }
 
 /// The published plan, initialising on first use.
