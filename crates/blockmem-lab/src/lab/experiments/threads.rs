@@ -385,7 +385,14 @@ impl Plan {
 
 /// Runs it with the default methods.
 pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
-    run_with(ctx, &[])
+    // Where the table has contended rows, `auto` with the contention input off beside
+    // it: the contended choice against the alone choice as threads are added.
+    let alone: Vec<Method> = blockmem::dispatch::table()
+        .has_contended_rows()
+        .then(Method::auto_alone)
+        .into_iter()
+        .collect();
+    run_with(ctx, &alone)
 }
 
 /// Runs it, every part's methods followed by `extra` (those implementing its op).
