@@ -88,7 +88,9 @@ fn experiment_names() -> Vec<&'static str> {
     Named only (not in the default set):\n  \
     policy       auto vs libc vs the per-cell best kernel (run `blockmem calibrate` first)\n  \
     probe        cache-probe cost and accuracy (seed 003 Table 2)\n  \
-    threads      N pinned copiers' GB/s, a victim beside them, a hand-off (seed 004)\n\n\
+    threads      N pinned copiers' GB/s, a victim beside them, a hand-off (seed 004)\n  \
+    contention   large calls alone and beside other CPUs' copies, auto-alone beside auto (seed 004)\n  \
+    doors        small calls through the shim, the C ABI and pointers from a C driver\n\n\
     `blockmem lab` alone runs the default set and writes ./blockmem-lab/index.html.\n\
     Seed NNN: the source documents, summarised in the repository's docs/SEEDS.md.")]
 pub struct LabArgs {
