@@ -375,15 +375,19 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         fmt_bytes(u(&t["loop_temporal_max"]["set"])),
         t["forced"].as_str().map(|k| format!("; forced kernel {k}")).unwrap_or_default()
     );
-    for row in t["rows"].as_array().into_iter().flatten() {
+    // A row's key (with `suffix`) and its compiled bands, one line.
+    let line = |row: &Value, suffix: &str, width: usize| {
         let key = format!(
-            "{}.{}.{}",
+            "{}.{}.{}{suffix}",
             s(&row["family"]),
             s(&row["hint"]),
             s(&row["state"])
         );
         let compiled = row["compiled"].as_array().map_or(&[][..], |v| v.as_slice());
-        say!("  {key:<22} {}", row_line(compiled));
+        format!("  {key:<width$} {}", row_line(compiled))
+    };
+    for row in t["rows"].as_array().into_iter().flatten() {
+        say!("{}", line(row, "", 22));
     }
     let contended = t["contended_rows"]
         .as_array()
@@ -395,14 +399,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         );
     }
     for row in contended {
-        let key = format!(
-            "{}.{}.{}.contended",
-            s(&row["family"]),
-            s(&row["hint"]),
-            s(&row["state"])
-        );
-        let compiled = row["compiled"].as_array().map_or(&[][..], |v| v.as_slice());
-        say!("  {key:<32} {}", row_line(compiled));
+        say!("{}", line(row, ".contended", 32));
     }
     let recalling = t["rows"]
         .as_array()
