@@ -577,23 +577,22 @@ impl Plan {
         // unoptimised build (this runs inside the shim's constructor).
         let auto = row_index(family, Hint::Auto, State::Unknown);
         let states = State::ALL.len();
-        let reuse = first_difference(
-            &self.rows[auto..auto + states],
-            &self.rows[row_index(family, Hint::Reuse, State::Unknown)..],
-        );
-        let noreuse = first_difference(
-            &self.rows[auto..auto + states],
-            &self.rows[row_index(family, Hint::NoReuse, State::Unknown)..],
-        );
-        let reuse_c = first_difference(
-            &self.contended[auto..auto + states],
-            &self.contended[row_index(family, Hint::Reuse, State::Unknown)..],
-        );
-        let noreuse_c = first_difference(
-            &self.contended[auto..auto + states],
-            &self.contended[row_index(family, Hint::NoReuse, State::Unknown)..],
-        );
-        reuse.min(noreuse).min(reuse_c).min(noreuse_c)
+        let hinted = [
+            row_index(family, Hint::Reuse, State::Unknown),
+            row_index(family, Hint::NoReuse, State::Unknown),
+        ];
+        let mut first = usize::MAX;
+        let mut h = 0;
+        while h < hinted.len() {
+            let alone = first_difference(&self.rows[auto..auto + states], &self.rows[hinted[h]..]);
+            let contended = first_difference(
+                &self.contended[auto..auto + states],
+                &self.contended[hinted[h]..],
+            );
+            first = first.min(alone).min(contended);
+            h += 1;
+        }
+        first
     }
 
     /// The smallest size at which a call of this family and hint probes (`usize::MAX`:
