@@ -201,15 +201,20 @@ impl Report<'_> {
         t
     }
 
+    /// The window a destination's fate is judged in, in words.
+    fn fate_window(&self) -> String {
+        self.analysis
+            .fate_window
+            .map_or("before the process ended".to_string(), |w| {
+                format!("within {} of later block traffic", bytes(w))
+            })
+    }
+
     /// Per thread: calls, bytes, and where the bytes went (streamed past the cache, or
     /// written through it and then reused or not).
     fn threads(&self) -> Table {
         let a = self.analysis;
-        let window = a
-            .fate_window
-            .map_or("before the process ended".to_string(), |w| {
-                format!("within {} of later block traffic", bytes(w))
-            });
+        let window = self.fate_window();
         let mut t = Table::new(
             "Threads",
             format!(
@@ -484,11 +489,7 @@ impl Report<'_> {
     /// Seed 003 Table 3.
     fn fate(&self) -> Table {
         let a = self.analysis;
-        let window = a
-            .fate_window
-            .map_or("before the process ended".to_string(), |w| {
-                format!("within {} of later block traffic", bytes(w))
-            });
+        let window = self.fate_window();
         let mut t = Table::new(
             "Destination fate (seed 003 Table 3)",
             format!(
