@@ -3,6 +3,8 @@
 //! and index.html; `--compare` reads them back. Sizes and repetitions are tiny: these
 //! tests check plumbing, never timings.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
@@ -575,15 +577,7 @@ fn doors_replays_every_door_and_verifies_every_call() {
 fn neighbour_measures_beside_another_cpu_or_says_why_not() {
     let d = tempfile::tempdir().unwrap();
     let json = d.path().join("n.json");
-    let two = {
-        // SAFETY: a plain bit set filled by the call.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: as above; pid 0 is this thread.
-        let ok = unsafe { libc::sched_getaffinity(0, size, &mut set) } == 0;
-        // SAFETY: reads the set just filled.
-        ok && unsafe { libc::CPU_COUNT(&set) } >= 2
-    };
+    let two = common::allowed_cpus() >= 2;
     if two {
         lab()
             .args([
@@ -613,20 +607,7 @@ fn neighbour_measures_beside_another_cpu_or_says_why_not() {
             .any(|r| r["method"] == "auto" && r["ratio_neighbour_libc_over_auto"].is_number()));
     }
     // One CPU: pin the child before it starts.
-    let pinned = || {
-        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("blockmem"));
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
-                let mut one: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(0, &mut one);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
-                Ok(())
-            });
-        }
-        c
-    };
-    let out = pinned()
+    let out = common::blockmem_on_one_cpu()
         .args(["lab", "neighbour", "--reps", "1", "--quiet"])
         .output()
         .unwrap();

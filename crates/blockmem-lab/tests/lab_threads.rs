@@ -3,20 +3,11 @@
 //! thread count from 1 to the CPUs allowed; pinned to one CPU it is skipped with a
 //! message. Plumbing only, never timings.
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod common;
 
-fn allowed_cpus() -> usize {
-    // SAFETY: a plain bit set filled by the call; pid 0 is this thread.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: as above.
-    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
-        return 1;
-    }
-    // SAFETY: reads the set just filled.
-    unsafe { libc::CPU_COUNT(&set) as usize }
-}
+use assert_cmd::Command;
+use common::{allowed_cpus, blockmem_on_one_cpu};
+use serde_json::Value;
 
 #[test]
 fn threads_quick_has_three_verified_parts_over_every_thread_count() {
@@ -96,16 +87,7 @@ fn threads_quick_has_three_verified_parts_over_every_thread_count() {
 
 #[test]
 fn threads_on_one_cpu_is_skipped_with_a_message() {
-    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("blockmem"));
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
-            let mut one: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(0, &mut one);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
-            Ok(())
-        });
-    }
+    let mut c = blockmem_on_one_cpu();
     let out = c
         .args(["lab", "threads", "--reps", "1", "--llc", "4M", "--quiet"])
         .output()

@@ -1,0 +1,32 @@
+//! What several of the lab's test binaries share: the CPUs this process may run on,
+//! and the `blockmem` command pinned to one CPU.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+/// The number of CPUs in this process's affinity mask (1 if it cannot be read).
+pub fn allowed_cpus() -> usize {
+    // SAFETY: a plain bit set filled by the call; pid 0 is this thread.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: as above.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return 1;
+    }
+    // SAFETY: reads the set just filled.
+    unsafe { libc::CPU_COUNT(&set) as usize }
+}
+
+/// The `blockmem` command, pinned to CPU 0 before it starts.
+pub fn blockmem_on_one_cpu() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("blockmem"));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut one);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+            Ok(())
+        });
+    }
+    c
+}
