@@ -104,6 +104,8 @@ use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use blockmem::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use blockmem::Hint;
+#[cfg(target_arch = "x86_64")]
+use blockmem::entry_asm; // named by `copy_entry!` and `set_entry!`
 
 use crate::next::Next;
 

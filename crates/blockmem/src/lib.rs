@@ -68,6 +68,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[macro_use]
 pub mod arch;
 pub mod autoload;
 pub mod builtin;

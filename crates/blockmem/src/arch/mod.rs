@@ -7,4 +7,5 @@
 pub mod all;
 pub mod generic;
 #[cfg(target_arch = "x86_64")]
+#[macro_use]
 pub mod x86_64;

@@ -7,7 +7,7 @@ use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
 use crate::kernel::{Hint, Op};
 
-use super::large::{copy_large, set_large, DISJOINT};
+use super::large::{copy_large, set_large, DISJOINT, MOVE};
 use super::publish::{plan, small_path, SMALL_WIDE};
 
 /// Largest size the x86-64 inline SSE2 rung handles (8 × 16 bytes).
@@ -90,7 +90,7 @@ pub(super) unsafe fn copy_entry<const K: u8>(
     unsafe {
         #[cfg(target_arch = "x86_64")]
         if path == SMALL_WIDE {
-            return copy_wide_inline::<K>(dst, src, n, hint);
+            return copy_wide_entry::<K>(dst, src, n, hint);
         }
         if n <= INLINE_MAX {
             if path == 0 {
@@ -157,58 +157,42 @@ unsafe fn first_small(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) 
     dst
 }
 
-/// The AVX-512 path of [`copy_entry`] as the caller's own code: up to 512 bytes the
-/// register-explicit assembly of `masked::copy_le512` (no `#[target_feature]`, so it
-/// inlines anywhere), above it a jump to [`copy_wide`].
+/// The AVX-512 path of [`copy_entry`]: a call to the core's assembly entry for `K`
+/// (`entries`), the small-size blocks every door shares.
 ///
 /// # Safety
 /// As [`copy_wide`].
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(super) unsafe fn copy_wide_inline<const K: u8>(
+pub(super) unsafe fn copy_wide_entry<const K: u8>(
     dst: *mut u8,
     src: *const u8,
     n: usize,
     hint: Hint,
 ) -> *mut u8 {
-    use crate::arch::x86_64::masked;
-    // SAFETY: forwarded contract. Up to 64 bytes first, as the C entries
-    // (`arch::x86_64::entry`): the smallest sizes take the fewest tests.
-    unsafe {
-        if n <= masked::MAX {
-            masked::copy_le64(dst, src, n);
-            return dst;
+    use super::entries;
+    let h = hint.to_c();
+    // SAFETY: forwarded contract; the entry for `K` takes exactly the ranges `K` allows.
+    let r = unsafe {
+        match K {
+            DISJOINT => entries::copy_avx512(dst, src, n, h),
+            MOVE => entries::move_avx512(dst, src, n, h),
+            _ => entries::copy_forgiving_avx512(dst, src, n, h),
         }
-        if n <= WIDE_MAX {
-            masked::copy_65_512(dst, src, n);
-            return dst;
-        }
-        copy_wide::<K>(dst, src, n, hint)
-    }
+    };
+    entries::ret(r)
 }
 
-/// The AVX-512 path of [`set_entry`] as the caller's own code (see
-/// [`copy_wide_inline`]).
+/// The AVX-512 path of [`set_entry`] (see [`copy_wide_entry`]).
 ///
 /// # Safety
 /// As [`set_wide`].
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(super) unsafe fn set_wide_inline(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
-    use crate::arch::x86_64::masked;
-    // SAFETY: forwarded contract. Up to 64 bytes first, as for copies (a zero-byte set
-    // stores nothing).
-    unsafe {
-        if n <= masked::MAX {
-            masked::set_le64(dst, byte, n);
-            return dst;
-        }
-        if n <= WIDE_MAX {
-            masked::set_65_512(dst, byte, n);
-            return dst;
-        }
-        set_wide(dst, byte, n, hint)
-    }
+pub(super) unsafe fn set_wide_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    use super::entries;
+    // SAFETY: forwarded contract.
+    entries::ret(unsafe { entries::set_avx512(dst, byte as core::ffi::c_int, n, hint.to_c()) })
 }
 
 /// [`copy_entry`] on a CPU with AVX-512BW and BMI2: up to 512 bytes one to eight
@@ -254,7 +238,7 @@ pub(super) unsafe fn set_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> 
     unsafe {
         #[cfg(target_arch = "x86_64")]
         if path == SMALL_WIDE {
-            return set_wide_inline(dst, byte, n, hint);
+            return set_wide_entry(dst, byte, n, hint);
         }
         if n <= INLINE_MAX {
             if path == 0 {

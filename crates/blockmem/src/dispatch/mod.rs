@@ -2,10 +2,9 @@
 //! published [`Plan`](policy::Plan), then a direct call (a jump) to the kernel it names.
 //!
 //! ```text
-//!   AVX-512BW + BMI2:  set n <= 64 one masked store, copy n < 16 one masked access,
-//!                      n <= 64 two 16- or 32-byte ones; move n <= 512, copy n <= 2112
-//!                      and set/zero n <= 2048 64-byte blocks (arch::x86_64::masked),
-//!                      inline
+//!   AVX-512BW + BMI2:  a call to the core's own assembly entry (`entries`, the
+//!                      blocks of `arch::x86_64::entry` every door shares): up to
+//!                      2112 bytes (copy), 512 (move) or 2048 (set) inside it
 //!   otherwise          n <= 32 scalar head/tail, n <= 128 SSE2 head/tail, inline
 //!   above that         the plan's `unknown` row for the op's family and the hint:
 //!                      the entry point compiled into the band holding n, else the
@@ -18,6 +17,8 @@
 //! * `memory`: the two address memories, pages written lately
 //!   ([`written_lately`]) and blocks streamed lately ([`met_again`]);
 //! * `ladder`: the inline size ladders every entry starts with;
+//! * `entries`: the core's instances of the assembly entries, which the Rust API
+//!   calls where AVX-512BW is in force;
 //! * `large`: calls above the ladder: the compiled entry point, else the
 //!   decision with a probe and the memories;
 //! * `contention`: the count of large calls in flight, the decision's contention
@@ -44,6 +45,8 @@
 //! works before any initialisation has run.
 
 mod contention;
+#[cfg(target_arch = "x86_64")]
+mod entries;
 mod ladder;
 mod large;
 mod memory;

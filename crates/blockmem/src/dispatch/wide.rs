@@ -7,7 +7,7 @@ use crate::arch::generic::disjoint;
 use crate::kernel::Hint;
 use crate::profile::Family;
 
-use super::ladder::{copy_wide, copy_wide_inline, set_wide, set_wide_inline, SET_WIDE_MAX};
+use super::ladder::{copy_wide, copy_wide_entry, set_wide, set_wide_entry, SET_WIDE_MAX};
 use super::large::{as_copy, as_set, auto_entry, DISJOINT, FORGIVE, MOVE};
 
 /// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX-512 bodies.
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn set_above(
 #[inline(always)]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract; the features are present (see above).
-    unsafe { copy_wide_inline::<DISJOINT>(dst, src, n, hint) }
+    unsafe { copy_wide_entry::<DISJOINT>(dst, src, n, hint) }
 }
 
 /// [`super::copy_forgiving`] on a CPU with AVX-512BW.
@@ -97,7 +97,7 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u
 #[inline(always)]
 pub unsafe fn copy_forgiving(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: as in `copy`.
-    unsafe { copy_wide_inline::<FORGIVE>(dst, src, n, hint) }
+    unsafe { copy_wide_entry::<FORGIVE>(dst, src, n, hint) }
 }
 
 /// [`super::move_`] on a CPU with AVX-512BW.
@@ -107,7 +107,7 @@ pub unsafe fn copy_forgiving(dst: *mut u8, src: *const u8, n: usize, hint: Hint)
 #[inline(always)]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: as in `copy`.
-    unsafe { copy_wide_inline::<MOVE>(dst, src, n, hint) }
+    unsafe { copy_wide_entry::<MOVE>(dst, src, n, hint) }
 }
 
 /// [`super::set`] on a CPU with AVX-512BW.
@@ -117,7 +117,7 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut 
 #[inline(always)]
 pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: as in `copy`.
-    unsafe { set_wide_inline(dst, byte, n, hint) }
+    unsafe { set_wide_entry(dst, byte, n, hint) }
 }
 
 /// A C entry's copy or move above its inline sizes. An Auto call (the C ABI's

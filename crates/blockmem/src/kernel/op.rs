@@ -69,6 +69,16 @@ impl Hint {
         }
     }
 
+    /// The C ABI value of a hint (`BLOCKMEM_HINT_*`), as [`Hint::from_c`] reads it.
+    #[inline(always)]
+    pub const fn to_c(self) -> u32 {
+        match self {
+            Hint::Auto => 0,
+            Hint::Reuse => 1,
+            Hint::NoReuse => 2,
+        }
+    }
+
     /// The C ABI value of [`Hint::Auto`] (`BLOCKMEM_HINT_AUTO`), the one the preload
     /// shim passes.
     pub const C_AUTO: u32 = 0;

@@ -37,7 +37,10 @@ pub const LEVEL_AVX512: u8 = 1;
 /// The level of bodies a CPU runs: AVX2 with YMM state enabled.
 pub const LEVEL_AVX2: u8 = 2;
 
-// `entry_asm!`: the text of `entry_*.s` for `naked_asm!`, made by build.rs.
+// `entry_asm!`: the text of `entry_*.s` for `naked_asm!`, made by build.rs. Named
+// without a path where the entries are defined (a macro defined by `include!` cannot be
+// named by path in its own crate): in this crate by textual scope (`#[macro_use]` from
+// here to the crate root), elsewhere through `use blockmem::entry_asm;`.
 include!(concat!(env!("OUT_DIR"), "/entry_asm.rs"));
 
 /// A naked C entry whose assembly is `LINE`, an invocation of a form of `entry_OP.s`
@@ -53,11 +56,11 @@ macro_rules! entry_fn {
         #[unsafe(naked)]
         $vis unsafe extern "C" fn $name($($arg: $ty),*) -> *mut ::core::ffi::c_void {
             ::core::arch::naked_asm!(
-                $crate::entry_asm!(define, common),
-                $crate::entry_asm!(define, $op),
+                entry_asm!(define, common),
+                entry_asm!(define, $op),
                 $line,
-                $crate::entry_asm!(purge, $op),
-                $crate::entry_asm!(purge, common),
+                entry_asm!(purge, $op),
+                entry_asm!(purge, common),
                 $($operands)*
             )
         }

@@ -11,6 +11,7 @@ pub mod avx512;
 pub mod avx512_nt;
 pub mod avx512_pw;
 pub mod clzero;
+#[macro_use]
 pub mod entry;
 pub mod masked;
 pub mod rep_movsb;
