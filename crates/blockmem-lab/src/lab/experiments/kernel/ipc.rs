@@ -37,7 +37,7 @@ const SIZES: [&[usize]; 2] = [
 ];
 
 /// Repetitions (batches) per cell (full run, `--quick`).
-const REPS: [usize; 2] = [15, 9];
+const REPS: [usize; 2] = [21, 15];
 
 /// Bytes per batch, and the bounds on its message count.
 const BATCH_BYTES: usize = 4 << 20;

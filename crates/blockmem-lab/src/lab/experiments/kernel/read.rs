@@ -32,8 +32,8 @@ const SIZES: [&[usize]; 2] = [
 ];
 
 /// Rounds (fresh user buffers) and repetitions per round (full run, `--quick`).
-const ROUNDS: [usize; 2] = [8, 5];
-const REPS: [usize; 2] = [5, 4];
+const ROUNDS: [usize; 2] = [8, 8];
+const REPS: [usize; 2] = [6, 5];
 
 /// lmbench's `bw_file_rd` transfer size.
 const CLASSIC_CHUNK: usize = 64 << 10;

@@ -183,11 +183,11 @@ fn consumer_table(recs: &[Record]) -> Option<Table> {
         let mut row = vec![format!("{}, {temp}", fmt_size(n))];
         for c in &chans {
             row.push(find(recs, c, n, &temp, "read").map_or("–".into(), |r| {
-                format!(
-                    "{:.0} ns, {:.1} GB/s",
-                    r.extra_f64("read_ns_per_msg").unwrap_or(f64::NAN),
-                    r.extra_f64("read_gbps").unwrap_or(f64::NAN),
-                )
+                match r.extra_f64("read_ns_per_msg") {
+                    Some(ns) if ns >= 1.0 => format!("{ns:.0} ns, {:.1} GB/s", n as f64 / ns),
+                    Some(_) => "< 1 ns".into(),
+                    None => "–".into(),
+                }
             }));
         }
         t.rows.push(row);
