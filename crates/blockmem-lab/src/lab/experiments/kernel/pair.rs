@@ -193,7 +193,9 @@ unsafe fn producer(p: &Plan, ctl: &Ctl, ring: *mut u8, fd: libc::c_int, pattern:
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         if let Some((_, cpu)) = p.cpus {
-            pin(cpu);
+            if pin(cpu).is_none() {
+                libc::_exit(4);
+            }
         }
         let span = p.slots * p.sstride;
         let src = libc::mmap(
@@ -312,7 +314,14 @@ impl Pair {
         } else {
             None
         };
-        let old_mask = p.cpus.and_then(|(c, _)| pin(c));
+        let old_mask = match p.cpus {
+            Some((c, _)) => Some(pin(c).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "kernel: sched_setaffinity refused CPU {c}; is another process changing this one's affinity mask?"
+                )
+            })?),
+            None => None,
+        };
         let mut pair = Pair {
             p,
             shared,
