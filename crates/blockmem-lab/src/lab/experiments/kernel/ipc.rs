@@ -17,6 +17,10 @@
 //! Each message carries its sequence number in its first and last word, checked as it
 //! arrives; with `read` the consumer also sums every word of it (checked against the
 //! sum it must have); an untimed batch per cell compares every byte.
+//!
+//! The blocking channels run again, hot, with both processes pinned to the first CPU:
+//! a blocked side is then woken by a context switch, not by an interrupt to another
+//! CPU. The processes' mechanics (fork, control block, producer) live in `pair.rs`.
 
 use serde_json::json;
 

@@ -10,9 +10,10 @@
 //! 2. `ipc` ([`ipc`]): two processes pinned to two CPUs hand each other messages of
 //!    64 B to 1 MiB through a pipe, a UNIX socket, `vmsplice` into a pipe (one copy
 //!    instead of two) and a ring in a shared mapping; the same bytes copied twice in
-//!    user space are the reference for how much of the cost is the copy. Each cell runs
-//!    twice, paired: the consumer only checks each message, or reads all of it (what
-//!    the consumer pays after the transfer).
+//!    user space are the reference for how much of the cost is the copy. A cell's
+//!    batches alternate between the consumer only checking each message and reading
+//!    all of it (what the consumer pays after the transfer). The blocking channels run
+//!    again with both processes on one CPU.
 //! 3. `classic` ([`read::classic`], [`ipc::classic`]): lmbench-style fixed loops
 //!    (`bw_file_rd`, `bw_pipe`, `bw_unix`) in the same run, for comparison.
 //!
