@@ -90,7 +90,8 @@ fn experiment_names() -> Vec<&'static str> {
     probe        cache-probe cost and accuracy (seed 003 Table 2)\n  \
     threads      N pinned copiers' GB/s, a victim beside them, a hand-off (seed 004)\n  \
     contention   large calls alone and beside other CPUs' copies, auto-alone beside auto (seed 004)\n  \
-    doors        small calls through the shim, the C ABI and pointers from a C driver\n\n\
+    doors        small calls through the shim, the C ABI and pointers from a C driver\n  \
+    kernel       read/pread of a cached file, pipe/socket/vmsplice/shared ring IPC (seed 000 §1, 003 Table 1)\n\n\
     `blockmem lab` alone runs the default set and writes ./blockmem-lab/index.html.\n\
     Seed NNN: the source documents, summarised in the repository's docs/SEEDS.md.")]
 pub struct LabArgs {

@@ -702,6 +702,7 @@ pub fn plot(exp: Experiment, recs: &[Record], dir: &Path) -> Result<Vec<String>>
             )?;
             files.push("fleet.svg".into());
         }
+        Experiment::Kernel => files.extend(super::experiments::kernel::plot(&recs, dir)?),
         Experiment::Threads => {
             if let Some(f) = threads_scaling(&recs, dir)? {
                 files.push(f);

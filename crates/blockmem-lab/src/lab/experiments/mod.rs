@@ -7,6 +7,7 @@ pub mod alignment;
 pub mod contention;
 pub mod doors;
 pub mod fleet;
+pub mod kernel;
 pub mod neighbour;
 pub mod policy;
 pub mod pollution;
@@ -55,11 +56,13 @@ pub enum Experiment {
     /// Seed 004: large calls alone and beside other cores' copies, the contention input
     /// on and off.
     Contention,
+    /// Seed 000 §1, seed 003 Table 1: the kernel's copies (read path, IPC).
+    Kernel,
 }
 
 impl Experiment {
     /// Every experiment, in order. The default set is [`Experiment::DEFAULT`].
-    pub const ALL: [Experiment; 13] = [
+    pub const ALL: [Experiment; 14] = [
         Experiment::Temperature,
         Experiment::Sizes,
         Experiment::Alignment,
@@ -73,6 +76,7 @@ impl Experiment {
         Experiment::Doors,
         Experiment::Threads,
         Experiment::Contention,
+        Experiment::Kernel,
     ];
 
     /// What `blockmem lab` runs without naming experiments: the seed reproductions.
@@ -105,6 +109,7 @@ impl Experiment {
             Experiment::Neighbour => "neighbour",
             Experiment::Threads => "threads",
             Experiment::Contention => contention::NAME,
+            Experiment::Kernel => kernel::NAME,
         }
     }
 
@@ -124,6 +129,7 @@ impl Experiment {
             Experiment::Neighbour => "another core's time per store to a line while small copies and sets fill the bytes just before it (seed 004, one call at a time)",
             Experiment::Threads => "pinned threads on every CPU: aggregate GB/s of N copiers or zeroers, a warm working set's slowdown beside copiers, a producer-to-consumer hand-off (seed 004 on many cores)",
             Experiment::Contention => "large copies and zeroes alone and beside other cores' copies, auto with its contention input on and off (seed 004)",
+            Experiment::Kernel => "the kernel's copies: read/pread of a cached file against mmap and a user copy, pipe/UNIX socket/vmsplice/shared ring between two processes, the classic bw_file_rd/bw_pipe/bw_unix loops (seed 000 §1, seed 003 Table 1)",
         }
     }
 
@@ -148,6 +154,7 @@ impl Experiment {
             Experiment::Neighbour => neighbour::run(ctx)?,
             Experiment::Threads => threads::run(ctx)?,
             Experiment::Contention => contention::run(ctx)?,
+            Experiment::Kernel => kernel::run(ctx)?,
         })
     }
 
@@ -167,6 +174,7 @@ impl Experiment {
             Experiment::Neighbour => neighbour::tables(recs),
             Experiment::Threads => threads::tables(recs),
             Experiment::Contention => contention::tables(recs),
+            Experiment::Kernel => kernel::tables(recs),
         }
     }
 }
