@@ -591,7 +591,7 @@ pub(crate) unsafe fn call(
             crate::watch::lift(src as usize, n, crate::watch::BLOCK_READ);
         }
         crate::watch::lift(dst as usize, n, crate::watch::BLOCK_WRITE);
-        crate::watch::expire(false);
+        crate::watch::expire(crate::watch::Expiry::Old);
     }
     let (st, buf) = claim.parts();
     let sampled = st.countdown == 0 && n > 0 && SAMPLE_EVERY.load(Ordering::Relaxed) > 0;
@@ -889,7 +889,7 @@ fn start_forked(pool: &Pool) -> bool {
 extern "C" fn before_fork() {
     // The child must not inherit protected pages (its copy of the watch table would
     // close them without the parent's knowledge).
-    crate::watch::expire(true);
+    crate::watch::expire(crate::watch::Expiry::Fork);
     if let Some(pool) = pool() {
         if pool.ctl.ready.load(Ordering::Acquire) == READY {
             for index in 0..SLOTS {
@@ -1031,7 +1031,7 @@ pub(crate) fn finish() {
         return;
     }
     let saved = errno();
-    crate::watch::expire(true);
+    crate::watch::expire(crate::watch::Expiry::Exit);
     let (mut records, mut busy) = (0u64, 0u64);
     let t0 = clock_ns(libc::CLOCK_MONOTONIC);
     for index in 0..SLOTS {

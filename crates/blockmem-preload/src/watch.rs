@@ -17,9 +17,18 @@
 //! and counts the page's fate. A page handed to a wrapped system call first is lifted
 //! by the wrapper and counted as read (or written) by the kernel; a page a later block
 //! operation reads or writes is lifted by the tracer before the operation runs. A page
-//! still protected [`WATCH_NS`] after the call, or when the program frees, unmaps,
-//! re-protects or forks it, is lifted and counted untouched (or released). When every
-//! page of a watch has its fate, one fate block goes to the trace file.
+//! still protected [`WATCH_NS`] after the call, or when the process exits, is lifted and
+//! counted untouched; one the program frees, unmaps or re-protects first, released.
+//! Before `fork` every page is lifted (a child must not inherit our protection) and
+//! those untouched so far are left out: their fate is not known. When every page of a
+//! watch has its fate, one fate block goes to the trace file.
+//!
+//! What a page's first access says about the rest of it is a sample; a system call
+//! counts every watched page of its whole buffer (lifted before the call), even when
+//! it transfers less. Stdio's own system calls happen inside the C library and are
+//! not wrapped: `fwrite`/`fread` lift their buffers, but a page first reached by
+//! another libc-internal system call would fail it with `EFAULT`; the sampling, the
+//! window and the few pages per call keep that exposure small.
 //!
 //! Everything here is async-signal-safe: atomics, `mprotect`, `write`; no allocation,
 //! no lock, and no `memcpy` on a protected page. Threads may fault on the same page at
@@ -47,8 +56,8 @@ pub(crate) const WATCH_NS: u64 = 20_000_000;
 const ARM_GAP_NS: u64 = 1_000_000;
 /// Entries of the ring of recent lifts, and how long a fault on a lifted page is
 /// taken for a race with the lift (and retried) before it is the program's.
-const RECENT: usize = 256;
-const RECENT_NS: u64 = 50_000_000;
+const RECENT: usize = 4096;
+const RECENT_NS: u64 = 1_000_000_000;
 /// Slots of the I/O table (call site and op), and probes per lookup.
 pub(crate) const IO_SLOTS: usize = 256;
 const IO_PROBES: usize = 16;
@@ -66,6 +75,9 @@ const FATES: usize = 8;
 /// `si_code` of a fault on a mapped page the access is not allowed to (Linux).
 const SEGV_ACCERR: c_int = 2;
 
+/// The page bits of `Watch::left`.
+const PAGE_BITS: u64 = (1 << WATCH_PAGES) - 1;
+
 /// `Watch::state` values.
 const FREE: u32 = 0;
 const ARMING: u32 = 1;
@@ -78,7 +90,8 @@ struct Watch {
     /// Pages armed (the first `count` of `pages`).
     count: AtomicU32,
     pages: [AtomicUsize; WATCH_PAGES],
-    /// Bit i: page i is still protected by us.
+    /// Bit i (i < 16): page i is still protected by us; bits 16 and up: the arming's
+    /// generation.
     left: AtomicU64,
     /// Lifts of this watch's pages in progress (the closer waits for them).
     busy: AtomicU32,
@@ -161,6 +174,30 @@ fn protect(page: usize, prot: c_int) -> bool {
     unsafe { libc::syscall(libc::SYS_mprotect, page, PAGE, prot) == 0 }
 }
 
+/// True if the mapping holding `page` allows the access now (`/proc/self/maps`, read
+/// with system calls into stack buffers: only on faults that are not plainly ours).
+fn allowed_now(page: usize, write: bool) -> bool {
+    let mut allowed = false;
+    crate::maps::for_each(|m| {
+        if m.start <= page && page < m.end {
+            // "start-end rwxp ...": the permissions follow the first space.
+            let perms = m
+                .line
+                .iter()
+                .position(|&b| b == b' ')
+                .and_then(|at| m.line.get(at + 1..));
+            if let Some(p) = perms {
+                allowed = if write {
+                    p.get(1) == Some(&b'w')
+                } else {
+                    p.first() == Some(&b'r')
+                };
+            }
+        }
+    });
+    allowed
+}
+
 fn recently_lifted(page: usize) -> bool {
     let now = now_ns();
     (0..RECENT).any(|i| {
@@ -175,15 +212,28 @@ fn recently_lifted(page: usize) -> bool {
 fn take_page(w: &Watch, i: usize, fate: usize) -> bool {
     let bit = 1u64 << i;
     w.busy.fetch_add(1, Ordering::Acquire);
-    // Recorded before the bit clears: a racing fault that finds the bit clear finds
-    // the page in the ring too.
-    let page = w.pages[i].load(Ordering::Relaxed);
-    let ring = RECENT_NEXT.fetch_add(1, Ordering::Relaxed) % RECENT;
-    RECENT_AT[ring].store(now_ns(), Ordering::Relaxed);
-    RECENT_PAGE[ring].store(page, Ordering::Release);
-    let before = w.left.fetch_and(!bit, Ordering::AcqRel);
-    let won = before & bit != 0;
-    if won {
+    // The bit is won together with the generation it belongs to, and the page read
+    // in between is that generation's (its pages are stored before its bits are set):
+    // a slot re-armed meanwhile makes the exchange fail.
+    let mut won = None;
+    loop {
+        let cur = w.left.load(Ordering::Acquire);
+        if cur & bit == 0 {
+            break;
+        }
+        let page = w.pages[i].load(Ordering::Relaxed);
+        // Recorded before the bit clears: a racing fault that finds the bit clear
+        // finds the page in the ring too.
+        remember(page);
+        if w.left
+            .compare_exchange(cur, cur & !bit, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            won = Some((page, cur & PAGE_BITS & !bit == 0));
+            break;
+        }
+    }
+    if let Some((page, _)) = won {
         let since = now_ns().wrapping_sub(w.armed_ns.load(Ordering::Relaxed));
         let fate = if since > WATCH_NS && fate < RELEASED {
             UNTOUCHED
@@ -199,15 +249,23 @@ fn take_page(w: &Watch, i: usize, fate: usize) -> bool {
         unprotect(page);
     }
     w.busy.fetch_sub(1, Ordering::Release);
-    if won && before & !bit == 0 {
-        close(w);
+    if let Some((_, true)) = won {
+        close(w, Some(UNTOUCHED));
     }
-    won
+    won.is_some()
+}
+
+/// Records a lift of `page` in the ring of recent lifts.
+fn remember(page: usize) {
+    let ring = RECENT_NEXT.fetch_add(1, Ordering::Relaxed) % RECENT;
+    RECENT_AT[ring].store(now_ns(), Ordering::Relaxed);
+    RECENT_PAGE[ring].store(page, Ordering::Release);
 }
 
 /// Emits the watch's fate block and frees its slot, once (whoever moves it from
-/// ACTIVE to CLOSING). Pages still protected are lifted as untouched.
-fn close(w: &Watch) {
+/// ACTIVE to CLOSING). Pages still protected are lifted with fate `rest` (None: no
+/// fate, they are left out of the block).
+fn close(w: &Watch, rest: Option<usize>) {
     if w.state
         .compare_exchange(ACTIVE, CLOSING, Ordering::AcqRel, Ordering::Relaxed)
         .is_err()
@@ -217,7 +275,7 @@ fn close(w: &Watch) {
     let count = w.count.load(Ordering::Relaxed) as usize;
     for i in 0..count {
         if w.left.load(Ordering::Acquire) & 1 << i != 0 {
-            take_page_closing(w, i, UNTOUCHED);
+            take_page_closing(w, i, rest);
         }
     }
     // Lifts racing with the close finish in a few instructions; a lift interrupted by
@@ -234,14 +292,14 @@ fn close(w: &Watch) {
 }
 
 /// `take_page` without the close (the closer's own lifts).
-fn take_page_closing(w: &Watch, i: usize, fate: usize) {
+fn take_page_closing(w: &Watch, i: usize, fate: Option<usize>) {
     let bit = 1u64 << i;
     let page = w.pages[i].load(Ordering::Relaxed);
-    let ring = RECENT_NEXT.fetch_add(1, Ordering::Relaxed) % RECENT;
-    RECENT_AT[ring].store(now_ns(), Ordering::Relaxed);
-    RECENT_PAGE[ring].store(page, Ordering::Release);
+    remember(page);
     if w.left.fetch_and(!bit, Ordering::AcqRel) & bit != 0 {
-        w.fates[fate].fetch_add(1, Ordering::Relaxed);
+        if let Some(f) = fate {
+            w.fates[f].fetch_add(1, Ordering::Relaxed);
+        }
         unprotect(page);
     }
 }
@@ -249,7 +307,8 @@ fn take_page_closing(w: &Watch, i: usize, fate: usize) {
 /// Writes one fate block (see `trace_file`).
 fn emit(w: &Watch) {
     let fd = FD.load(Ordering::Relaxed) as c_int;
-    if fd < 0 {
+    let pages: u32 = w.fates.iter().map(|f| f.load(Ordering::Relaxed)).sum();
+    if fd < 0 || pages == 0 {
         return;
     }
     let saved = errno();
@@ -264,7 +323,7 @@ fn emit(w: &Watch) {
     out.u64(w.n.load(Ordering::Relaxed));
     out.u64(w.site.load(Ordering::Relaxed));
     out.u64(w.who.load(Ordering::Relaxed));
-    out.u32(w.count.load(Ordering::Relaxed));
+    out.u32(pages);
     for f in &w.fates {
         out.u32(f.load(Ordering::Relaxed));
     }
@@ -306,6 +365,9 @@ pub(crate) fn after_call(op: u8, tsc: u64, tid: u32, site: usize, dst: *mut u8, 
     };
     LIVE.fetch_add(1, Ordering::Relaxed);
     LAST_ARM_NS.store(now, Ordering::Relaxed);
+    // A new generation with no page yet, before any page is stored (see `take_page`).
+    let generation = (w.left.load(Ordering::Relaxed) >> WATCH_PAGES) + 1;
+    w.left.store(generation << WATCH_PAGES, Ordering::Release);
     let pages = (end - first) / PAGE;
     let k = pages.min(WATCH_PAGES);
     for (i, slot) in w.pages.iter().enumerate().take(k) {
@@ -323,20 +385,32 @@ pub(crate) fn after_call(op: u8, tsc: u64, tid: u32, site: usize, dst: *mut u8, 
     w.site.store(site as u64, Ordering::Relaxed);
     w.who
         .store(u64::from(tid) | u64::from(op) << 32, Ordering::Relaxed);
-    let all = if k == 64 { u64::MAX } else { (1u64 << k) - 1 };
-    w.left.store(all, Ordering::Release);
-    w.state.store(ACTIVE, Ordering::Release);
+    // Pages are protected before their bits are set, all while the watch is ARMING
+    // (a fault on one then re-runs until it is ACTIVE): a lift cannot come between
+    // the protection and the bit. Signals are blocked meanwhile, so that no handler
+    // on this thread waits on an ARMING watch.
     let saved = errno();
+    let mut all = core::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    let mut old = core::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset fills `all`; pthread_sigmask fills `old` and restores it below.
+    let blocked = unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_BLOCK, all.as_ptr(), old.as_mut_ptr()) == 0
+    };
     for i in 0..k {
-        let page = w.pages[i].load(Ordering::Relaxed);
         // A whole page inside the destination the program just had written.
-        if !protect(page, libc::PROT_NONE) {
-            w.left.fetch_and(!(1u64 << i), Ordering::AcqRel);
+        if protect(w.pages[i].load(Ordering::Relaxed), libc::PROT_NONE) {
+            w.left.fetch_or(1u64 << i, Ordering::AcqRel);
         }
     }
+    w.state.store(ACTIVE, Ordering::Release);
+    if blocked {
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), core::ptr::null_mut()) };
+    }
     set_errno(saved);
-    if w.left.load(Ordering::Acquire) == 0 {
-        close(w);
+    if w.left.load(Ordering::Acquire) & PAGE_BITS == 0 {
+        close(w, None);
     }
 }
 
@@ -363,8 +437,20 @@ pub(crate) fn lift(a: usize, len: usize, fate: usize) {
     set_errno(saved);
 }
 
-/// Closes the watches older than [`WATCH_NS`] (or all of them: at exit and fork).
-pub(crate) fn expire(all: bool) {
+/// Why watches are closed before their pages were touched.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expiry {
+    /// Those older than [`WATCH_NS`]: the rest is untouched.
+    Old,
+    /// All: the process ends, the rest is untouched.
+    Exit,
+    /// All: the process forks (the child must not inherit protected pages); the rest
+    /// has no known fate and is left out.
+    Fork,
+}
+
+/// Closes watches (see [`Expiry`]).
+pub(crate) fn expire(why: Expiry) {
     if !live() {
         return;
     }
@@ -372,9 +458,10 @@ pub(crate) fn expire(all: bool) {
     let saved = errno();
     for w in &TABLE {
         if w.state.load(Ordering::Acquire) == ACTIVE
-            && (all || now.wrapping_sub(w.armed_ns.load(Ordering::Relaxed)) > WATCH_NS)
+            && (why != Expiry::Old
+                || now.wrapping_sub(w.armed_ns.load(Ordering::Relaxed)) > WATCH_NS)
         {
-            close(w);
+            close(w, (why != Expiry::Fork).then_some(UNTOUCHED));
         }
     }
     set_errno(saved);
@@ -410,7 +497,13 @@ unsafe extern "C" fn fault(info: *mut libc::siginfo_t, ctx: *mut c_void) -> c_in
     let mut ours = false;
     if live() {
         for w in &TABLE {
-            if w.state.load(Ordering::Acquire) == FREE {
+            let state = w.state.load(Ordering::Acquire);
+            if state == FREE {
+                continue;
+            }
+            if state == ARMING {
+                let count = w.count.load(Ordering::Relaxed) as usize;
+                ours |= (0..count).any(|i| w.pages[i].load(Ordering::Relaxed) == page);
                 continue;
             }
             let left = w.left.load(Ordering::Acquire);
@@ -426,7 +519,11 @@ unsafe extern "C" fn fault(info: *mut libc::siginfo_t, ctx: *mut c_void) -> c_in
     }
     // Lost a race with another lifter (or the bit was cleared just before): the page
     // is, or is about to be, accessible; re-run the access.
-    let ours = ours || recently_lifted(page);
+    // Not a page we hold now. A fault taken while the page was ours, whose handler
+    // runs only after another thread lifted it (a loaded machine can delay it for long),
+    // is re-run: the mapping allows the access now. Else a lift may be under way (the
+    // lifter clears the bit, then calls mprotect): re-run while the ring says so.
+    let ours = ours || allowed_now(page, write) || recently_lifted(page);
     set_errno(saved);
     c_int::from(ours)
 }
@@ -538,7 +635,7 @@ extern "C" fn lift_hook(addr: *const c_void, len: usize, how: c_int) {
 }
 
 extern "C" fn expire_hook(all: c_int) {
-    expire(all != 0);
+    expire(if all != 0 { Expiry::Exit } else { Expiry::Old });
 }
 
 extern "C" fn live_hook() -> c_int {

@@ -235,11 +235,12 @@ fn before(h: Option<&Hooks>, buf: *const c_void, n: usize, how: c_int) {
     }
 }
 
-/// After the call: count it, `errno` untouched.
+/// After the call: count it and close the shim's old watches, `errno` untouched.
 fn after(h: Option<&Hooks>, op: u32, site: usize, asked: usize, r: isize, t0: u64) {
     if let Some(h) = h {
         let e = errno();
         (h.io)(op, site, asked, r, tsc().wrapping_sub(t0));
+        (h.expire)(0);
         set_errno(e);
     }
 }
@@ -698,6 +699,16 @@ extern "C" fn on_segv(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
         }
     }
     let e = errno();
+    if std::env::var_os("TRACEIO_DEBUG").is_some() {
+        unsafe {
+            eprintln!(
+                "chain: code {} addr {:?} live {}",
+                (*info).si_code,
+                (*info).si_addr(),
+                hooks().map_or(-1, |h| (h.live)())
+            );
+        }
+    }
     let handler = PROG_HANDLER.load(Ordering::Acquire);
     let flags = PROG_FLAGS.load(Ordering::Relaxed) as c_int;
     // SAFETY: a siginfo from the kernel (or null).
