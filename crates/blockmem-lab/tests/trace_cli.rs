@@ -522,8 +522,8 @@ fn call_sites_are_named_by_function_and_line_and_advised() {
         assert_eq!(s["object"].as_str().unwrap(), exe.to_str().unwrap());
     }
 
-    // The advice: reuse for the reread buffer, noreuse for the discarded one, nothing
-    // for the small copies.
+    // The advice: reuse for the reread buffer and for the one written out, nothing for
+    // the small copies.
     let advice = j["advice"].as_array().unwrap();
     let advised = |tag: &str| -> &Value {
         let label = format!("(callsites.c:{})", marked_line(tag));
@@ -533,7 +533,9 @@ fn call_sites_are_named_by_function_and_line_and_advised() {
             .unwrap_or_else(|| panic!("no advice for {label}: {advice:#?}"))
     };
     assert_eq!(advised("reused")["hint"], "reuse");
-    assert_eq!(advised("discard")["hint"], "noreuse");
+    // The discarded buffer is handed to write(): read again, by the kernel.
+    assert_eq!(advised("discard")["hint"], "reuse");
+    assert_eq!(advised("discard")["kernel_read_percent"], 100.0);
     assert!(advised("small")["hint"].is_null());
     // The hint map names exactly the advised sites whose hint changes a kernel.
     let map = std::fs::read_to_string(out.join("hints")).unwrap();

@@ -32,10 +32,12 @@
 //!
 //! Everything here is async-signal-safe: atomics, `mprotect`, `write`; no allocation,
 //! no lock, and no `memcpy` on a protected page. Threads may fault on the same page at
-//! once: the one that clears the page's bit lifts it; the others find the page in the
-//! ring of recent lifts and return, re-executing the access. A fault on a page that is
-//! neither watched nor recently lifted is not ours: the library calls the program's
-//! handler.
+//! once, and a signal handler may interrupt a lift and fault on its page: a watch's
+//! bits carry the generation of its arming, so a lift wins a bit and its page
+//! together; a lift is announced before its bit clears, and a fault on an announced
+//! page finishes the lift itself; a fault whose handler runs after the page was given
+//! back (another thread lifted it) is re-run, the mapping allowing the access now.
+//! Any other fault is the program's: the library calls the program's handler.
 
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -54,10 +56,8 @@ pub(crate) const WATCH_NS: u64 = 20_000_000;
 /// Least time between two armed watches: bounds the traps' cost (a watch costs a few
 /// dozen system calls and faults).
 const ARM_GAP_NS: u64 = 1_000_000;
-/// Entries of the ring of recent lifts, and how long a fault on a lifted page is
-/// taken for a race with the lift (and retried) before it is the program's.
-const RECENT: usize = 4096;
-const RECENT_NS: u64 = 1_000_000_000;
+/// Lifts announced at once at most (threads and nested handlers lifting together).
+const LIFTS: usize = 64;
 /// Slots of the I/O table (call site and op), and probes per lookup.
 pub(crate) const IO_SLOTS: usize = 256;
 const IO_PROBES: usize = 16;
@@ -136,9 +136,8 @@ static ATTACHED: AtomicU32 = AtomicU32::new(0);
 /// The trace file (set by the tracer).
 static FD: AtomicU32 = AtomicU32::new(u32::MAX);
 
-static RECENT_PAGE: [AtomicUsize; RECENT] = [const { AtomicUsize::new(0) }; RECENT];
-static RECENT_AT: [AtomicU64; RECENT] = [const { AtomicU64::new(0) }; RECENT];
-static RECENT_NEXT: AtomicUsize = AtomicUsize::new(0);
+/// Pages being lifted right now (0: a free entry).
+static LIFTING: [AtomicUsize; LIFTS] = [const { AtomicUsize::new(0) }; LIFTS];
 
 fn now_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
@@ -198,12 +197,10 @@ fn allowed_now(page: usize, write: bool) -> bool {
     allowed
 }
 
-fn recently_lifted(page: usize) -> bool {
-    let now = now_ns();
-    (0..RECENT).any(|i| {
-        RECENT_PAGE[i].load(Ordering::Acquire) == page
-            && now.wrapping_sub(RECENT_AT[i].load(Ordering::Relaxed)) < RECENT_NS
-    })
+/// True if some lift of `page` is under way (its bit cleared, its `mprotect` not yet
+/// done).
+fn being_lifted(page: usize) -> bool {
+    LIFTING.iter().any(|e| e.load(Ordering::Acquire) == page)
 }
 
 /// Takes page `i` of `w` back from protection with fate `fate` (the lifter that
@@ -222,18 +219,19 @@ fn take_page(w: &Watch, i: usize, fate: usize) -> bool {
             break;
         }
         let page = w.pages[i].load(Ordering::Relaxed);
-        // Recorded before the bit clears: a racing fault that finds the bit clear
-        // finds the page in the ring too.
-        remember(page);
+        // Announced before the bit clears: a fault that finds the bit clear finds the
+        // lift, and may finish it itself (it may have interrupted this very lifter).
+        let entry = lifting(page);
         if w.left
             .compare_exchange(cur, cur & !bit, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            won = Some((page, cur & PAGE_BITS & !bit == 0));
+            won = Some((page, cur & PAGE_BITS & !bit == 0, entry));
             break;
         }
+        lifted(entry);
     }
-    if let Some((page, _)) = won {
+    if let Some((page, _, entry)) = won {
         let since = now_ns().wrapping_sub(w.armed_ns.load(Ordering::Relaxed));
         let fate = if since > WATCH_NS && fate < RELEASED {
             UNTOUCHED
@@ -247,19 +245,29 @@ fn take_page(w: &Watch, i: usize, fate: usize) -> bool {
         }
         w.fates[fate].fetch_add(1, Ordering::Relaxed);
         unprotect(page);
+        lifted(entry);
     }
     w.busy.fetch_sub(1, Ordering::Release);
-    if let Some((_, true)) = won {
+    if let Some((_, true, _)) = won {
         close(w, Some(UNTOUCHED));
     }
     won.is_some()
 }
 
-/// Records a lift of `page` in the ring of recent lifts.
-fn remember(page: usize) {
-    let ring = RECENT_NEXT.fetch_add(1, Ordering::Relaxed) % RECENT;
-    RECENT_AT[ring].store(now_ns(), Ordering::Relaxed);
-    RECENT_PAGE[ring].store(page, Ordering::Release);
+/// Announces a lift of `page` (before its bit is cleared); returns the entry to end
+/// it with (None: every entry busy, the lift goes unannounced).
+fn lifting(page: usize) -> Option<&'static AtomicUsize> {
+    LIFTING.iter().find(|e| {
+        e.load(Ordering::Relaxed) == 0
+            && e.compare_exchange(0, page, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    })
+}
+
+fn lifted(entry: Option<&AtomicUsize>) {
+    if let Some(e) = entry {
+        e.store(0, Ordering::Release);
+    }
 }
 
 /// Emits the watch's fate block and frees its slot, once (whoever moves it from
@@ -295,13 +303,14 @@ fn close(w: &Watch, rest: Option<usize>) {
 fn take_page_closing(w: &Watch, i: usize, fate: Option<usize>) {
     let bit = 1u64 << i;
     let page = w.pages[i].load(Ordering::Relaxed);
-    remember(page);
+    let entry = lifting(page);
     if w.left.fetch_and(!bit, Ordering::AcqRel) & bit != 0 {
         if let Some(f) = fate {
             w.fates[f].fetch_add(1, Ordering::Relaxed);
         }
         unprotect(page);
     }
+    lifted(entry);
 }
 
 /// Writes one fate block (see `trace_file`).
@@ -347,7 +356,10 @@ pub(crate) fn after_call(op: u8, tsc: u64, tid: u32, site: usize, dst: *mut u8, 
     if end <= first || (dst as usize).checked_add(n).is_none() {
         return;
     }
-    if ELIGIBLE.fetch_add(1, Ordering::Relaxed) % u64::from(every) != 0 {
+    if !ELIGIBLE
+        .fetch_add(1, Ordering::Relaxed)
+        .is_multiple_of(u64::from(every))
+    {
         return;
     }
     let now = now_ns();
@@ -519,11 +531,16 @@ unsafe extern "C" fn fault(info: *mut libc::siginfo_t, ctx: *mut c_void) -> c_in
     }
     // Lost a race with another lifter (or the bit was cleared just before): the page
     // is, or is about to be, accessible; re-run the access.
-    // Not a page we hold now. A fault taken while the page was ours, whose handler
-    // runs only after another thread lifted it (a loaded machine can delay it for long),
-    // is re-run: the mapping allows the access now. Else a lift may be under way (the
-    // lifter clears the bit, then calls mprotect): re-run while the ring says so.
-    let ours = ours || allowed_now(page, write) || recently_lifted(page);
+    // Not a page we hold now. A lift under way (its bit cleared, its mprotect not yet
+    // done) is finished here: the lifter may be the code this handler interrupted.
+    // A fault taken while the page was ours, whose handler runs only after another
+    // thread lifted it (a loaded machine can delay it for long), is re-run: the
+    // mapping allows the access now. Anything else is the program's.
+    let ours =
+        ours || (being_lifted(page) && {
+            unprotect(page);
+            true
+        }) || allowed_now(page, write);
     set_errno(saved);
     c_int::from(ours)
 }

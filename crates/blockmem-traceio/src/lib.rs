@@ -653,14 +653,18 @@ fn unlock() {
     LOCK.store(false, Ordering::Release);
 }
 
-/// Our action for the program's: its mask and the flags that shape delivery.
+/// Our action for the program's: its mask and the flags that shape delivery, and
+/// `SA_NODEFER`: a trap taken inside our handler (by a signal handler that interrupted
+/// a lift) must reach it, not kill the process. Without `SA_NODEFER` of its own, the
+/// program's handler is called with `SIGSEGV` blocked, as the kernel would.
 fn ours(prog: &SigAction) -> SigAction {
     // SAFETY: zeroed is a valid sigaction.
     let mut a: SigAction = unsafe { core::mem::zeroed() };
     a.sa_sigaction = on_segv as *const () as usize;
     a.sa_mask = prog.sa_mask;
     a.sa_flags = libc::SA_SIGINFO
-        | (prog.sa_flags & (libc::SA_ONSTACK | libc::SA_NODEFER | libc::SA_RESTART));
+        | libc::SA_NODEFER
+        | (prog.sa_flags & (libc::SA_ONSTACK | libc::SA_RESTART));
     a
 }
 
