@@ -1323,6 +1323,52 @@ mod tests {
     }
 
     #[test]
+    fn version_4_fate_and_io_blocks_are_read_and_checked() {
+        let mut f = Vec::new();
+        let mut h = header_payload(7, "prog");
+        h[..4].copy_from_slice(&4u32.to_le_bytes());
+        block(&mut f, KIND_HEADER, &h);
+        let fate = |fates: [u32; 8], pages: u32| {
+            let mut p = Vec::new();
+            for v in [100u64, 0x10000, 1 << 20, 0x4011dc, 42] {
+                p.extend_from_slice(&v.to_le_bytes());
+            }
+            p.extend_from_slice(&pages.to_le_bytes());
+            for v in fates {
+                p.extend_from_slice(&v.to_le_bytes());
+            }
+            p.extend_from_slice(&2500u64.to_le_bytes());
+            p
+        };
+        block(&mut f, KIND_FATE, &fate([10, 0, 4, 0, 0, 0, 0, 2], 16));
+        // Pages that do not add up: skipped with a warning.
+        block(&mut f, KIND_FATE, &fate([10, 0, 0, 0, 0, 0, 0, 0], 16));
+        let mut io = Vec::new();
+        io.extend_from_slice(&1u32.to_le_bytes());
+        io.extend_from_slice(&1u32.to_le_bytes()); // write
+        for v in [0x401200u64, 3, 3 << 20, 3 << 20, 1, 777] {
+            io.extend_from_slice(&v.to_le_bytes());
+        }
+        block(&mut f, KIND_IO, &io);
+        let tf = TraceFile::parse(Path::new("v4"), f).unwrap();
+        assert_eq!(tf.watched.len(), 1);
+        let w = tf.watched[0];
+        assert_eq!(
+            (w.dst, w.n, w.site, w.tid, w.op),
+            (0x10000, 1 << 20, 0x4011dc, 42, CallOp::Copy)
+        );
+        assert_eq!((w.pages, w.fates[2], w.first_ns), (16, 4, 2500));
+        assert_eq!(tf.warnings.len(), 1, "{:?}", tf.warnings);
+        assert_eq!(tf.io.len(), 1);
+        let c = tf.io[0];
+        assert_eq!(
+            (c.op, c.site, c.calls, c.bytes, c.errors),
+            ("write", 0x401200, 3, 3 << 20, 1)
+        );
+        assert!(c.is_output());
+    }
+
+    #[test]
     fn version_3_records_carry_threads_and_version_2_ones_read_as_thread_0() {
         // Two threads' records interleaved in one buffer: the tid is a delta too.
         let records = |with_tids: bool| {
