@@ -8,6 +8,9 @@
 //!
 //! # Traps
 //!
+//! Traps rather than the MMU's accessed and dirty bits: idle-page tracking needs root,
+//! soft-dirty bits see only writes, and neither tells a load from the kernel's copy.
+//!
 //! After a sampled call (one eligible call in `BLOCKMEM_TRACE_WATCH`, at most one per
 //! [`ARM_GAP_NS`], while a watch slot is free) whose destination covers whole pages, up
 //! to [`WATCH_PAGES`] of those pages, spread across it, are made `PROT_NONE`. The first

@@ -624,6 +624,23 @@ pub unsafe extern "C" fn mmap(
     unsafe { f(p, n, prot, flags, fd, off) }
 }
 
+/// C `mmap64` (the same function under its large-file name).
+///
+/// # Safety
+/// The C function's contract.
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    p: *mut c_void,
+    n: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: i64,
+) -> *mut c_void {
+    // SAFETY: the same contract.
+    unsafe { mmap(p, n, prot, flags, fd, off) }
+}
+
 // ---- SIGSEGV ------------------------------------------------------------------------
 
 /// The program's `SIGSEGV` action, as it set it (guarded by `LOCK`); the handler
