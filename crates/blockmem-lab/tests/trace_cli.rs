@@ -19,6 +19,8 @@ use serde_json::Value;
 /// variables from outside, an empty XDG cache: CPUID-default profile).
 fn blockmem() -> Command {
     let mut c = common::plain(env!("CARGO_BIN_EXE_blockmem"));
+    // `blockmem trace` preloads the trace I/O library found next to the shim.
+    common::traceio();
     c.env("BLOCKMEM_PRELOAD_PATH", common::shim());
     c
 }
@@ -520,8 +522,8 @@ fn call_sites_are_named_by_function_and_line_and_advised() {
         assert_eq!(s["object"].as_str().unwrap(), exe.to_str().unwrap());
     }
 
-    // The advice: reuse for the reread buffer, noreuse for the discarded one, nothing
-    // for the small copies.
+    // The advice: reuse for the reread buffer and for the one written out, nothing for
+    // the small copies.
     let advice = j["advice"].as_array().unwrap();
     let advised = |tag: &str| -> &Value {
         let label = format!("(callsites.c:{})", marked_line(tag));
@@ -531,7 +533,9 @@ fn call_sites_are_named_by_function_and_line_and_advised() {
             .unwrap_or_else(|| panic!("no advice for {label}: {advice:#?}"))
     };
     assert_eq!(advised("reused")["hint"], "reuse");
-    assert_eq!(advised("discard")["hint"], "noreuse");
+    // The discarded buffer is handed to write(): read again, by the kernel.
+    assert_eq!(advised("discard")["hint"], "reuse");
+    assert_eq!(advised("discard")["kernel_read_percent"], 100.0);
     assert!(advised("small")["hint"].is_null());
     // The hint map names exactly the advised sites whose hint changes a kernel.
     let map = std::fs::read_to_string(out.join("hints")).unwrap();
@@ -744,4 +748,170 @@ fn a_hint_map_changes_the_kernel_of_the_sites_it_names_only() {
         let (_, _, kernels) = hinted.iter().find(|s| s.0 == f).unwrap();
         assert_eq!(kernels, &serde_json::json!({ kernel: ROUNDS }), "{f}");
     }
+}
+
+/// `tests/c/NAME.c` of the shim's tests, without debug information (sites are named
+/// by the symbol table: the function that called `memcpy`, not the inlined wrapper).
+fn fate_program(name: &str) -> PathBuf {
+    let dir = common::scratch("trace-fate");
+    common::build_c_program(&dir, name, &[])
+}
+
+/// The site of `function` in a report's JSON.
+fn site_of<'a>(j: &'a Value, function: &str) -> &'a Value {
+    let list = j["analysis"]["sites"]["list"].as_array().unwrap();
+    list.iter()
+        .find(|s| s["function"] == function && u(&s["observed"]["calls"]) > 0)
+        .or_else(|| list.iter().find(|s| s["function"] == function))
+        .unwrap_or_else(|| panic!("no site in {function}: {list:#?}"))
+}
+
+#[test]
+fn a_destination_read_by_loads_is_reuse_and_one_never_read_is_noreuse() {
+    let exe = fate_program("two_sites");
+    let (_, j, _) = trace(
+        "two-sites",
+        &["--no-estimate", "--advise"],
+        &[exe.to_str().unwrap(), "8"],
+    );
+    let advice = j["advice"].as_array().unwrap();
+    let advised = |function: &str| -> &Value {
+        advice
+            .iter()
+            .find(|a| {
+                a["site"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{function} ("))
+            })
+            .unwrap_or_else(|| panic!("no advice for {function}: {advice:#?}"))
+    };
+    let (read, unread) = (advised("copy_then_read"), advised("copy_never_read"));
+    assert_eq!(read["hint"], "reuse", "{read}");
+    assert_eq!(unread["hint"], "noreuse", "{unread}");
+    // Every call was 8 MiB, one a round: observed, within the one-a-millisecond bound.
+    for a in [read, unread] {
+        assert!(u(&a["observed_calls"]) >= 1, "{a}");
+        assert!(u(&a["observed_calls"]) <= 8, "{a}");
+    }
+    assert_eq!(read["load_read_percent"], 100.0, "{read}");
+    assert_eq!(unread["reused_percent"], 0.0, "{unread}");
+    // The observed table's pages: all read by loads, all untouched.
+    let pages = |s: &Value, k: usize| u(&s["observed"]["pages"][k]);
+    let (r, n) = (
+        site_of(&j, "copy_then_read"),
+        site_of(&j, "copy_never_read"),
+    );
+    assert_eq!(pages(r, 0), 16 * u(&r["observed"]["calls"]));
+    assert_eq!(pages(n, 7), 16 * u(&n["observed"]["calls"]));
+}
+
+/// Runs `exe` with the shim and the trace I/O library preloaded and tracing on, and
+/// plain; both outputs.
+fn traced_and_plain(exe: &Path, env: &[(&str, &str)], name: &str) -> (Output, Output) {
+    let dir = common::scratch("trace-fate").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let preload = format!(
+        "{}:{}",
+        common::shim().display(),
+        common::traceio().display()
+    );
+    let mut t = common::plain(exe);
+    t.env("LD_PRELOAD", preload)
+        .env("BLOCKMEM_TRACE", dir.join("trace"))
+        .envs(env.iter().copied());
+    let mut p = common::plain(exe);
+    p.envs(env.iter().copied());
+    (t.output().unwrap(), p.output().unwrap())
+}
+
+#[test]
+fn a_program_with_its_own_sigsegv_handler_runs_unchanged() {
+    let exe = fate_program("own_segv");
+    let (t, p) = traced_and_plain(&exe, &[], "own-segv");
+    assert_eq!(p.status.code(), Some(7));
+    assert_eq!(
+        t.status.code(),
+        p.status.code(),
+        "{}",
+        String::from_utf8_lossy(&t.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&t.stdout),
+        String::from_utf8_lossy(&p.stdout)
+    );
+    let out = String::from_utf8_lossy(&p.stdout);
+    assert!(out.contains("reported back: yes"), "{out}");
+    assert!(
+        out.contains("hits 6, address is the guard page: yes"),
+        "{out}"
+    );
+    assert!(out.contains("previous handler: yes"), "{out}");
+    assert!(out.contains("hits 600"), "{out}");
+    // A fault with the default action restored still kills it with SIGSEGV.
+    let (t, p) = traced_and_plain(&exe, &[("OWN_SEGV_DIE", "1")], "own-segv-die");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(p.status.signal(), Some(libc::SIGSEGV));
+    assert_eq!(t.status.signal(), p.status.signal());
+    assert_eq!(t.stdout, p.stdout);
+    // And `blockmem trace` saw its copies' destinations read by loads.
+    let o = blockmem()
+        .args(["trace", "--no-estimate", "--out"])
+        .arg(common::scratch("trace-fate").join("own-segv-report"))
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&p.stdout)
+    );
+    let j: Value = serde_json::from_str(
+        &std::fs::read_to_string(common::scratch("trace-fate").join("own-segv-report/report.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let copy = &j["analysis"]["observed"][0];
+    assert!(u(&copy["calls"]) > 0, "{copy}");
+    assert_eq!(u(&copy["pages"][0]), 16 * u(&copy["calls"]), "{copy}");
+}
+
+#[test]
+fn a_destination_written_to_a_pipe_runs_unchanged_and_is_read_by_the_kernel() {
+    let exe = fate_program("pipe_io");
+    let (t, p) = traced_and_plain(&exe, &[], "pipe-io");
+    assert!(p.status.success());
+    assert_eq!(
+        t.status.code(),
+        p.status.code(),
+        "{}",
+        String::from_utf8_lossy(&t.stderr)
+    );
+    let out = String::from_utf8_lossy(&p.stdout);
+    assert_eq!(String::from_utf8_lossy(&t.stdout), out);
+    for want in [
+        "read empty non-blocking pipe: -1 errno EAGAIN",
+        "partial yes",
+        "write to a full pipe: -1 errno EAGAIN",
+        "drained all",
+        "write to a closed fd: -1 errno EBADF",
+        "send on a non-socket: -1 errno ENOTSOCK",
+        "pwrite to a closed fd: -1 errno EBADF",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    assert_eq!(out.matches("equal yes, writer exit 0").count(), 4, "{out}");
+    let (_, j, _) = trace("pipe-io", &["--no-estimate"], &[exe.to_str().unwrap()]);
+    // The destination handed to write() in this process: read by the kernel.
+    let s = site_of(&j, "copy_for_output");
+    assert!(u(&s["observed"]["pages"][2]) > 0, "{s}");
+    // The I/O table: this process's write, read and readv calls with their results.
+    let io = &j["analysis"]["io"];
+    assert_eq!(u(&io["readv"]["bytes"]), 4 << 20, "{io}");
+    assert_eq!(u(&io["write"]["errors"]), 2, "{io}");
+    // The empty pipe, and the drain loop's last read.
+    assert_eq!(u(&io["read"]["errors"]), 2, "{io}");
+    assert_eq!(u(&io["send"]["errors"]), 1, "{io}");
+    assert_eq!(u(&io["pwrite"]["errors"]), 1, "{io}");
 }

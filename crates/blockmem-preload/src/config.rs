@@ -8,6 +8,7 @@
 //! | `BLOCKMEM_PROFILE=<path>` | the calibration profile (read by the core, see `blockmem::autoload`) |
 //! | `BLOCKMEM_TRACE=<path>` | record every call in a trace file ([`crate::trace`]; children write `<path>.<pid>`) |
 //! | `BLOCKMEM_TRACE_SAMPLE=N` | with tracing, probe the cache state every N-th call (default 64; 0: never) |
+//! | `BLOCKMEM_TRACE_WATCH=N` | with tracing and the trace I/O library, watch the destination of one in N calls covering whole pages (default 1, at most one a millisecond; 0: never; [`crate::watch`]) |
 //! //! | `BLOCKMEM_MASK_FEATURES=<list>` | CPU features to mask off, comma-separated (`avx512f`, `avx2`, ...): run as a smaller host would |
 //! | `BLOCKMEM_HINTS=<file>` | per-call-site hints, a hint map from `blockmem trace --advise` ([`crate::hints`]) |
 //! | `BLOCKMEM_PROFILE_WARNED=<profile>` | set by the shim: an ancestor reported that rejected profile ([`crate::warned`]) |
@@ -206,6 +207,15 @@ fn load_profile(warned: Option<&[u8]>) {
 /// `BLOCKMEM_TRACE_SAMPLE`: a decimal number; anything else warns and keeps the
 /// default.
 fn parse_sample(value: &[u8]) -> u32 {
+    parse_count(
+        value,
+        b"BLOCKMEM_TRACE_SAMPLE=",
+        crate::trace::DEFAULT_SAMPLE,
+    )
+}
+
+/// A decimal count for `name` (`NAME=`); anything else warns and gives `default`.
+fn parse_count(value: &[u8], name: &[u8], default: u32) -> u32 {
     let mut n: u32 = 0;
     let valid = !value.is_empty()
         && value.iter().all(|&b| {
@@ -221,12 +231,8 @@ fn parse_sample(value: &[u8]) -> u32 {
     if valid {
         return n;
     }
-    warn(&[
-        b"BLOCKMEM_TRACE_SAMPLE=",
-        value,
-        b": not a number of calls; sampling every 64th call",
-    ]);
-    crate::trace::DEFAULT_SAMPLE
+    warn(&[name, value, b": not a number of calls; keeping the default"]);
+    default
 }
 
 /// Starts tracing to `path`; if it cannot, says why on stderr (naming the path) and
@@ -239,6 +245,7 @@ fn parse_sample(value: &[u8]) -> u32 {
 unsafe fn start_trace(
     path: &[u8],
     sample: u32,
+    watch: u32,
     argv: *const *const c_char,
     warned: Option<&[u8]>,
 ) -> bool {
@@ -253,7 +260,7 @@ unsafe fn start_trace(
         }
     }
     // SAFETY: constructor (contract).
-    let error = match unsafe { crate::trace::start(path, sample, argv0) } {
+    let error = match unsafe { crate::trace::start(path, sample, watch, argv0) } {
         Ok(()) => return true,
         Err(e) => e,
     };
@@ -372,6 +379,7 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
     }
     let (mut stats, mut disable) = (false, false);
     let (mut trace_path, mut sample): (&[u8], u32) = (b"", crate::trace::DEFAULT_SAMPLE);
+    let mut watch = 1u32;
     let mut hints_path: &[u8] = b"";
     let (mut warned, mut trace_warned) = (None, None);
     let mut i = 0;
@@ -402,6 +410,8 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
             trace_path = v;
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_TRACE_SAMPLE") {
             sample = parse_sample(v);
+        } else if let Some(v) = value_of(entry, b"BLOCKMEM_TRACE_WATCH") {
+            watch = parse_count(v, b"BLOCKMEM_TRACE_WATCH=", 1);
         } else if let Some(v) = value_of(entry, b"BLOCKMEM_HINTS") {
             hints_path = v;
         } else if let Some(v) = value_of(entry, Marker::Profile.name()) {
@@ -431,7 +441,10 @@ unsafe extern "C" fn init(_argc: c_int, argv: *const *const c_char, envp: *const
         mode |= MODE_HINTS;
     }
     // SAFETY: this is the constructor.
-    if !trace_path.is_empty() && unsafe { start_trace(trace_path, sample, argv, trace_warned) } {
+    if !trace_path.is_empty()
+        && unsafe { start_trace(trace_path, sample, watch, argv, trace_warned) }
+    {
+        crate::watch::attach();
         mode |= MODE_TRACE;
     }
     if mode & (MODE_STATS | MODE_TRACE) != 0 {

@@ -98,6 +98,7 @@ mod thread;
 mod trace;
 mod trace_file;
 mod warned;
+mod watch;
 
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};

@@ -98,7 +98,7 @@ pub(crate) fn for_each(mut f: impl FnMut(&Mapping<'_>)) -> bool {
     let mut len = 0usize;
     loop {
         // SAFETY: reads at most CHUNK bytes into `chunk`.
-        let r = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), CHUNK) };
+        let r = unsafe { libc::syscall(libc::SYS_read, fd, chunk.as_mut_ptr(), CHUNK) } as isize;
         if r < 0 && crate::trace_file::errno() == libc::EINTR {
             continue;
         }

@@ -134,6 +134,14 @@ struct Control {
 struct Pool {
     ctl: Control,
     slots: [Slot; SLOTS],
+    /// The program's I/O calls by site (with the trace I/O library; module `watch`).
+    io: [crate::watch::IoSlot; crate::watch::IO_SLOTS],
+}
+
+/// The I/O table of this process, once tracing runs.
+pub(crate) fn io_table() -> Option<&'static [crate::watch::IoSlot; crate::watch::IO_SLOTS]> {
+    let pool = pool()?;
+    (pool.ctl.ready.load(Ordering::Acquire) == READY).then_some(&pool.io)
 }
 
 // SAFETY: a slot's `UnsafeCell`s are accessed only by the holder of its `busy` word
@@ -576,6 +584,15 @@ pub(crate) unsafe fn call(
     };
     let kind = c.kind;
     let copies = matches!(kind, OpSlot::Copy | OpSlot::Move);
+    if crate::watch::live() {
+        // Watched pages this call touches: their fate is this call, and neither the
+        // probes nor the kernel may fault on them.
+        if copies {
+            crate::watch::lift(src as usize, n, crate::watch::BLOCK_READ);
+        }
+        crate::watch::lift(dst as usize, n, crate::watch::BLOCK_WRITE);
+        crate::watch::expire(crate::watch::Expiry::Old);
+    }
     let (st, buf) = claim.parts();
     let sampled = st.countdown == 0 && n > 0 && SAMPLE_EVERY.load(Ordering::Relaxed) > 0;
     let probes = if sampled {
@@ -641,6 +658,7 @@ pub(crate) unsafe fn call(
     st.count += 1;
     st.total += 1;
     drop(claim);
+    crate::watch::after_call(kind as u8, t0, tid, c.site, dst, n);
     kernel
 }
 
@@ -838,6 +856,7 @@ fn start_forked(pool: &Pool) -> bool {
     let ok = match file::create(pid as u32, false) {
         Ok(fd) => {
             let old = FD.swap(fd, Ordering::Relaxed);
+            crate::watch::set_fd(fd);
             OWNER_PID.store(pid, Ordering::Relaxed);
             if old >= 0 {
                 // SAFETY: the parent's descriptor, inherited; this process's copy is
@@ -868,6 +887,9 @@ fn start_forked(pool: &Pool) -> bool {
 /// TSC just before `fork`. A buffer another call holds (another thread's, or this
 /// thread's if `fork` was called from a signal handler) is skipped, never waited for.
 extern "C" fn before_fork() {
+    // The child must not inherit protected pages (its copy of the watch table would
+    // close them without the parent's knowledge).
+    crate::watch::expire(crate::watch::Expiry::Fork);
     if let Some(pool) = pool() {
         if pool.ctl.ready.load(Ordering::Acquire) == READY {
             for index in 0..SLOTS {
@@ -898,6 +920,7 @@ extern "C" fn after_fork_in_child() {
     pool.ctl.no_slot.store(0, Ordering::Relaxed);
     pool.ctl.while_starting.store(0, Ordering::Relaxed);
     pool.ctl.lost_records.store(0, Ordering::Relaxed);
+    crate::watch::clear_io(&pool.io);
     pool.ctl.ready.store(NOT_STARTED, Ordering::Release);
 }
 
@@ -916,7 +939,12 @@ pub(crate) enum StartError {
 ///
 /// # Safety
 /// Only from the constructor (single-threaded, before `MODE` is published).
-pub(crate) unsafe fn start(path: &[u8], sample: u32, argv0: &[u8]) -> Result<(), StartError> {
+pub(crate) unsafe fn start(
+    path: &[u8],
+    sample: u32,
+    watch: u32,
+    argv0: &[u8],
+) -> Result<(), StartError> {
     if path.is_empty() || path.len() > file::PATH_MAX {
         return Err(StartError::BadPath);
     }
@@ -982,6 +1010,7 @@ pub(crate) unsafe fn start(path: &[u8], sample: u32, argv0: &[u8]) -> Result<(),
         }
     };
     FD.store(fd, Ordering::Relaxed);
+    crate::watch::configure(watch, fd);
     OWNER_PID.store(pid, Ordering::Relaxed);
     let pool = mem.cast::<Pool>();
     write_header(fd, 0, 0, stamp_start());
@@ -1002,6 +1031,7 @@ pub(crate) fn finish() {
         return;
     }
     let saved = errno();
+    crate::watch::expire(crate::watch::Expiry::Exit);
     let (mut records, mut busy) = (0u64, 0u64);
     let t0 = clock_ns(libc::CLOCK_MONOTONIC);
     for index in 0..SLOTS {
@@ -1024,6 +1054,7 @@ pub(crate) fn finish() {
         }
     }
     write_maps(FD.load(Ordering::Relaxed), file::MAPS_EXIT);
+    crate::watch::write_io(FD.load(Ordering::Relaxed), &pool.io);
     write_trailer(FD.load(Ordering::Relaxed), &pool.ctl, records, busy);
     set_errno(saved);
 }

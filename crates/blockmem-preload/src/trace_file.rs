@@ -1,14 +1,14 @@
 //! The trace file: how `BLOCKMEM_TRACE` output is laid out, and the pieces of the
 //! shim that write it (file creation, header, trailer, the record encoder).
 //!
-//! # Layout (version 3)
+//! # Layout (version 4)
 //!
 //! A trace file is a sequence of *blocks*. Every block starts with the same 12 bytes
 //! and can be skipped without understanding it:
 //!
 //! ```text
 //! magic   4 bytes  "BMTR"
-//! kind    u16      1 = header, 2 = records, 3 = trailer, 4 = maps
+//! kind    u16      1 = header, 2 = records, 3 = trailer, 4 = maps, 5 = fate, 6 = I/O
 //! flags   u16      0
 //! length  u32      bytes of payload that follow
 //! ```
@@ -17,13 +17,14 @@
 //! block, then record blocks (one per flushed buffer, in the order they were written),
 //! then, when the process exited through `exit`, a second maps block and one trailer
 //! block (none after `_exit`, a fatal signal or an `exec`: the records flushed before
-//! stay readable). Version 2 differs only in its records (no thread), version 1 also
-//! in having no call sites and no maps blocks.
+//! stay readable); fate blocks anywhere after the header, and I/O blocks before the
+//! trailer. Version 3 differs only in having no fate and I/O blocks, version 2 also in
+//! its records (no thread), version 1 also in having no call sites and no maps blocks.
 //!
 //! **Header** (kind 1): fixed fields, then three length-prefixed strings.
 //!
 //! ```text
-//! u32 version (3)            u32 flags (bit 0: forked child, bit 1: fork detected
+//! u32 version (4)            u32 flags (bit 0: forked child, bit 1: fork detected
 //!                                       by pthread_atfork instead of MADV_WIPEONFORK)
 //! u32 pid                    u32 ppid
 //! u32 parent pid (forked child: the process that forked; else 0)
@@ -93,6 +94,26 @@
 //! turn an address into an object and an offset within it after the run; a library
 //! loaded with `dlopen` appears in the exit block.
 //!
+//! **Fate** (kind 5, module `watch`): what became of one watched destination, written
+//! when every watched page of it has met its fate.
+//!
+//! ```text
+//! u64 the call's start TSC     u64 destination     u64 size     u64 call site
+//! u64 thread id | op << 32 (op as in the records' tag)
+//! u32 pages watched
+//! u32 × 8 pages whose first later access was: a load, a store, a system call that
+//!     read it (write, send, …), one that wrote it (read, recv, …), a block operation
+//!     reading it (its source), one writing it; released (freed, unmapped,
+//!     re-protected) before any access; untouched within the watch window
+//! u64 nanoseconds from the arming to the first access (0: none)
+//! ```
+//!
+//! **I/O** (kind 6, written at exit): the program's I/O calls by call site.
+//! `u32 count`, then per entry `u32 op` (0 read, 1 write, 2 pread, 3 pwrite, 4 readv,
+//! 5 writev, 6 recv, 7 send, 8 recvfrom, 9 sendto, 10 recvmsg, 11 sendmsg), `u64 call
+//! site` (0: not known), `u64 calls`, `u64 bytes transferred`, `u64 bytes asked for`,
+//! `u64 calls that failed`, `u64 TSC cycles in the calls`.
+//!
 //! **Trailer** (kind 3):
 //!
 //! ```text
@@ -115,13 +136,15 @@ pub(crate) const KIND_HEADER: u16 = 1;
 pub(crate) const KIND_RECORDS: u16 = 2;
 pub(crate) const KIND_TRAILER: u16 = 3;
 pub(crate) const KIND_MAPS: u16 = 4;
+pub(crate) const KIND_FATE: u16 = 5;
+pub(crate) const KIND_IO: u16 = 6;
 /// Maps block `when` values.
 pub(crate) const MAPS_START: u8 = 1;
 pub(crate) const MAPS_EXIT: u8 = 2;
 /// Bytes of a block's framing.
 pub(crate) const BLOCK_HEAD: usize = 12;
 /// Format version.
-pub(crate) const VERSION: u32 = 3;
+pub(crate) const VERSION: u32 = 4;
 /// Header flag bits.
 pub(crate) const FLAG_FORKED: u32 = 1 << 0;
 pub(crate) const FLAG_ATFORK: u32 = 1 << 1;

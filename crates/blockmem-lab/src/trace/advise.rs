@@ -5,19 +5,24 @@
 //!
 //! The hint a site gets follows from the trace's evidence, not from a timing:
 //!
-//! * `reuse` when at least half of its destination bytes were read again by a later
-//!   call (within the fate window): keep them in cache;
-//! * `noreuse` when at most a tenth were: stream them past the cache;
+//! * `reuse` when at least half of its destination was read again soon: keep it in
+//!   cache;
+//! * `noreuse` when at most a tenth was: stream it past the cache;
 //! * none when the fate is mixed, when every call is below the size at which a hint
 //!   can change the kernel the plan in force picks, or when the address lies in no
 //!   mapping the trace recorded.
 //!
 //! A site enters the hint map when the hint can make the plan pick another kernel for
 //! its calls (in a destination state a probe can find), and, where the replay
-//! estimate ran (`sites::estimate`), when it did not estimate a loss. The fate only
-//! sees reads by block operations: a destination the program reads with ordinary
-//! loads looks "not seen again". The report names the line of code; check it before
-//! keeping a `noreuse`.
+//! estimate ran (`sites::estimate`), when it did not estimate a loss.
+//!
+//! "Read again" is what the page traps saw where the site's calls were observed
+//! (`observed`: the first later access to watched pages, by a load, the kernel or a
+//! block operation, within the watch window), so a destination the program reads
+//! with ordinary loads or hands to `write` is `reuse`, never `noreuse`. A site none
+//! of whose calls was observed (smaller than a page, or traced without the trace I/O
+//! library) falls back on the block operations' fate within the fate window (`fate`),
+//! which cannot see loads; its reason says so.
 
 use std::fmt::Write as _;
 
@@ -26,6 +31,7 @@ use blockmem::Hint;
 use serde::Serialize;
 
 use super::analysis::Analysis;
+use super::format::PageFate;
 use super::sites::{planned, runs_inline, Site, TOP_SITES};
 use crate::lab::experiments::fmt_size;
 use crate::lab::report::Table;
@@ -56,8 +62,14 @@ pub struct Advice {
     pub sizes: (u64, u64),
     /// Share of the program's block-operation cycles, percent.
     pub share_percent: f64,
-    /// Percent of destination bytes read again.
+    /// Percent of destination bytes read again (observed pages where there are any).
     pub reused_percent: Option<f64>,
+    /// Calls whose destination the page traps watched.
+    pub observed_calls: u64,
+    /// Percent of watched pages first read by loads, and by the kernel.
+    pub load_read_percent: Option<f64>,
+    /// Percent of watched pages first read by the kernel.
+    pub kernel_read_percent: Option<f64>,
     /// Percent of sampled calls whose destination was cached at the call.
     pub dst_cached_percent: Option<f64>,
     /// The hint makes the plan in force pick another kernel for some of the calls.
@@ -102,6 +114,32 @@ fn changes_kernel(s: &Site, hint: Hint) -> bool {
     })
 }
 
+/// Percent of a site's watched pages that met `f` first (None: none watched).
+fn share(s: &Site, f: PageFate) -> Option<f64> {
+    let t = s.observed.total();
+    (t > 0).then(|| 100.0 * s.observed.of(f) as f64 / t as f64)
+}
+
+/// The evidence behind a hint, in words.
+fn evidence(s: &Site) -> String {
+    let reused = s.reuse_fraction().unwrap_or(0.0) * 100.0;
+    let o = &s.observed;
+    if o.calls == 0 {
+        return format!(
+            "{reused:.0}% of destination bytes read again by block operations (no call observed: loads unseen)"
+        );
+    }
+    let p = |f| share(s, f).unwrap_or(0.0);
+    format!(
+        "{} of {} calls observed: {reused:.0}% of watched pages read again (loads {:.0}%, kernel {:.0}%, block ops {:.0}%)",
+        o.calls,
+        s.total().calls,
+        p(PageFate::LoadRead),
+        p(PageFate::KernelRead),
+        p(PageFate::BlockRead)
+    )
+}
+
 fn estimated_saving(s: &Site, name: &str) -> Option<f64> {
     let e = s.estimate.as_ref()?;
     let ratio = e.ratios.iter().find(|(h, _)| h == name)?.1;
@@ -116,13 +154,13 @@ pub fn advise(a: &Analysis, min_hint_size: u64) -> Vec<Advice> {
         .sites
         .list
         .iter()
+        .filter(|s| s.total().calls > 0)
         .take(TOP_SITES)
         .map(|s| {
             let t = s.total();
             let (hint, reason, changes, saving) = match verdict(s, min_hint_size) {
                 Ok((name, h)) => {
-                    let reused = s.reuse_fraction().unwrap_or(0.0) * 100.0;
-                    let why = format!("{reused:.0}% of destination bytes read again");
+                    let why = evidence(s);
                     (
                         Some(name),
                         why,
@@ -143,6 +181,9 @@ pub fn advise(a: &Analysis, min_hint_size: u64) -> Vec<Advice> {
                 sizes: (s.min_size, s.max_size),
                 share_percent: 100.0 * t.cycles as f64 / all,
                 reused_percent: s.reuse_fraction().map(|r| 100.0 * r),
+                observed_calls: s.observed.calls,
+                load_read_percent: share(s, PageFate::LoadRead),
+                kernel_read_percent: share(s, PageFate::KernelRead),
                 dst_cached_percent: s.dst_state.cached_percent(),
                 changes_kernel: changes,
                 in_map: hint.is_some() && changes && saving.is_none_or(|v| v > 0.0),
@@ -176,7 +217,8 @@ pub fn hint_map(advice: &[Advice], title: &str) -> String {
 pub fn table(advice: &[Advice], ghz: f64) -> Table {
     let mut t = Table::new(
         "Advice: hints per call site",
-        "hint from the destination's fate (reuse: ≥ 50% read again; noreuse: ≤ 10%); \
+        "hint from the destination's fate (reuse: ≥ 50% read again; noreuse: ≤ 10%; observed \
+         pages where the site's calls were watched, else block operations only); \
          'changes' = with it the plan in force can pick another kernel; saving = traced time \
          minus the replay estimate with the hint ('-': not estimated); map = in the hint map",
         [
@@ -186,6 +228,7 @@ pub fn table(advice: &[Advice], ghz: f64) -> Table {
             "sizes",
             "share %",
             "read again %",
+            "observed",
             "dst cached %",
             "changes",
             "saving ms",
@@ -208,6 +251,7 @@ pub fn table(advice: &[Advice], ghz: f64) -> Table {
             ),
             format!("{:.1}", a.share_percent),
             pct(a.reused_percent),
+            a.observed_calls.to_string(),
             pct(a.dst_cached_percent),
             if a.changes_kernel { "yes" } else { "no" }.into(),
             a.saving_cycles

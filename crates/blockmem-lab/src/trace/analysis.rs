@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::fate::{FateTracker, Fates, NO_GROUP, NO_SITE};
 use super::format::{CallOp, Header, Record, RegionProbe, TraceFile, Trailer};
+use super::observed::{IoTotals, Observed};
 use super::sites::{Resolver, Sites};
 
 /// Calls, bytes and cycles.
@@ -433,6 +434,12 @@ pub struct Analysis {
     pub sampled: u64,
     /// Destination fate per op of the writing call.
     pub fates: [Fates; 4],
+    /// Watched destinations' fates per op of the writing call (page traps).
+    pub observed: [Observed; 4],
+    /// The program's I/O by op (the trace I/O library).
+    pub io: BTreeMap<&'static str, IoTotals>,
+    /// True if some file carried fate or I/O blocks (traced with the I/O library).
+    pub io_traced: bool,
     /// Per thread of each process (processes in report order, threads by tid).
     pub threads: Vec<ThreadRow>,
     /// Fate window, bytes of later traffic (None: to the end of each process).
@@ -618,6 +625,21 @@ impl Analysis {
         }
         fate.finish();
         self.sites.add_fates(&fate.by_site);
+        self.io_traced |= !f.watched.is_empty() || !f.io.is_empty();
+        for w in &f.watched {
+            self.observed[w.op as usize].add(w);
+            if sited {
+                let i = resolver.site(&mut self.sites, w.site);
+                self.sites.watched(i, w);
+            }
+        }
+        for c in &f.io {
+            self.io.entry(c.op).or_default().add(c);
+            if sited {
+                let i = resolver.site(&mut self.sites, c.site);
+                self.sites.io(i, c);
+            }
+        }
         self.threads.extend(threads.finish(&fate.by_group));
         for (slot, per_op) in std::mem::take(&mut self.slot_kernels).iter().enumerate() {
             if per_op.iter().all(|c| c.calls == 0) {

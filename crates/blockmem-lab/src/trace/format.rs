@@ -21,10 +21,13 @@ const KIND_HEADER: u16 = 1;
 const KIND_RECORDS: u16 = 2;
 const KIND_TRAILER: u16 = 3;
 const KIND_MAPS: u16 = 4;
+const KIND_FATE: u16 = 5;
+const KIND_IO: u16 = 6;
 const BLOCK_HEAD: usize = 12;
 /// The newest format version this reader understands (2: records carry call sites,
-/// files carry maps blocks; 3: records carry the calling thread).
-pub const VERSION: u32 = 3;
+/// files carry maps blocks; 3: records carry the calling thread; 4: fate and I/O
+/// blocks).
+pub const VERSION: u32 = 4;
 /// The oldest format version this reader understands (1: no call sites).
 pub const OLDEST_VERSION: u32 = 1;
 
@@ -247,6 +250,151 @@ impl Trailer {
     }
 }
 
+/// What became of one watched destination (a fate block: the shim's `watch` module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Watched {
+    /// The call's start TSC.
+    pub tsc: u64,
+    /// Its destination and size.
+    pub dst: u64,
+    /// Bytes.
+    pub n: u64,
+    /// Its call site (raw return address).
+    pub site: u64,
+    /// Its thread.
+    pub tid: u32,
+    /// Its op.
+    pub op: CallOp,
+    /// Pages watched.
+    pub pages: u32,
+    /// Pages by the first later access, in [`PageFate::ALL`] order.
+    pub fates: [u32; 8],
+    /// Nanoseconds from the call to the first access (0: none).
+    pub first_ns: u64,
+}
+
+/// The first later access to a watched page of a destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageFate {
+    /// Read by an ordinary load.
+    LoadRead,
+    /// Written by an ordinary store.
+    LoadWrite,
+    /// Read by the kernel (the buffer of `write`, `send`, …).
+    KernelRead,
+    /// Written by the kernel (the buffer of `read`, `recv`, …).
+    KernelWrite,
+    /// Read by a later block operation (its source).
+    BlockRead,
+    /// Written by a later block operation (its destination).
+    BlockWrite,
+    /// Freed, unmapped or re-protected before any access.
+    Released,
+    /// Not accessed within the watch window (or before the process ended).
+    Untouched,
+}
+
+impl PageFate {
+    /// All, in the fate block's order.
+    pub const ALL: [PageFate; 8] = [
+        PageFate::LoadRead,
+        PageFate::LoadWrite,
+        PageFate::KernelRead,
+        PageFate::KernelWrite,
+        PageFate::BlockRead,
+        PageFate::BlockWrite,
+        PageFate::Released,
+        PageFate::Untouched,
+    ];
+
+    /// True for the fates that read the destination again.
+    pub fn reads(self) -> bool {
+        matches!(
+            self,
+            PageFate::LoadRead | PageFate::KernelRead | PageFate::BlockRead
+        )
+    }
+}
+
+/// The program's I/O calls of one kind at one call site (an I/O block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct IoCount {
+    /// `read`, `write`, … (see [`IO_OPS`]).
+    pub op: &'static str,
+    /// Call site (raw return address; 0: not known).
+    pub site: u64,
+    /// Calls.
+    pub calls: u64,
+    /// Bytes transferred.
+    pub bytes: u64,
+    /// Bytes asked for.
+    pub asked: u64,
+    /// Calls that failed.
+    pub errors: u64,
+    /// TSC cycles in the calls.
+    pub cycles: u64,
+}
+
+/// The I/O block's op numbers, by name.
+pub const IO_OPS: [&str; 12] = [
+    "read", "write", "pread", "pwrite", "readv", "writev", "recv", "send", "recvfrom", "sendto",
+    "recvmsg", "sendmsg",
+];
+
+impl IoCount {
+    /// True for the calls whose buffer the kernel reads (output).
+    pub fn is_output(&self) -> bool {
+        IO_OPS
+            .iter()
+            .position(|o| *o == self.op)
+            .is_some_and(|i| i % 2 == 1)
+    }
+}
+
+fn parse_fate(p: &[u8]) -> Option<Watched> {
+    let mut c = Cursor::new(p);
+    let (tsc, dst, n, site, who, pages) =
+        (c.u64()?, c.u64()?, c.u64()?, c.u64()?, c.u64()?, c.u32()?);
+    let mut fates = [0u32; 8];
+    for f in &mut fates {
+        *f = c.u32()?;
+    }
+    let first_ns = c.u64()?;
+    let total: u64 = fates.iter().map(|&f| u64::from(f)).sum();
+    if pages == 0 || pages > 64 || total != u64::from(pages) || n > MAX_CALL_BYTES {
+        return None;
+    }
+    Some(Watched {
+        tsc,
+        dst,
+        n,
+        site,
+        tid: who as u32,
+        op: CallOp::from_tag((who >> 32) as u8),
+        pages,
+        fates,
+        first_ns,
+    })
+}
+
+fn parse_io(p: &[u8], out: &mut Vec<IoCount>) -> Option<()> {
+    let mut c = Cursor::new(p);
+    let count = c.u32()?;
+    for _ in 0..count {
+        let op = *IO_OPS.get(c.u32()? as usize)?;
+        out.push(IoCount {
+            op,
+            site: c.u64()?,
+            calls: c.u64()?,
+            bytes: c.u64()?,
+            asked: c.u64()?,
+            errors: c.u64()?,
+            cycles: c.u64()?,
+        });
+    }
+    c.done().then_some(())
+}
+
 /// One record block: the buffer it came from and where its records are.
 #[derive(Clone, Debug)]
 struct Block {
@@ -269,6 +417,10 @@ pub struct TraceFile {
     pub warnings: Vec<String>,
     /// Executable mappings from the maps blocks (start and exit), without repeats.
     pub mappings: Vec<Mapping>,
+    /// The watched destinations' fates (version 4, with the trace I/O library).
+    pub watched: Vec<Watched>,
+    /// The program's I/O calls by site (version 4, with the trace I/O library).
+    pub io: Vec<IoCount>,
     data: Vec<u8>,
     blocks: Vec<Block>,
 }
@@ -497,6 +649,8 @@ struct Parser {
     blocks: Vec<Block>,
     warnings: Vec<String>,
     mappings: Vec<Mapping>,
+    watched: Vec<Watched>,
+    io: Vec<IoCount>,
 }
 
 /// A block's framing at `at`: magic (for the caller to check), kind and payload
@@ -583,6 +737,18 @@ impl Parser {
                 if parse_maps(payload, &mut self.mappings).is_none() {
                     self.warnings
                         .push(format!("{what}: byte {at}: an empty or cut-off maps block"));
+                }
+            }
+            KIND_FATE => match parse_fate(payload) {
+                Some(w) => self.watched.push(w),
+                None => self
+                    .warnings
+                    .push(format!("{what}: byte {at}: a fate block that does not add up; ignored")),
+            },
+            KIND_IO => {
+                if parse_io(payload, &mut self.io).is_none() {
+                    self.warnings
+                        .push(format!("{what}: byte {at}: a cut-off I/O block"));
                 }
             }
             KIND_TRAILER if self.trailer.is_none() => {
@@ -678,6 +844,8 @@ impl TraceFile {
             blocks: Vec::new(),
             warnings: Vec::new(),
             mappings: Vec::new(),
+            watched: Vec::new(),
+            io: Vec::new(),
         };
         let mut at = 0usize;
         while let Some(end) = p.block(&data, at)? {
@@ -692,6 +860,8 @@ impl TraceFile {
             trailer: p.trailer,
             warnings: p.warnings,
             mappings: p.mappings,
+            watched: p.watched,
+            io: p.io,
             data,
             blocks: p.blocks,
         };
@@ -1150,6 +1320,52 @@ mod tests {
                 path: "/usr/bin/prog".into()
             }]
         );
+    }
+
+    #[test]
+    fn version_4_fate_and_io_blocks_are_read_and_checked() {
+        let mut f = Vec::new();
+        let mut h = header_payload(7, "prog");
+        h[..4].copy_from_slice(&4u32.to_le_bytes());
+        block(&mut f, KIND_HEADER, &h);
+        let fate = |fates: [u32; 8], pages: u32| {
+            let mut p = Vec::new();
+            for v in [100u64, 0x10000, 1 << 20, 0x4011dc, 42] {
+                p.extend_from_slice(&v.to_le_bytes());
+            }
+            p.extend_from_slice(&pages.to_le_bytes());
+            for v in fates {
+                p.extend_from_slice(&v.to_le_bytes());
+            }
+            p.extend_from_slice(&2500u64.to_le_bytes());
+            p
+        };
+        block(&mut f, KIND_FATE, &fate([10, 0, 4, 0, 0, 0, 0, 2], 16));
+        // Pages that do not add up: skipped with a warning.
+        block(&mut f, KIND_FATE, &fate([10, 0, 0, 0, 0, 0, 0, 0], 16));
+        let mut io = Vec::new();
+        io.extend_from_slice(&1u32.to_le_bytes());
+        io.extend_from_slice(&1u32.to_le_bytes()); // write
+        for v in [0x401200u64, 3, 3 << 20, 3 << 20, 1, 777] {
+            io.extend_from_slice(&v.to_le_bytes());
+        }
+        block(&mut f, KIND_IO, &io);
+        let tf = TraceFile::parse(Path::new("v4"), f).unwrap();
+        assert_eq!(tf.watched.len(), 1);
+        let w = tf.watched[0];
+        assert_eq!(
+            (w.dst, w.n, w.site, w.tid, w.op),
+            (0x10000, 1 << 20, 0x4011dc, 42, CallOp::Copy)
+        );
+        assert_eq!((w.pages, w.fates[2], w.first_ns), (16, 4, 2500));
+        assert_eq!(tf.warnings.len(), 1, "{:?}", tf.warnings);
+        assert_eq!(tf.io.len(), 1);
+        let c = tf.io[0];
+        assert_eq!(
+            (c.op, c.site, c.calls, c.bytes, c.errors),
+            ("write", 0x401200, 3, 3 << 20, 1)
+        );
+        assert!(c.is_output());
     }
 
     #[test]

@@ -33,6 +33,19 @@
 //! first byte of the source and destination and how many of up to 8 lines spread
 //! across each were cached, probed before the call.
 //!
+//! # What becomes of a destination
+//!
+//! Beside the shim, the run form preloads the trace I/O library
+//! (`libblockmem_traceio.so`, found next to the shim; `cargo build --release -p
+//! blockmem-traceio`). With it the trace also holds the program's I/O calls by site
+//! (the `Kernel I/O` table) and, for a sample of calls whose destination covers whole
+//! pages (`--watch N`: one eligible call in N, at most one a millisecond, 0 = none),
+//! the first later access to up to 16 of those pages, caught by page protection: a
+//! load, a store, the kernel (`write`, `read`, …) or a block operation (the `observed`
+//! fate table). `--advise` then judges a site by what the program really did with its
+//! destinations. The mechanism and what it keeps intact (the program's own `SIGSEGV`
+//! handler, system calls on protected pages): the shim's `watch` module.
+//!
 //! # Damaged files
 //!
 //! A trace file is checked before anything in it is used ([`format`](mod@format)): the header
@@ -62,6 +75,7 @@ pub mod distribution;
 pub mod estimate;
 pub mod fate;
 pub mod format;
+pub mod observed;
 pub mod render;
 pub mod sites;
 pub mod stats_check;
@@ -80,6 +94,10 @@ use stats_check::{StatsCheck, StatsLine};
 
 /// Default of `--sample`.
 pub const DEFAULT_SAMPLE: u32 = 64;
+/// The trace I/O library, looked for next to the shim.
+pub const TRACEIO_NAME: &str = "libblockmem_traceio.so";
+/// How to build it.
+pub const TRACEIO_BUILD: &str = "cargo build --release -p blockmem-traceio";
 
 /// Flags of `blockmem trace`.
 #[derive(clap::Args, Debug)]
@@ -149,6 +167,10 @@ pub struct RunArgs {
     /// Probe the cache state every N-th call (0: never).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SAMPLE)]
     pub sample: u32,
+    /// Watch the destination of one in N calls covering whole pages, at most one a
+    /// millisecond (0: never; needs the trace I/O library next to the shim).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub watch: u32,
     /// Also run with BLOCKMEM_STATS=1 and check the trace's totals against it.
     #[arg(long)]
     pub check_stats: bool,
@@ -482,13 +504,24 @@ fn run_program(args: &RunArgs) -> Result<()> {
     let mut c = Command::new(&args.command[0]);
     c.args(&args.command[1..]);
     let mut preload = shim.as_os_str().to_os_string();
+    let io = shim.with_file_name(TRACEIO_NAME);
+    if io.is_file() {
+        preload.push(":");
+        preload.push(&io);
+    } else {
+        eprintln!(
+            "blockmem trace: {} not found: the program's I/O and what becomes of its destinations are not observed (build it: {TRACEIO_BUILD})",
+            io.display()
+        );
+    }
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");
         preload.push(existing);
     }
     c.env("LD_PRELOAD", preload)
         .env("BLOCKMEM_TRACE", &trace_path)
-        .env("BLOCKMEM_TRACE_SAMPLE", args.sample.to_string());
+        .env("BLOCKMEM_TRACE_SAMPLE", args.sample.to_string())
+        .env("BLOCKMEM_TRACE_WATCH", args.watch.to_string());
     if args.check_stats {
         c.env("BLOCKMEM_STATS", "1").stderr(Stdio::piped());
     } else {

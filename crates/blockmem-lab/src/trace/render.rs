@@ -87,6 +87,10 @@ impl Report<'_> {
         v.push(self.aliasing());
         v.push(self.probe());
         v.push(self.fate());
+        if self.analysis.io_traced {
+            v.push(self.observed());
+            v.push(self.io());
+        }
         v.push(self.sites());
         if let Some(adv) = self.advice {
             v.push(super::advise::table(adv, self.analysis.ghz()));
@@ -521,6 +525,102 @@ impl Report<'_> {
         t
     }
 
+    /// Seed 003 Table 3 with every access: the page traps' fates, per op and per site.
+    fn observed(&self) -> Table {
+        use super::format::PageFate;
+        let a = self.analysis;
+        let mut t = Table::new(
+            "Destination fate, observed (seed 003 Table 3, every access)",
+            format!(
+                "watched pages of sampled destinations (up to 16 whole pages a call), by the first later access within {} ms: \
+                 read or written by the program's loads and stores, read (write, send) or written (read, recv) by the kernel, \
+                 read or overwritten by a block operation, released (freed, unmapped) first, or untouched; first = mean µs to the first access",
+                super::observed::WATCH_WINDOW_MS
+            ),
+            [
+                "written by",
+                "calls observed",
+                "pages",
+                "% load read",
+                "% store",
+                "% kernel read",
+                "% kernel write",
+                "% block read",
+                "% block write",
+                "% released",
+                "% untouched",
+                "first µs",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        let mut row = |name: String, o: &super::observed::Observed| {
+            let tot = o.total() as f64;
+            let mut r = vec![name, o.calls.to_string(), o.total().to_string()];
+            r.extend(PageFate::ALL.iter().map(|&f| pct(o.of(f) as f64, tot)));
+            r.push(o.mean_first_us().map_or("-".into(), |u| format!("{u:.0}")));
+            t.rows.push(r);
+        };
+        let mut all = super::observed::Observed::default();
+        for op in OPS {
+            let o = &a.observed[op as usize];
+            all.merge(o);
+            if o.calls > 0 {
+                row(op.name().to_string(), o);
+            }
+        }
+        row("all".into(), &all);
+        for s in a
+            .sites
+            .list
+            .iter()
+            .filter(|s| s.observed.calls > 0)
+            .take(20)
+        {
+            row(format!("site {}", s.label()), &s.observed);
+        }
+        t
+    }
+
+    /// Seed 003 Table 1's kernel copy profile for this program: its I/O by op and site.
+    fn io(&self) -> Table {
+        let a = self.analysis;
+        let ghz = a.ghz();
+        let mut t = Table::new(
+            "Kernel I/O (seed 003 Table 1)",
+            "the program's read/write/pread/pwrite/readv/writev/recv/send/recvfrom/sendto/recvmsg/sendmsg \
+             calls (stdio's own writes happen inside the C library, unseen): bytes the kernel copied, by op, then by call site (most bytes first); ms = time in the calls",
+            ["site", "op", "calls", "bytes", "asked", "failed", "ms"]
+                .map(String::from)
+                .to_vec(),
+        );
+        let row = |t: &mut Table, site: String, op: &str, c: &super::observed::IoTotals| {
+            t.rows.push(vec![
+                site,
+                op.to_string(),
+                c.calls.to_string(),
+                bytes(c.bytes),
+                bytes(c.asked),
+                c.errors.to_string(),
+                ms(c.cycles as f64, ghz),
+            ]);
+        };
+        for (op, c) in &a.io {
+            row(&mut t, "all".into(), op, c);
+        }
+        let mut sites: Vec<(&super::sites::Site, &str, &super::observed::IoTotals)> = a
+            .sites
+            .list
+            .iter()
+            .flat_map(|s| s.io.iter().map(move |(op, c)| (s, *op, c)))
+            .collect();
+        sites.sort_by_key(|x| std::cmp::Reverse(x.2.bytes));
+        for (s, op, c) in sites.into_iter().take(20) {
+            row(&mut t, s.label(), op, c);
+        }
+        t
+    }
+
     /// The call sites with the most time (module `sites`).
     fn sites(&self) -> Table {
         let a = self.analysis;
@@ -558,7 +658,13 @@ impl Report<'_> {
             .to_vec(),
         );
         let p = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.0}"));
-        for s in a.sites.list.iter().take(super::sites::TOP_SITES.min(20)) {
+        for s in a
+            .sites
+            .list
+            .iter()
+            .filter(|s| s.total().calls > 0)
+            .take(super::sites::TOP_SITES.min(20))
+        {
             let c = s.total();
             let f = s.fates;
             let tot = f.total() as f64;

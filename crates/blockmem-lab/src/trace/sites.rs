@@ -24,7 +24,8 @@ use serde::Serialize;
 
 use super::analysis::{size_class, Counts, Sampled};
 use super::fate::Fates;
-use super::format::{CallOp, Header, Mapping, Record, RegionProbe};
+use super::format::{CallOp, Header, IoCount, Mapping, Record, RegionProbe, Watched};
+use super::observed::{IoTotals, Observed};
 
 /// Calls kept per site for the replay.
 pub const SITE_SAMPLES: usize = 16;
@@ -101,8 +102,12 @@ pub struct Site {
     pub src_state: StateCounts,
     /// Destination state at the call.
     pub dst_state: StateCounts,
-    /// What became of the destination bytes.
+    /// What became of the destination bytes (block operations).
     pub fates: Fates,
+    /// What the page traps saw become of the watched destinations.
+    pub observed: Observed,
+    /// The program's I/O calls made here, by op.
+    pub io: BTreeMap<&'static str, IoTotals>,
     /// Calls per kernel that ran.
     pub kernels: BTreeMap<String, u64>,
     /// The replay, for the sites that take the most time.
@@ -154,6 +159,9 @@ impl Site {
 
     /// Share of the destination bytes read again by a later call.
     pub fn reuse_fraction(&self) -> Option<f64> {
+        if let Some(r) = self.observed.read_fraction() {
+            return Some(r);
+        }
         let t = self.fates.total();
         (t > 0).then(|| self.fates.used_as_source as f64 / t as f64)
     }
@@ -257,6 +265,20 @@ impl Sites {
         }
     }
 
+    /// Adds one watched call of site `i`.
+    pub fn watched(&mut self, i: u32, w: &Watched) {
+        if let Some(s) = self.list.get_mut(i as usize) {
+            s.observed.add(w);
+        }
+    }
+
+    /// Adds one I/O block entry of site `i`.
+    pub fn io(&mut self, i: u32, c: &IoCount) {
+        if let Some(s) = self.list.get_mut(i as usize) {
+            s.io.entry(c.op).or_default().add(c);
+        }
+    }
+
     /// Adds one process's fates by site number.
     pub fn add_fates(&mut self, by_site: &[Fates]) {
         for (s, f) in self.list.iter_mut().zip(by_site) {
@@ -271,6 +293,17 @@ impl Sites {
         self.index.clear();
         let mut sym = Symbolizer::default();
         for s in self.list.iter_mut().take(TOP_SITES) {
+            sym.name(s);
+        }
+        // Sites that only do I/O have no block-operation cycles: named by their bytes.
+        let mut io: Vec<&mut Site> = self
+            .list
+            .iter_mut()
+            .skip(TOP_SITES)
+            .filter(|s| !s.io.is_empty())
+            .collect();
+        io.sort_by_key(|s| std::cmp::Reverse(s.io.values().map(|t| t.bytes).sum::<u64>()));
+        for s in io.into_iter().take(TOP_SITES) {
             sym.name(s);
         }
     }

@@ -76,6 +76,18 @@ pub fn shim() -> &'static Path {
     })
 }
 
+/// The trace I/O library `blockmem trace` preloads beside the shim, built once per test
+/// process next to it (`<target>/release/libblockmem_traceio.so`).
+pub fn traceio() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        cargo(&["build", "--release", "-p", "blockmem-traceio"]);
+        let p = target_dir().join("release/libblockmem_traceio.so");
+        assert!(p.is_file(), "{} was not built", p.display());
+        p
+    })
+}
+
 /// The C library's release artifacts (`libblockmem_ffi.a`, `libblockmem_ffi.so`), built
 /// once per test process. Returns the directory holding them.
 pub fn ffi_libs() -> &'static Path {
