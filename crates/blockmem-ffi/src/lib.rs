@@ -77,8 +77,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use blockmem::autoload::Source;
+// Named by `copy_entry!` and `set_entry!`.
 #[cfg(target_arch = "x86_64")]
-use blockmem::entry_asm; // named by `copy_entry!` and `set_entry!`
+use blockmem::entry_asm;
 use blockmem::kernel::{self, KernelId, Op};
 use blockmem::profile::{self, State};
 use blockmem::{dispatch, Hint};

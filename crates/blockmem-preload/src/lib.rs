@@ -104,9 +104,10 @@ use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use blockmem::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
-use blockmem::Hint;
+// Named by `copy_entry!` and `set_entry!`.
 #[cfg(target_arch = "x86_64")]
-use blockmem::entry_asm; // named by `copy_entry!` and `set_entry!`
+use blockmem::entry_asm;
+use blockmem::Hint;
 
 use crate::next::Next;
 
