@@ -7,8 +7,10 @@ use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;
 use crate::kernel::{Hint, Op};
 
-use super::large::{copy_large, set_large, DISJOINT, MOVE};
+use super::large::{copy_large, set_large};
 use super::publish::{plan, small_path, SMALL_WIDE};
+#[cfg(target_arch = "x86_64")]
+use super::wide::{copy_wide_entry, set_wide_entry};
 
 /// Largest size the x86-64 inline SSE2 rung handles (8 × 16 bytes).
 #[cfg(target_arch = "x86_64")]
@@ -52,20 +54,6 @@ pub fn inline_max(op: Op) -> usize {
 pub(super) fn runs_inline(op: Op, dst: *const u8, src: *const u8, n: usize) -> bool {
     n <= inline_max(op)
         || (op == Op::Move && n <= inline_max(Op::Copy) && disjoint(dst as *mut u8, src, n))
-}
-
-/// Returns `p` through an empty `asm!`, so that the optimiser cannot infer that a
-/// function returns its first argument: it would then keep that argument in a saved
-/// register across the call and return it itself, turning each C entry's tail jump
-/// into a call with a stack frame.
-#[inline(always)]
-#[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is passed through, not used
-pub(super) fn opaque(mut p: *mut u8) -> *mut u8 {
-    // SAFETY: an empty template; `p` passes through a register unchanged.
-    unsafe {
-        core::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags))
-    };
-    p
 }
 
 /// The entry every door shares (the Rust API, the C ABI, the preload shim's
@@ -157,76 +145,6 @@ unsafe fn first_small(op: Op, dst: *mut u8, src: *const u8, byte: u8, n: usize) 
     dst
 }
 
-/// The AVX-512 path of [`copy_entry`]: a call to the core's assembly entry for `K`
-/// (`entries`), the small-size blocks every door shares.
-///
-/// # Safety
-/// As [`copy_wide`].
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(super) unsafe fn copy_wide_entry<const K: u8>(
-    dst: *mut u8,
-    src: *const u8,
-    n: usize,
-    hint: Hint,
-) -> *mut u8 {
-    use super::entries;
-    let h = hint.to_c();
-    // SAFETY: forwarded contract; the entry for `K` takes exactly the ranges `K` allows.
-    let r = unsafe {
-        match K {
-            DISJOINT => entries::copy_avx512(dst, src, n, h),
-            MOVE => entries::move_avx512(dst, src, n, h),
-            _ => entries::copy_forgiving_avx512(dst, src, n, h),
-        }
-    };
-    entries::ret(r)
-}
-
-/// The AVX-512 path of [`set_entry`] (see [`copy_wide_entry`]).
-///
-/// # Safety
-/// As [`set_wide`].
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(super) unsafe fn set_wide_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
-    use super::entries;
-    // SAFETY: forwarded contract.
-    entries::ret(unsafe { entries::set_avx512(dst, byte as core::ffi::c_int, n, hint.to_c()) })
-}
-
-/// [`copy_entry`] on a CPU with AVX-512BW and BMI2: up to 512 bytes one to eight
-/// 64-byte accesses, every load first (a move); up to 2112 the 256-byte loop of
-/// `masked::copy_le2k` when the ranges are disjoint; else the plan.
-///
-/// # Safety
-/// As [`copy_entry`]; AVX-512F/BW/VL and BMI2 present.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
-// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
-// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
-#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
-pub(super) unsafe extern "C" fn copy_wide<const K: u8>(
-    dst: *mut u8,
-    src: *const u8,
-    n: usize,
-    hint: Hint,
-) -> *mut u8 {
-    use crate::arch::x86_64::masked;
-    // SAFETY: forwarded contract; `copy_le2k` gets disjoint ranges only.
-    unsafe {
-        if n <= WIDE_MAX {
-            masked::copy_le512(dst, src, n);
-            return opaque(dst);
-        }
-        if n <= COPY_WIDE_MAX && (K == DISJOINT || disjoint(dst, src, n)) {
-            masked::copy_le2k(dst, src, n);
-            return opaque(dst);
-        }
-        copy_large::<K>(dst, src, n, hint)
-    }
-}
-
 /// The entry of every set and zero (as [`copy_entry`] for copies).
 ///
 /// # Safety
@@ -246,27 +164,6 @@ pub(super) unsafe fn set_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> 
             }
             set_narrow(dst, byte, n);
             return dst;
-        }
-        set_large(dst, byte, n, hint)
-    }
-}
-
-/// [`set_entry`] on a CPU with AVX-512BW and BMI2.
-///
-/// # Safety
-/// As [`set_entry`]; AVX-512F/BW/VL and BMI2 present.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
-#[inline]
-// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
-// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
-#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
-pub(super) unsafe extern "C" fn set_wide(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
-    // SAFETY: forwarded contract.
-    unsafe {
-        if n <= SET_WIDE_MAX {
-            crate::arch::x86_64::masked::set_le2k(dst, byte, n);
-            return opaque(dst);
         }
         set_large(dst, byte, n, hint)
     }

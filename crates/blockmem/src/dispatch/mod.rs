@@ -2,7 +2,7 @@
 //! published [`Plan`](policy::Plan), then a direct call (a jump) to the kernel it names.
 //!
 //! ```text
-//!   AVX-512BW + BMI2:  a call to the core's own assembly entry (`entries`, the
+//!   AVX-512BW + BMI2:  a call to the core's own assembly entry (`wide`, the
 //!                      blocks of `arch::x86_64::entry` every door shares): up to
 //!                      2112 bytes (copy), 512 (move) or 2048 (set) inside it
 //!   otherwise          n <= 32 scalar head/tail, n <= 128 SSE2 head/tail, inline
@@ -17,13 +17,12 @@
 //! * `memory`: the two address memories, pages written lately
 //!   ([`written_lately`]) and blocks streamed lately ([`met_again`]);
 //! * `ladder`: the inline size ladders every entry starts with;
-//! * `entries`: the core's instances of the assembly entries, which the Rust API
-//!   calls where AVX-512BW is in force;
 //! * `large`: calls above the ladder: the compiled entry point, else the
 //!   decision with a probe and the memories;
 //! * `contention`: the count of large calls in flight, the decision's contention
 //!   input (switched by [`sense_contention`]);
-//! * [`wide`]: the tails of the C entries' assembly bodies;
+//! * [`wide`]: the core's instances of the assembly entries (which the Rust API calls
+//!   where AVX-512BW is in force) and the tails of every C entry's assembly bodies;
 //! * `query`: the doors that ask which kernel a call runs
 //!   ([`choose`], [`decide_for_call`]) and run it ([`run_kernel`]).
 //!
@@ -45,8 +44,6 @@
 //! works before any initialisation has run.
 
 mod contention;
-#[cfg(target_arch = "x86_64")]
-mod entries;
 mod ladder;
 mod large;
 mod memory;

@@ -3,12 +3,14 @@
 //! function is then a byte test and a jump here, without reading `SMALL` (which a
 //! shared object reaches through its GOT: two dependent loads per call).
 
+use core::ffi::{c_int, c_void};
+
 use crate::arch::generic::disjoint;
 use crate::kernel::Hint;
 use crate::profile::Family;
 
-use super::ladder::{copy_wide, copy_wide_entry, set_wide, set_wide_entry, SET_WIDE_MAX};
-use super::large::{as_copy, as_set, auto_entry, DISJOINT, FORGIVE, MOVE};
+use super::large::{as_copy, as_set, auto_entry, copy_large, set_large, DISJOINT, FORGIVE, MOVE};
+use crate::arch::x86_64::masked::{self, COPY_WIDE_MAX, SET_WIDE_MAX, WIDE_MAX};
 
 /// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX-512 bodies.
 pub const LEVEL_AVX512: u8 = 1;
@@ -168,4 +170,141 @@ unsafe fn set_above_c(dst: *mut u8, byte: u8, n: usize, hint: u32) -> *mut u8 {
     }
     // SAFETY: forwarded contract.
     unsafe { set_wide(dst, byte, n, Hint::from_c(hint)) }
+}
+
+// ---- the core's instances of the assembly entries, which the Rust API calls where
+// AVX-512BW is in force: every door runs the same small-size blocks, placed by the
+// assembly's layout rules rather than wherever the caller's compiled code lands
+// (`docs/results/xeon-clx-2vcpu/shared-blocks`).
+
+crate::copy_entry! {
+    /// A copy of disjoint ranges: `(dst, src, n, C hint) -> dst`.
+    pub(super) fn copy_avx512(dst: *mut u8, src: *const u8, n: usize, hint: u32);
+    bodies = avx512, above = copy_above, hint = "", overlap = disjoint
+}
+
+crate::copy_entry! {
+    /// A copy whose ranges may overlap, copied as a move (the shim's `memcpy`).
+    pub(super) fn copy_forgiving_avx512(dst: *mut u8, src: *const u8, n: usize, hint: u32);
+    bodies = avx512, above = copy_forgiving_above, hint = "", overlap = possible
+}
+
+crate::copy_entry! {
+    /// A move.
+    pub(super) fn move_avx512(dst: *mut u8, src: *const u8, n: usize, hint: u32);
+    bodies = avx512, above = move_above, hint = "", overlap = possible
+}
+
+crate::set_entry! {
+    /// A set: `(dst, byte, n, C hint) -> dst`.
+    pub(super) fn set_avx512(dst: *mut u8, c: c_int, n: usize, hint: u32);
+    bodies = avx512, above = set_above, hint = ""
+}
+
+/// The entry's return value as the Rust API's pointer.
+#[inline(always)]
+pub(super) fn ret(p: *mut c_void) -> *mut u8 {
+    p.cast()
+}
+
+/// The AVX-512 path of [`copy_entry`]: a call to the core's assembly entry for `K`
+/// (`entries`), the small-size blocks every door shares.
+///
+/// # Safety
+/// As [`copy_wide`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) unsafe fn copy_wide_entry<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    let h = hint.to_c();
+    // SAFETY: forwarded contract; the entry for `K` takes exactly the ranges `K` allows.
+    let r = unsafe {
+        match K {
+            DISJOINT => copy_avx512(dst, src, n, h),
+            MOVE => move_avx512(dst, src, n, h),
+            _ => copy_forgiving_avx512(dst, src, n, h),
+        }
+    };
+    ret(r)
+}
+
+/// The AVX-512 path of [`set_entry`] (see [`copy_wide_entry`]).
+///
+/// # Safety
+/// As [`set_wide`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) unsafe fn set_wide_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    ret(unsafe { set_avx512(dst, byte as core::ffi::c_int, n, hint.to_c()) })
+}
+
+/// [`copy_entry`] on a CPU with AVX-512BW and BMI2: up to 512 bytes one to eight
+/// 64-byte accesses, every load first (a move); up to 2112 the 256-byte loop of
+/// `masked::copy_le2k` when the ranges are disjoint; else the plan.
+///
+/// # Safety
+/// As [`copy_entry`]; AVX-512F/BW/VL and BMI2 present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
+// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
+// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
+#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
+pub(super) unsafe extern "C" fn copy_wide<const K: u8>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: Hint,
+) -> *mut u8 {
+    // SAFETY: forwarded contract; `copy_le2k` gets disjoint ranges only.
+    unsafe {
+        if n <= WIDE_MAX {
+            masked::copy_le512(dst, src, n);
+            return opaque(dst);
+        }
+        if n <= COPY_WIDE_MAX && (K == DISJOINT || disjoint(dst, src, n)) {
+            masked::copy_le2k(dst, src, n);
+            return opaque(dst);
+        }
+        copy_large::<K>(dst, src, n, hint)
+    }
+}
+
+/// [`set_entry`] on a CPU with AVX-512BW and BMI2.
+///
+/// # Safety
+/// As [`set_entry`]; AVX-512F/BW/VL and BMI2 present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,bmi2")]
+#[inline]
+// `extern "C"`: a function that cannot unwind, so that a C entry point (which must not
+// unwind either) may end in a tail jump to it instead of a call inside an abort guard.
+#[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
+pub(super) unsafe extern "C" fn set_wide(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if n <= SET_WIDE_MAX {
+            crate::arch::x86_64::masked::set_le2k(dst, byte, n);
+            return opaque(dst);
+        }
+        set_large(dst, byte, n, hint)
+    }
+}
+
+/// Returns `p` through an empty `asm!`, so that the optimiser cannot infer that a
+/// function returns its first argument: it would then keep that argument in a saved
+/// register across the call and return it itself, turning each C entry's tail jump
+/// into a call with a stack frame.
+#[inline(always)]
+#[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is passed through, not used
+pub(super) fn opaque(mut p: *mut u8) -> *mut u8 {
+    // SAFETY: an empty template; `p` passes through a register unchanged.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags))
+    };
+    p
 }
