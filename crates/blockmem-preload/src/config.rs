@@ -465,7 +465,7 @@ fn publish_fast(mode: u8) {
         let level = blockmem::dispatch::wide::level();
         crate::FAST.store(level, Ordering::Release);
         if level == blockmem::dispatch::wide::LEVEL_AVX512 {
-            crate::ROUTE.store(usize::MAX, Ordering::Release);
+            blockmem::arch::x86_64::entry::open_route(&crate::ROUTE);
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

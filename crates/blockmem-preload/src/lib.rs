@@ -125,10 +125,11 @@ pub const MODE_DISABLE: u8 = 1 << 1;
 /// but hints is set. Set by the constructor, after `MODE`; 0 until then, and on other
 /// CPUs: the general path.
 pub static FAST: AtomicU8 = AtomicU8::new(0);
-/// The route word of the `routed` assembly entries (`blockmem::arch::x86_64::entry`):
-/// `usize::MAX` where they run their AVX-512 bodies ([`FAST`] is `LEVEL_AVX512`), else
-/// 0 (every call goes on to the test of [`FAST`]). Set once by the constructor.
-pub static ROUTE: AtomicUsize = AtomicUsize::new(0);
+/// The route words of the `routed` assembly entries (`blockmem::arch::x86_64::entry`):
+/// closed (every call goes on to the test of [`FAST`]) until the constructor opens them
+/// where the entries run their AVX-512 bodies ([`FAST`] is `LEVEL_AVX512`).
+#[cfg(target_arch = "x86_64")]
+pub static ROUTE: [AtomicUsize; 3] = blockmem::arch::x86_64::entry::ROUTE_INIT;
 /// `MODE` bit: record every call in the trace file (`BLOCKMEM_TRACE=<path>`; module
 /// `trace`). Set only after the file and the buffers exist.
 pub const MODE_TRACE: u8 = 1 << 2;

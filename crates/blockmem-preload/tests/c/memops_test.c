@@ -827,8 +827,9 @@ static void print_slots(void) {
         if (!memcmp(f, routed, sizeof routed)) {
             int32_t disp;
             memcpy(&disp, f + 6, sizeof disp);
+            /* The first route word the entry reads is a size bound: 0 while closed. */
             uint64_t route = *(const volatile uint64_t *)(f + 10 + disp);
-            printf("route %s %s\n", names[i], route == UINT64_MAX ? "open" : "closed");
+            printf("route %s %s\n", names[i], route != 0 ? "open" : "closed");
         }
     }
     check_code_unwritten();

@@ -37,6 +37,29 @@ pub const LEVEL_AVX512: u8 = 1;
 /// The level of bodies a CPU runs: AVX2 with YMM state enabled.
 pub const LEVEL_AVX2: u8 = 2;
 
+/// The route words of a `routed` entry before its route opens (`entry_common.s`,
+/// `ROUTE_ABOVE_128`): every call goes on to the level test.
+pub const ROUTE_CLOSED: [usize; 3] = [0, 0, usize::MAX];
+
+/// A `routed` entry's route words: the bounds of its AVX-512 bodies' first classes.
+#[allow(clippy::declare_interior_mutable_const)] // a template for the statics
+pub const ROUTE_INIT: [core::sync::atomic::AtomicUsize; 3] = [
+    core::sync::atomic::AtomicUsize::new(ROUTE_CLOSED[0]),
+    core::sync::atomic::AtomicUsize::new(ROUTE_CLOSED[1]),
+    core::sync::atomic::AtomicUsize::new(ROUTE_CLOSED[2]),
+];
+
+/// Opens a `routed` entry's route: its AVX-512 bodies run from the next call. The words
+/// are stored in an order whose every intermediate state sends each size to bodies that
+/// hold it (the first classes' bounds before the word that lets calls above 128 bytes
+/// through), so a call racing the opening is correct either way.
+pub fn open_route(route: &[core::sync::atomic::AtomicUsize; 3]) {
+    use core::sync::atomic::Ordering::Release;
+    route[0].store(64, Release);
+    route[1].store(129, Release);
+    route[2].store(0, Release);
+}
+
 // `entry_asm!`: the text of `entry_*.s` for `naked_asm!`, made by build.rs. Named
 // without a path where the entries are defined (a macro defined by `include!` cannot be
 // named by path in its own crate): in this crate by textual scope (`#[macro_use]` from

@@ -16,11 +16,12 @@
 #    (through vzeroupper).
 # 4. The AVX-512 bodies write only zmm16-24 and k1 (and rcx, r8-r10): the upper halves
 #    of ymm0-15 stay clean and need no vzeroupper (as glibc's evex code).
-# 5. A routed entry (the shim's) holds both levels' bodies. Its first size compare
-#    reads its bound from memory, the `route` word (usize::MAX where the AVX-512 bodies
-#    may run, else 0): one fused compare and branch before the AVX-512 bodies. With the
-#    route closed every call goes to the level test of the `flag` byte, then the AVX2
-#    bodies (flag 2, LEVEL_AVX2) or `general`.
+# 5. A routed entry (the shim's) holds both levels' bodies. Its first size compares
+#    read their bounds from the `route` words (ROUTE_ABOVE_128): open, they are the
+#    AVX-512 bodies' own bounds; closed, every call reaches the class above 128 bytes,
+#    whose first compare sends it to the level test of the `flag` byte, then the AVX2
+#    bodies (flag 2, LEVEL_AVX2) or `general`. Calls up to 128 bytes pay nothing for
+#    the route; larger ones one fused compare and branch.
 #
 # How these files become entries: each entry is one naked function whose asm defines
 # the macros of this file and of its op's file, invokes its form once with the
@@ -36,10 +37,14 @@
     mov rax, rdi
 .endm
 
-# A routed entry's first test: n below the route word's bound takes the AVX-512 bodies.
-.macro ROUTE_TEST p, route
-    cmp rdx, qword ptr [rip + \route]
-    jae .L\p\()_route_closed
+# The route words of a routed entry (the shim's `ROUTE`, three words): the bound below
+# which a copy takes the AVX-512 bodies' first classes (64 open, 0 closed), the bound
+# from which a call takes the classes above 128 bytes (129 open, 0 closed: every call),
+# and the bound below which a call there goes on to the level test (0 open, usize::MAX
+# closed). The sizes up to 128 bytes pay no compare beyond the bodies' own.
+.macro ROUTE_ABOVE_128 p, route
+    cmp rdx, qword ptr [rip + \route + 16]
+    jb .L\p\()_route_closed
 .endm
 
 # A closed route's way on, in a 32-byte window of its own.

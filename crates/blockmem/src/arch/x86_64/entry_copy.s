@@ -51,8 +51,22 @@
     ret
 .endm
 
-# The other AVX-512 classes up to 512 bytes, then the test for the loop's sizes.
-.macro COPY_AVX512_CLASSES p
+# COPY_AVX512_FIRST with its bounds read from the route words (entry_common.s).
+.macro COPY_AVX512_FIRST_ROUTED p, route
+    cmp rdx, qword ptr [rip + \route]
+    jb .L\p\()_avx512_below_64
+    cmp rdx, qword ptr [rip + \route + 8]
+    jae .L\p\()_avx512_above_128
+    vmovdqu64 zmm16, zmmword ptr [rsi]
+    vmovdqu64 zmm17, zmmword ptr [rsi + rdx - 64]
+    vmovdqu64 zmmword ptr [rdi], zmm16
+    vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm17
+    ret
+.endm
+
+# The other AVX-512 classes up to 512 bytes, then the test for the loop's sizes; a
+# routed entry (`route` not `none`) tests its route first above 128 bytes.
+.macro COPY_AVX512_CLASSES p, route
     .p2align 6
 .L\p\()_avx512_below_64:
     cmp edx, 32
@@ -84,6 +98,9 @@
     ret
     .p2align 6
 .L\p\()_avx512_above_128:
+.ifnc \route,none
+    ROUTE_ABOVE_128 \p, \route
+.endif
     cmp rdx, 256
     ja .L\p\()_avx512_above_256
     vmovdqu64 zmm16, zmmword ptr [rsi]
@@ -288,8 +305,8 @@
 .endm
 
 # The AVX-512 bodies past the first block, with their way on.
-.macro COPY_AVX512_REST p, overlap, above, hint:vararg
-    COPY_AVX512_CLASSES \p
+.macro COPY_AVX512_REST p, overlap, route, above, hint:vararg
+    COPY_AVX512_CLASSES \p, \route
     COPY_OVERLAP \overlap, .L\p\()_avx512_above
     COPY_AVX512_LOOP \p
     WAY_ON_AVX512 \p, \above, \hint
@@ -307,7 +324,7 @@
 .macro COPY_ENTRY_AVX512 p, overlap, above, hint:vararg
     ENTRY_START
     COPY_AVX512_FIRST \p
-    COPY_AVX512_REST \p, \overlap, \above, \hint
+    COPY_AVX512_REST \p, \overlap, none, \above, \hint
 .endm
 
 .macro COPY_ENTRY_AVX2 p, overlap, general
@@ -317,10 +334,9 @@
 
 .macro COPY_ENTRY_ROUTED p, overlap, route, flag, general, above, hint:vararg
     ENTRY_START
-    ROUTE_TEST \p, \route
-    COPY_AVX512_FIRST \p
+    COPY_AVX512_FIRST_ROUTED \p, \route
     ROUTE_CLOSED \p
-    COPY_AVX512_REST \p, \overlap, \above, \hint
+    COPY_AVX512_REST \p, \overlap, \route, \above, \hint
     ROUTE_LEVEL \p, \flag, \general
     COPY_AVX2 \p, \overlap, \general
 .endm

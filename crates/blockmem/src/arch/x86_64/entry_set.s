@@ -26,8 +26,21 @@
     ret
 .endm
 
-# The other AVX-512 classes up to 2048 bytes.
-.macro SET_AVX512_CLASSES p
+# SET_AVX512_FIRST with its bound read from the route words (entry_common.s).
+.macro SET_AVX512_FIRST_ROUTED p, route
+    cmp rdx, qword ptr [rip + \route + 8]
+    jae .L\p\()_avx512_above_128
+    cmp rdx, 64
+    jb .L\p\()_avx512_below_64
+    vpbroadcastb zmm16, esi
+    vmovdqu64 zmmword ptr [rdi], zmm16
+    vmovdqu64 zmmword ptr [rdi + rdx - 64], zmm16
+    ret
+.endm
+
+# The other AVX-512 classes up to 2048 bytes; a routed entry (`route` not `none`)
+# tests its route first above 128 bytes.
+.macro SET_AVX512_CLASSES p, route
     # 0..63 bytes: the window is the later of dst's line and dst + n - 64 (a signed
     # compare: user addresses are below 2^47, and the second is negative only for a dst
     # in the first line, where the line wins); rax holds dst.
@@ -48,6 +61,9 @@
     ret
     .p2align 6
 .L\p\()_avx512_above_128:
+.ifnc \route,none
+    ROUTE_ABOVE_128 \p, \route
+.endif
     cmp rdx, 2048
     ja .L\p\()_avx512_above
     vpbroadcastb zmm16, esi
@@ -193,7 +209,7 @@
 .macro SET_ENTRY_AVX512 p, above, hint:vararg
     ENTRY_START
     SET_AVX512_FIRST \p
-    SET_AVX512_CLASSES \p
+    SET_AVX512_CLASSES \p, none
     WAY_ON_AVX512 \p, \above, \hint
 .endm
 
@@ -205,10 +221,9 @@
 
 .macro SET_ENTRY_ROUTED p, route, flag, general, above, hint:vararg
     ENTRY_START
-    ROUTE_TEST \p, \route
-    SET_AVX512_FIRST \p
+    SET_AVX512_FIRST_ROUTED \p, \route
     ROUTE_CLOSED \p
-    SET_AVX512_CLASSES \p
+    SET_AVX512_CLASSES \p, \route
     WAY_ON_AVX512 \p, \above, \hint
     ROUTE_LEVEL \p, \flag, \general
     SET_AVX2_CLASSES \p
