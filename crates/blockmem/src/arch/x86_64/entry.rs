@@ -21,12 +21,12 @@
 //! * `routed`: the preload shim's, whose `memcpy` cannot be an IFUNC (a preloaded
 //!   library's IFUNC is resolved while other libraries are relocated, before the shim
 //!   itself, and the dynamic linker prints "Relink ... for IFUNC symbol" into the
-//!   program's output). Its first size compare reads its bound from memory: `cmp rdx,
-//!   [route]` against a word the constructor sets once (`usize::MAX` where the AVX-512
-//!   bodies may run, else 0), one fused compare and branch before the AVX-512 bodies;
-//!   with the route closed every call goes to a test of the level byte, then the
-//!   AVX2 bodies or `general`. Before the constructor has run the route is
-//!   closed and the level 0: every call takes `general`, which works at any time.
+//!   program's output). Its first size compares read their bounds from three route
+//!   words the constructor opens once ([`open_route`]) where the AVX-512 bodies may
+//!   run: calls up to 128 bytes pay no compare for the route, larger ones one. With
+//!   the route closed every call goes to a test of the level byte, then the AVX2
+//!   bodies or `general`. Before the constructor has run the route is closed and the
+//!   level 0: every call takes `general`, which works at any time.
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
@@ -99,7 +99,7 @@ macro_rules! entry_fn {
 /// * `bodies = avx2, general = G`: the AVX2 bodies; above their sizes a jump to `G`,
 ///   an `extern "C" fn` with the entry's own signature.
 /// * `bodies = routed, route = R, flag = F, general = G, above = A`: both, chosen by
-///   `R` (an `AtomicUsize`: `usize::MAX` for the AVX-512 bodies) and then `F` (an
+///   `R` (`[AtomicUsize; 3]`, [`ROUTE_INIT`], opened by [`open_route`]) and then `F` (an
 ///   `AtomicU8`: [`LEVEL_AVX2`] for the AVX2 bodies, anything else for `G`).
 /// * `hint`: `"xor ecx, ecx"` for an entry without a hint argument (the hint is then
 ///   `Auto`), `""` for one whose fourth argument is the C ABI hint;
@@ -311,7 +311,8 @@ pub enum Bodies {
     Avx512,
     /// An `avx2` entry.
     Avx2,
-    /// A `routed` entry; its route word is at the address [`bodies_of`] returns.
+    /// A `routed` entry; the route word its first compare reads is at the address
+    /// [`bodies_of`] returns (a size bound: 0 while the route is closed).
     Routed,
 }
 
