@@ -56,10 +56,9 @@ pub(super) fn runs_inline(op: Op, dst: *const u8, src: *const u8, n: usize) -> b
         || (op == Op::Move && n <= inline_max(Op::Copy) && disjoint(dst as *mut u8, src, n))
 }
 
-/// The entry every door shares (the Rust API, the C ABI, the preload shim's
-/// `memcpy`/`memmove`): one relaxed load of `publish::SMALL`, then, with AVX-512BW,
-/// a jump to [`copy_wide`], which holds the masked and 64-byte paths inline; without,
-/// the SSE2 ladder up to [`INLINE_MAX`]. Above the inline sizes, [`copy_large`]: the
+/// The Rust API's copy and move: one relaxed load of `publish::SMALL`, then, with
+/// AVX-512BW, a call to the core's assembly entry (`wide::copy_wide_entry`), the
+/// blocks every door shares; without, the SSE2 ladder up to [`INLINE_MAX`]. Above the inline sizes, [`copy_large`]: the
 /// plan. Returns `dst`, so that a C entry ends in a tail jump.
 ///
 /// # Safety
