@@ -169,19 +169,7 @@ fn tiny_run_writes_every_output_and_verifies_every_result() {
     // zero: {zero, set} × {hot, clean} × 3.
     assert_eq!(results.len(), 36 + 12);
     for r in results {
-        for f in [
-            "method",
-            "op",
-            "size",
-            "src",
-            "dst",
-            "reuse",
-            "min_ns",
-            "median_ns",
-            "max_ns",
-            "gbps",
-            "verified",
-        ] {
+        for f in common::RESULT_FIELDS {
             assert!(!r[f].is_null(), "missing {f} in {r}");
         }
         assert_eq!(r["verified"], true, "{r}");

@@ -5,8 +5,7 @@
 
 mod common;
 
-use assert_cmd::Command;
-use common::{allowed_cpus, blockmem_on_one_cpu};
+use common::{allowed_cpus, blockmem_on_one_cpu, run_lab_json, RESULT_FIELDS};
 use serde_json::Value;
 
 const ARGS: [&str; 10] = [
@@ -33,22 +32,7 @@ fn methods_of(rs: &[Value], part: &str) -> Vec<String> {
 #[test]
 fn kernel_quick_has_verified_read_ipc_and_classic_parts() {
     let d = tempfile::tempdir().unwrap();
-    let json = d.path().join("k.json");
-    let out = Command::cargo_bin("blockmem")
-        .unwrap()
-        .args(ARGS)
-        .arg("--json")
-        .arg(&json)
-        .arg("--out")
-        .arg(d.path().join("report"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, json) = run_lab_json(&ARGS, d.path());
     for title in [
         "kernel read fast path",
         "run-to-run spread",
@@ -62,18 +46,7 @@ fn kernel_quick_has_verified_read_ipc_and_classic_parts() {
     let rs = results(&json);
     for r in &rs {
         assert_eq!(r["verified"], true, "{r}");
-        for f in [
-            "method",
-            "op",
-            "size",
-            "src",
-            "dst",
-            "reuse",
-            "min_ns",
-            "median_ns",
-            "max_ns",
-            "gbps",
-        ] {
+        for f in RESULT_FIELDS {
             assert!(!r[f].is_null(), "{f} missing in {r}");
         }
         assert!(r["median_ns"].as_f64().unwrap() > 0.0, "{r}");

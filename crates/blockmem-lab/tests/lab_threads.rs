@@ -5,8 +5,7 @@
 
 mod common;
 
-use assert_cmd::Command;
-use common::{allowed_cpus, blockmem_on_one_cpu};
+use common::{allowed_cpus, blockmem_on_one_cpu, run_lab_json};
 use serde_json::Value;
 
 #[test]
@@ -16,24 +15,12 @@ fn threads_quick_has_three_verified_parts_over_every_thread_count() {
         return; // the one-CPU case is the test below
     }
     let d = tempfile::tempdir().unwrap();
-    let json = d.path().join("t.json");
-    let out = Command::cargo_bin("blockmem")
-        .unwrap()
-        .args([
+    let (stdout, json) = run_lab_json(
+        &[
             "lab", "threads", "--quick", "--sizes", "64K,256K", "--reps", "2", "--llc", "4M",
             "--quiet",
-        ])
-        .arg("--json")
-        .arg(&json)
-        .arg("--out")
-        .arg(d.path().join("report"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        d.path(),
     );
     for title in ["threads scaling", "threads victim", "threads hand-off"] {
         assert!(stdout.contains(title), "{title} missing:\n{stdout}");

@@ -30,3 +30,39 @@ pub fn blockmem_on_one_cpu() -> std::process::Command {
     }
     c
 }
+
+/// The fields every lab JSON result carries (docs/DESIGN.md, "Lab JSON").
+pub const RESULT_FIELDS: [&str; 11] = [
+    "method",
+    "op",
+    "size",
+    "src",
+    "dst",
+    "reuse",
+    "min_ns",
+    "median_ns",
+    "max_ns",
+    "gbps",
+    "verified",
+];
+
+/// Runs `blockmem` with `args` plus `--json DIR/results.json --out DIR/report`, asserts
+/// that it succeeded, and returns its stdout and the JSON file's path.
+pub fn run_lab_json(args: &[&str], dir: &std::path::Path) -> (String, std::path::PathBuf) {
+    let json = dir.join("results.json");
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("blockmem"))
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .arg("--out")
+        .arg(dir.join("report"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (stdout, json)
+}
