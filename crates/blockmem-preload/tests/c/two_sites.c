@@ -8,7 +8,7 @@
 #include <string.h>
 
 #define SIZE (8u << 20)
-#define KEEP 4
+#define KEEP 8
 
 __attribute__((noinline)) static uint64_t copy_then_read(unsigned char *dst, const unsigned char *src) {
     memcpy(dst, src, SIZE);
