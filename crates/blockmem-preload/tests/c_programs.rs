@@ -86,6 +86,19 @@ fn every_symbol_matches_the_reference_on_the_plain_path() {
     ]));
 }
 
+/// The grid in a process that has had a second thread, where the entries' 1-15 byte
+/// copies keep to the lines their bytes lie in (page edges included).
+#[test]
+fn every_symbol_matches_the_reference_after_a_thread() {
+    run_ok(under_shim(memops()).args([
+        "--expect-shim",
+        "--overlap-copy",
+        "threaded",
+        "grid",
+        "pagedge",
+    ]));
+}
+
 /// The grid as a smaller host runs it (`BLOCKMEM_MASK_FEATURES`): with AVX-512 masked
 /// the assembly entries take their AVX2 bodies (on a CPU with AVX2), with AVX masked
 /// the general path and the SSE2 ladder.

@@ -18,6 +18,8 @@
  *   quick     a thinner grid (for running once per forced kernel)
  *   large     sizes from 2 KiB to 160 MiB, misaligned, overlapping
  *   medium    three sizes from 64 KiB to 2 MiB, once per op
+ *   threaded  start and join a thread: the modes after it run as in a process that has
+ *             had a second thread (the entries' 1-15 byte copies keep to the bytes' lines)
  *   preinit   check that calls made from .preinit_array (before any shared object's
  *             constructor, so before the shim's) were correct
  *   chkfail=NAME   call NAME (a _chk function) with dstlen < n: must abort
@@ -33,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -837,6 +840,17 @@ static void print_slots(void) {
 
 /* ---- main -------------------------------------------------------------------------- */
 
+static void *thread_body(void *arg) { return arg; }
+
+/* One thread started and joined: glibc's __libc_single_threaded is false from here on. */
+static void start_a_thread(void) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, thread_body, NULL) || pthread_join(t, NULL)) {
+        fprintf(stderr, "FAIL cannot start a thread\n");
+        failures++;
+    }
+}
+
 static void run_modes(int argc, char **argv, int *rc) {
     for (int i = 1; i < argc; i++) {
         const char *m = argv[i];
@@ -852,6 +866,8 @@ static void run_modes(int argc, char **argv, int *rc) {
             run_pagedge();
         else if (!strcmp(m, "slots"))
             print_slots();
+        else if (!strcmp(m, "threaded"))
+            start_a_thread();
         else if (!strcmp(m, "preinit")) {
             if (preinit_result != 1) {
                 fprintf(stderr, "FAIL calls from .preinit_array (result %d)\n", preinit_result);

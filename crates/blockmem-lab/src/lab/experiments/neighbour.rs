@@ -12,10 +12,10 @@
 //! read nor written, but the access still takes its line (a load shares it). glibc's
 //! masked `memset` stores a vector from the destination. blockmem's doors (the Rust API,
 //! `auto` here, and the C entries) share one set of small-size blocks: sets place their
-//! masked window in the destination's lines, and copies of 1-15 bytes take one masked
-//! 16-byte window from the first byte, which can share the next line; scalar pairs that
-//! stay inside the bytes cost 20% or more on mixed sizes
-//! (`docs/results/xeon-clx-2vcpu/neighbour`).
+//! masked window in the destination's lines, and copies of 1-15 bytes in a process
+//! that has had a second thread (this one) place a 16-byte window per side in the
+//! bytes' lines; only a single-threaded process takes the masked window from the first
+//! byte, which can share the next line (`docs/results/xeon-clx-2vcpu/neighbour`).
 //! Per cell the record's samples are the caller's time per call; `neighbour_ns` is the
 //! neighbour's time per increment in the same sample, `alone_ns` its time with the
 //! caller idle, and `ratio_neighbour_libc_over_auto` the paired median of the

@@ -14,7 +14,7 @@
 # 3. Above its bodies' sizes an entry jumps on with its stack untouched: the AVX-512
 #    bodies to `above` (the plan, with the C hint in ecx), the AVX2 bodies to `general`
 #    (through vzeroupper).
-# 4. The AVX-512 bodies write only zmm16-24 and k1 (and rcx, r8-r10): the upper halves
+# 4. The AVX-512 bodies write only zmm16-24 and k1 (and rcx, r8-r11): the upper halves
 #    of ymm0-15 stay clean and need no vzeroupper (as glibc's evex code).
 # 5. A routed entry (the shim's) holds both levels' bodies. Its first size compares
 #    read their bounds from the `route` words (ROUTE_ABOVE_128): open, they are the

@@ -2,12 +2,13 @@
 # forms. Layout, way on and route: entry_common.s.
 #
 # 1. AVX-512: n < 64 first, then n > 128. 64-128 bytes: two 64-byte loads from both
-#    ends, then the stores, no taken branch. 1-15 bytes: one masked 16-byte access
-#    (n == 0 returns first: a masked load of an inaccessible page costs a
-#    fault-suppression assist); branch-free where sizes vary, it may reach into the
-#    next line, which glibc's scalar pairs would not, at a cost on mixed sizes
-#    (docs/results/xeon-clx-2vcpu/neighbour). 16-31 and 32-63: two 16- or 32-byte
-#    accesses from both ends. 129-256 and 257-512: four or eight 64-byte loads, then
+#    ends, then the stores, no taken branch. 1-15 bytes (n == 0 returns first),
+#    branch-free where sizes vary: in a process that has never had a second thread
+#    (glibc's __libc_single_threaded), one masked 16-byte access from the first byte,
+#    which may reach into the next line; otherwise, where another core may be writing
+#    that line, one 16-byte window per side placed in the lines the bytes lie in and
+#    a shuffle between them (docs/results/xeon-clx-2vcpu/neighbour). 16-31 and 32-63:
+#    two 16- or 32-byte accesses from both ends. 129-256 and 257-512: four or eight 64-byte loads, then
 #    the stores.
 # 2. 513-2112 bytes of disjoint ranges (up to glibc's rep movsb threshold with FSRM):
 #    the first 64 and last 256 bytes loaded first, 256-byte blocks to 64-byte-aligned
@@ -67,6 +68,7 @@
 # The other AVX-512 classes up to 512 bytes, then the test for the loop's sizes; a
 # routed entry (`route` not `none`) tests its route first above 128 bytes.
 .macro COPY_AVX512_CLASSES p, route
+    .weak __libc_single_threaded
     .p2align 6
 .L\p\()_avx512_below_64:
     cmp edx, 32
@@ -75,13 +77,59 @@
     jae .L\p\()_avx512_16_31
     test edx, edx
     je .L\p\()_avx512_none
+    # 1..15 bytes in a process that has never had a second thread (glibc's
+    # __libc_single_threaded, absent elsewhere): one masked 16-byte access from the
+    # first byte, which may reach into the next line.
+    mov r8, qword ptr [rip + __libc_single_threaded@GOTPCREL]
+    test r8, r8
+    jz .L\p\()_avx512_confined
+    cmp byte ptr [r8], 0
+    je .L\p\()_avx512_confined
     mov r9d, -1
     bzhi r9d, r9d, edx
     kmovw k1, r9d
     vmovdqu8 xmm16 {k1}{z}, xmmword ptr [rsi]
     vmovdqu8 xmmword ptr [rdi] {k1}, xmm16
+    ret
+    .p2align 6
+.L\p\()_avx512_confined:
+    # 1..15 bytes otherwise: per side the window is the earlier of its first byte and the last
+    # 16 bytes of its last byte's line, so it lies in the lines the bytes lie in; one
+    # shuffle moves the source's bytes to the destination window's offset.
+    lea r8, [rsi + rdx - 1]
+    or r8, 63
+    sub r8, 15
+    cmp r8, rsi
+    cmova r8, rsi
+    lea r9, [rdi + rdx - 1]
+    or r9, 63
+    sub r9, 15
+    cmp r9, rdi
+    cmova r9, rdi
+    vmovdqu64 xmm16, xmmword ptr [r8]
+    mov rcx, rsi
+    sub rcx, r8
+    mov r10, rdi
+    sub r10, r9
+    sub ecx, r10d
+    and ecx, 15
+    lea r11, [rip + .L\p\()_rotate]
+    vmovdqu64 xmm17, xmmword ptr [r11 + rcx]
+    vpshufb xmm16, xmm16, xmm17
+    mov r11d, -1
+    bzhi r11d, r11d, edx
+    shlx r11d, r11d, r10d
+    kmovw k1, r11d
+    vmovdqu8 xmmword ptr [r9] {k1}, xmm16
 .L\p\()_avx512_none:
     ret
+    # Shuffle controls: from byte d, lane j takes byte (d + j) mod 16.
+    .pushsection .rodata, "a"
+    .p2align 5
+.L\p\()_rotate:
+    .byte 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+    .byte 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+    .popsection
     # 32..63 and 16..31 share a line.
     .p2align 6
 .L\p\()_avx512_32_63:

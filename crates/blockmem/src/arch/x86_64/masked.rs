@@ -9,7 +9,8 @@
 //! 2. The C entries (`entry`) keep masked accesses where sizes vary call to call: a
 //!    set of 1-63 bytes is one masked 64-byte store placed in the lines the bytes lie
 //!    in, a copy of 1-15 bytes one masked 16-byte access from the first byte (which may
-//!    reach the next line). The last line of a set above 512 bytes is one masked store
+//!    reach the next line) while the process has one thread, else windows placed in the
+//!    bytes' lines. The last line of a set above 512 bytes is one masked store
 //!    of that line's bytes ([`set_le2k`]).
 //! 3. Above 64 bytes, unmasked 64-byte blocks from both ends, every load first.
 //! 4. Every path up to 512 bytes is inline assembly on zmm16-23/ymm16-17/xmm16-17 and k1
