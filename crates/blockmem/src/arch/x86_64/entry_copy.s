@@ -99,18 +99,18 @@
     lea r8, [rsi + rdx - 1]
     or r8, 63
     sub r8, 15
-    cmp r8, rsi
-    cmova r8, rsi
+    cmp rsi, r8
+    cmovb r8, rsi
     lea r9, [rdi + rdx - 1]
     or r9, 63
     sub r9, 15
-    cmp r9, rdi
-    cmova r9, rdi
+    cmp rdi, r9
+    cmovb r9, rdi
     vmovdqu64 xmm16, xmmword ptr [r8]
-    mov rcx, rsi
-    sub rcx, r8
-    mov r10, rdi
-    sub r10, r9
+    mov ecx, esi
+    sub ecx, r8d
+    mov r10d, edi
+    sub r10d, r9d
     sub ecx, r10d
     and ecx, 15
     lea r11, [rip + .L\p\()_rotate]
