@@ -8,8 +8,8 @@
 //! CSV file.
 //!
 //! Per class it shows costs the whole replay hides, such as a zero-byte copy whose
-//! masked access still looks its line up (why `blockmem::arch::x86_64::masked::copy_le64`
-//! takes no access outside the bytes).
+//! masked access still looks its line up (why the entries' 1-15 byte copies return
+//! before any access when `n` is 0).
 use blockmem_lab::lab::experiments::fleet::{draw, Distribution};
 use blockmem_lab::lab::mem::Buffer;
 use blockmem_lab::lab::method::Method;

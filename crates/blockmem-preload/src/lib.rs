@@ -14,9 +14,6 @@
 //! [`blockmem::Hint::Auto`], or the hint a hint map names for the call's site (module
 //! `hints`).
 //!
-//! Figures quoted in this crate's comments were measured on a 2-vCPU Intel Xeon KVM
-//! guest (AVX-512, glibc as the system library) unless they name another host.
-//!
 //! # Rules this object keeps
 //!
 //! * **Works before its constructor has run.** The copy path reads one atomic byte
@@ -47,8 +44,8 @@
 //! inline rungs (`blockmem::arch::all::small` and the SSE2 `copy_short`/`set_short` of
 //! `blockmem::arch::generic`, the same blocks `blockmem::dispatch` is made of) directly,
 //! so that they compile into the symbol itself: going through `blockmem::copy_raw`
-//! costs a call and three register saves that glibc's `memcpy` does not pay (sqlite3
-//! ran ~9% slower that way in a side-by-side `blockmem run --compare`). Above it, the
+//! costs a call and three register saves that glibc's `memcpy` does not pay, which a
+//! program of small calls such as sqlite3 shows in `blockmem run --compare`. Above it, the
 //! call goes to the core (`copy_raw`, `move_raw`, `set_raw`: policy, then kernel).
 //!
 //! # `memcpy` tolerates overlap

@@ -169,8 +169,8 @@ static EXTRA_FLAGS: AtomicU32 = AtomicU32::new(0);
 // ---- clocks ---------------------------------------------------------------------------
 
 /// TSC at the start of a timed region: `lfence; rdtsc` (everything before it, the
-/// tracer's own work included, has completed). No fence after it: under KVM each fence
-/// and TSC read costs 7–20 ns, on every call; letting the call's first instructions
+/// tracer's own work included, has completed). No fence after it: in a virtual machine
+/// each fence and TSC read is dear, on every call; letting the call's first instructions
 /// start a few cycles early only shortens tiny calls' times, which are dominated by
 /// the timer overhead the report subtracts anyway.
 #[inline(always)]

@@ -22,11 +22,11 @@ pub(super) const INLINE_MAX: usize = SMALL_MAX;
 /// `WIDE_MAX` (every load before the first store), a copy of disjoint ranges up to
 /// `COPY_WIDE_MAX` (a 256-byte loop), a set or zero up to `SET_WIDE_MAX`.
 #[cfg(target_arch = "x86_64")]
-pub(super) const WIDE_MAX: usize = crate::arch::x86_64::masked::WIDE_MAX;
+pub(super) const WIDE_MAX: usize = crate::arch::x86_64::entry::WIDE_MAX;
 #[cfg(target_arch = "x86_64")]
-pub(super) const COPY_WIDE_MAX: usize = crate::arch::x86_64::masked::COPY_WIDE_MAX;
+pub(super) const COPY_WIDE_MAX: usize = crate::arch::x86_64::entry::COPY_WIDE_MAX;
 #[cfg(target_arch = "x86_64")]
-pub(super) const SET_WIDE_MAX: usize = crate::arch::x86_64::masked::SET_WIDE_MAX;
+pub(super) const SET_WIDE_MAX: usize = crate::arch::x86_64::entry::SET_WIDE_MAX;
 #[cfg(not(target_arch = "x86_64"))]
 pub(super) const WIDE_MAX: usize = INLINE_MAX;
 #[cfg(not(target_arch = "x86_64"))]

@@ -364,8 +364,8 @@ pub fn mask_features(f: Features) {
 
 /// True if the published feature mask has AVX-512BW and BMI2 (not masked off): then
 /// every entry handles copies up to [`COPY_WIDE_MAX`] bytes (moves up to [`WIDE_MAX`],
-/// or further when the ranges are disjoint) and sets up to [`SET_WIDE_MAX`] inline with
-/// the masked and 64-byte paths of `arch::x86_64::masked`: with sizes that vary call to
+/// or further when the ranges are disjoint) and sets up to [`SET_WIDE_MAX`] inline in
+/// the AVX-512 bodies of `arch::x86_64::entry`: with sizes that vary call to
 /// call they avoid the ladder's mispredictions and the indirect call into a kernel
 /// (`docs/results/xeon-avx512-2vcpu/doors`; figures in `docs/results/epyc-zen5-2vcpu/written-lately/dispatch-notes.md`).
 #[inline(always)]

@@ -10,27 +10,16 @@ use crate::kernel::Hint;
 use crate::profile::Family;
 
 use super::large::{as_copy, as_set, auto_entry, copy_large, set_large, DISJOINT, FORGIVE, MOVE};
-use crate::arch::x86_64::masked::{self, COPY_WIDE_MAX, SET_WIDE_MAX, WIDE_MAX};
+use crate::arch::x86_64::entry::{level_of, SET_WIDE_MAX};
 
-/// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX-512 bodies.
-pub const LEVEL_AVX512: u8 = 1;
-/// The `flag` of [`copy_entry!`](crate::copy_entry): the AVX2 bodies.
-pub const LEVEL_AVX2: u8 = 2;
+pub use crate::arch::x86_64::entry::{LEVEL_AVX2, LEVEL_AVX512};
 
 /// Which assembly entry bodies this process may run: [`LEVEL_AVX512`] (AVX-512BW,
 /// VL and BMI2 with ZMM state enabled by the OS), [`LEVEL_AVX2`] (AVX2 with YMM
 /// state), or 0 (neither: the general path). Respects a feature mask. Reads CPUID
 /// only, no profile: a library's constructor may call it without file I/O.
 pub fn level() -> u8 {
-    use crate::cpu::Features;
-    let f = crate::cpu::features().bits();
-    if super::publish::wide_small(f) {
-        LEVEL_AVX512
-    } else if f & Features::AVX2.bits() != 0 {
-        LEVEL_AVX2
-    } else {
-        0
-    }
+    level_of(crate::cpu::features())
 }
 
 /// A copy of more than 512 bytes, for the C entries of
@@ -243,9 +232,9 @@ pub(super) unsafe fn set_wide_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint
     ret(unsafe { set_avx512(dst, byte as core::ffi::c_int, n, hint.to_c()) })
 }
 
-/// [`copy_entry`] on a CPU with AVX-512BW and BMI2: up to 512 bytes one to eight
-/// 64-byte accesses, every load first (a move); up to 2112 the 256-byte loop of
-/// `masked::copy_le2k` when the ranges are disjoint; else the plan.
+/// A copy the AVX-512 entry bodies do not finish themselves (more than 2112 bytes, or
+/// overlapping ranges of more than 512), by a hint other than `auto` or a band the
+/// compiled entries do not take: the plan.
 ///
 /// # Safety
 /// As [`copy_entry`]; AVX-512F/BW/VL and BMI2 present.
@@ -260,21 +249,12 @@ pub(super) unsafe extern "C" fn copy_wide<const K: u8>(
     n: usize,
     hint: Hint,
 ) -> *mut u8 {
-    // SAFETY: forwarded contract; `copy_le2k` gets disjoint ranges only.
-    unsafe {
-        if n <= WIDE_MAX {
-            masked::copy_le512(dst, src, n);
-            return opaque(dst);
-        }
-        if n <= COPY_WIDE_MAX && (K == DISJOINT || disjoint(dst, src, n)) {
-            masked::copy_le2k(dst, src, n);
-            return opaque(dst);
-        }
-        copy_large::<K>(dst, src, n, hint)
-    }
+    // SAFETY: forwarded contract.
+    unsafe { copy_large::<K>(dst, src, n, hint) }
 }
 
-/// [`set_entry`] on a CPU with AVX-512BW and BMI2.
+/// A set the AVX-512 entry bodies do not finish themselves (more than 2048 bytes):
+/// the plan.
 ///
 /// # Safety
 /// As [`set_entry`]; AVX-512F/BW/VL and BMI2 present.
@@ -286,25 +266,5 @@ pub(super) unsafe extern "C" fn copy_wide<const K: u8>(
 #[allow(improper_ctypes_definitions)] // called from Rust only; the C ABI for `nounwind`
 pub(super) unsafe extern "C" fn set_wide(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe {
-        if n <= SET_WIDE_MAX {
-            crate::arch::x86_64::masked::set_le2k(dst, byte, n);
-            return opaque(dst);
-        }
-        set_large(dst, byte, n, hint)
-    }
-}
-
-/// Returns `p` through an empty `asm!`, so that the optimiser cannot infer that a
-/// function returns its first argument: it would then keep that argument in a saved
-/// register across the call and return it itself, turning each C entry's tail jump
-/// into a call with a stack frame.
-#[inline(always)]
-#[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is passed through, not used
-pub(super) fn opaque(mut p: *mut u8) -> *mut u8 {
-    // SAFETY: an empty template; `p` passes through a register unchanged.
-    unsafe {
-        core::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags))
-    };
-    p
+    unsafe { set_large(dst, byte, n, hint) }
 }

@@ -37,6 +37,19 @@ pub const LEVEL_AVX512: u8 = 1;
 /// The level of bodies a CPU runs: AVX2 with YMM state enabled.
 pub const LEVEL_AVX2: u8 = 2;
 
+/// The largest move the AVX-512 bodies finish themselves (every load before the first
+/// store); larger moves of overlapping ranges go on to `above`.
+pub const WIDE_MAX: usize = 512;
+
+/// The largest copy of disjoint ranges the AVX-512 bodies finish themselves: 2,112
+/// bytes, where glibc's memmove switches to `rep movsb` on CPUs with fast short `rep
+/// movsb` (FSRM), which is slower than a vector loop just above 2 KiB
+/// (`docs/results/epyc-zen5-2vcpu/copy-2112`).
+pub const COPY_WIDE_MAX: usize = 2112;
+
+/// The largest set the AVX-512 bodies finish themselves.
+pub const SET_WIDE_MAX: usize = 2048;
+
 /// The route words of a `routed` entry before its route opens (`entry_common.s`,
 /// `ROUTE_ABOVE_128`): every call goes on to the level test.
 pub const ROUTE_CLOSED: [usize; 3] = [0, 0, usize::MAX];

@@ -13,7 +13,6 @@ pub mod avx512_pw;
 pub mod clzero;
 #[macro_use]
 pub mod entry;
-pub mod masked;
 pub mod rep_movsb;
 pub mod rep_stosb;
 pub mod sse2;
