@@ -6,6 +6,9 @@
  * DOOR   plain   direct calls to memcpy/memmove/memset (built with -fno-builtin, so
  *                every one is a real call through the PLT): the implementation is the
  *                one the dynamic linker bound, glibc's or, under LD_PRELOAD, the shim's
+ *        plain-mt  plain in a process that has started and joined a thread first, as
+ *                every multithreaded program is: glibc's __libc_single_threaded is
+ *                false, and the shim's 1-15-byte copies keep to their bytes' lines
  *        fnptr   the same functions called through volatile function pointers
  *        cabi    blockmem_copy/_move/_set with BLOCKMEM_HINT_AUTO, in a process
  *                without the shim. The names are parenthesised: the functions with
@@ -51,6 +54,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,9 +292,17 @@ static void read_exact(FILE *f, void *p, size_t len) {
     if (fread(p, 1, len, f) != len) die("job file truncated");
 }
 
+static void *thread_body(void *arg) { return arg; }
+
 int main(int argc, char **argv) {
     if (argc != 8)
-        die("usage: doors JOBS plain|fnptr|cabi|cmem libc|blockmem SAMPLES EVICT_BYTES 0|1 LAYOUT");
+        die("usage: doors JOBS plain|plain-mt|fnptr|cabi|cmem libc|blockmem SAMPLES EVICT_BYTES 0|1 LAYOUT");
+    if (!strcmp(argv[2], "plain-mt")) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, thread_body, NULL) || pthread_join(t, NULL))
+            die("cannot start a thread");
+        argv[2] = "plain";
+    }
     door = !strcmp(argv[2], "plain") ? PLAIN : !strcmp(argv[2], "fnptr") ? FNPTR
          : !strcmp(argv[2], "cabi") ? CABI : !strcmp(argv[2], "cmem") ? CMEM
          : (die("unknown door"), PLAIN);

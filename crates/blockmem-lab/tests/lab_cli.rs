@@ -544,7 +544,7 @@ fn doors_replays_every_door_and_verifies_every_call() {
             r["method"].as_str().unwrap().to_string(),
         ));
     }
-    for door in ["shim", "cabi", "cmem", "fnptr"] {
+    for door in ["shim", "shim-mt", "cabi", "cmem", "fnptr"] {
         for m in ["libc", "auto"] {
             assert!(
                 doors.contains(&(door.to_string(), m.to_string())),
@@ -554,7 +554,7 @@ fn doors_replays_every_door_and_verifies_every_call() {
     }
     // Every fleet distribution of the repository, hot and cold, per door and method.
     let fleet = results.iter().filter(|r| r["workload"].is_string()).count();
-    assert_eq!(fleet, 30 * 2 * 4 * 2);
+    assert_eq!(fleet, 30 * 2 * 5 * 2);
 }
 
 /// `neighbour`: with two CPUs, one record per method, op and size, each verified (the

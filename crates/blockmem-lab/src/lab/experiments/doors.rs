@@ -7,6 +7,9 @@
 //! * `shim`: plain `memcpy`/`memmove`/`memset` calls, bound by the dynamic linker to
 //!   glibc or, with `LD_PRELOAD`, to `libblockmem_preload.so`: what an unmodified
 //!   program gets;
+//! * `shim-mt`: the same in a driver that has started and joined a thread first, as a
+//!   multithreaded program runs: there the shim's 1-15-byte copies keep to the lines
+//!   their bytes lie in, which costs them on mixed sizes (`docs/METHOD.md`);
 //! * `fnptr`: the same functions through function pointers (qsort-style callers,
 //!   languages that take `memcpy`'s address);
 //! * `cabi`: `blockmem_copy`/`_move`/`_set` from `libblockmem_ffi.so` with
@@ -113,8 +116,9 @@ pub(crate) const LOOP_HOT: &str = "fixed size";
 pub(crate) const LOOP_COLD: &str = "one size, scattered";
 pub(crate) const LOOP_CHAIN: &str = "fixed size, read back";
 
-/// The doors, in report order.
-pub const DOORS: [&str; 4] = ["shim", "cabi", "cmem", "fnptr"];
+/// The doors, in report order. `shim-mt` is the shim's door in a process that has had
+/// a second thread, where its 1-15-byte copies keep to the lines their bytes lie in.
+pub const DOORS: [&str; 5] = ["shim", "shim-mt", "cabi", "cmem", "fnptr"];
 
 /// The two implementations a door reaches.
 const IMPLS: [&str; 2] = ["libc", "auto"];
@@ -329,6 +333,7 @@ fn build_drivers(dir: &Path, ffi_dir: &Path) -> anyhow::Result<Driver> {
         &ffi_dir.join(FFI_NAME).to_string_lossy(),
         &format!("-Wl,-rpath,{}", dir.display()),
         "-ldl",
+        "-pthread",
     ])?;
     cc(&[
         "-O2",
@@ -375,7 +380,11 @@ fn run_driver(
 ) -> anyhow::Result<Vec<(Option<bool>, Vec<f64>)>> {
     let mut cmd = Command::new(&driver.exe);
     cmd.arg(jobs_file)
-        .arg(if door == "shim" { "plain" } else { door })
+        .arg(match door {
+            "shim" => "plain",
+            "shim-mt" => "plain-mt",
+            other => other,
+        })
         .arg(if imp == "libc" { "libc" } else { "blockmem" })
         .arg(SAMPLES.to_string())
         .arg(evict.to_string())
@@ -387,7 +396,7 @@ fn run_driver(
         .env_remove("BLOCKMEM_DISABLE");
     // blockmem through the shim's doors: the shim preloaded; glibc through the C ABI's
     // doors: the C ABI's names bound to glibc's functions (`c/doors_libc.c`).
-    if matches!(door, "shim" | "fnptr") {
+    if matches!(door, "shim" | "shim-mt" | "fnptr") {
         if imp != "libc" {
             cmd.env("LD_PRELOAD", shim);
         }
@@ -608,7 +617,7 @@ fn ratio_table(
     header.extend(cols);
     let mut t = Table::new(
         title,
-        "> 1: blockmem faster; [95% interval over rounds]; shim = plain calls into LD_PRELOAD, cabi = blockmem_copy/_set, cmem = blockmem_memcpy/_memset, fnptr = calls through a pointer",
+        "> 1: blockmem faster; [95% interval over rounds]; shim = plain calls into LD_PRELOAD, shim-mt = the same in a process that has had a second thread, cabi = blockmem_copy/_set, cmem = blockmem_memcpy/_memset, fnptr = calls through a pointer",
         header,
     );
     let mut per_col: Vec<Vec<f64>> = vec![Vec::new(); t.header.len() - 1];
