@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Removes the raw per-sample arrays (`samples_ns`, `all_samples_ns`) from lab JSON
+"""Removes the raw per-sample arrays (every key ending in `samples_ns`: `samples_ns`,
+`all_samples_ns`, `copy_samples_ns`, `read_samples_ns`) from lab JSON
 files (plain or gzipped) in place, keeping every cell's summary: what the results
 kept in docs/results hold, so that the repository stays small.
 
@@ -8,13 +9,13 @@ import gzip
 import json
 import sys
 
-RAW = ("samples_ns", "all_samples_ns")
+RAW = "samples_ns"
 
 
 def strip(node):
     if isinstance(node, dict):
         for key in list(node):
-            if key in RAW:
+            if key.endswith(RAW):
                 del node[key]
             else:
                 strip(node[key])
