@@ -826,6 +826,38 @@ fn traced_and_plain(exe: &Path, env: &[(&str, &str)], name: &str) -> (Output, Ou
     (t.output().unwrap(), p.output().unwrap())
 }
 
+/// Traced destinations handed to the kernel through the calls beside `read` and
+/// `write` (vector I/O at an offset, message vectors, `vmsplice`, cross-process vector
+/// copies on itself): every call succeeds and moves the same bytes as untraced.
+#[test]
+fn destinations_handed_to_the_kernel_by_vector_calls_never_fault() {
+    let exe = fate_program("vector_io");
+    let (t, p) = traced_and_plain(&exe, &[], "vector-io");
+    assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+    assert_eq!(
+        t.status.code(),
+        p.status.code(),
+        "{}",
+        String::from_utf8_lossy(&t.stderr)
+    );
+    let out = String::from_utf8_lossy(&p.stdout);
+    assert_eq!(String::from_utf8_lossy(&t.stdout), out);
+    assert!(
+        !out.contains("errno") && !out.contains("DIFFERENT"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("1048576 of 1048576 bytes, equal").count(),
+        3 * 7,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("sendmmsg 4, recvmmsg 4, equal").count(),
+        3,
+        "{out}"
+    );
+}
+
 #[test]
 fn a_program_with_its_own_sigsegv_handler_runs_unchanged() {
     let exe = fate_program("own_segv");

@@ -22,7 +22,12 @@
 //!   address, taken by a two-instruction stub (as the shim does); `recvfrom` and
 //!   `sendto` have six arguments, no free register for it, and count under site 0.
 //!   `fread` and `fwrite` lift their buffer too (glibc writes a large `fwrite`
-//!   straight from it).
+//!   straight from it), as do, without counting, the other calls that hand the kernel
+//!   a user buffer: `preadv`, `pwritev` and their `v2` forms, `recvmmsg`,
+//!   `sendmmsg`, `vmsplice`, `process_vm_readv` and `process_vm_writev`.
+//!   Submissions through a shared ring (`io_uring`, Linux AIO) or the raw `syscall`
+//!   function are not seen: a traced destination they hand the kernel may fail
+//!   with `EFAULT` (`--watch 0` turns the traps off).
 //! * **Traps' handler.** With traps on, a `SIGSEGV` handler asks the shim whether the
 //!   fault was one of its traps; if not, it calls the program's handler as the
 //!   program installed it. `sigaction` and `signal` for `SIGSEGV` record the
@@ -163,6 +168,15 @@ static N_RECVFROM: Next = Next::new(c"recvfrom");
 static N_SENDTO: Next = Next::new(c"sendto");
 static N_RECVMSG: Next = Next::new(c"recvmsg");
 static N_SENDMSG: Next = Next::new(c"sendmsg");
+static N_PREADV: Next = Next::new(c"preadv64");
+static N_PWRITEV: Next = Next::new(c"pwritev64");
+static N_PREADV2: Next = Next::new(c"preadv64v2");
+static N_PWRITEV2: Next = Next::new(c"pwritev64v2");
+static N_RECVMMSG: Next = Next::new(c"recvmmsg");
+static N_SENDMMSG: Next = Next::new(c"sendmmsg");
+static N_VMSPLICE: Next = Next::new(c"vmsplice");
+static N_PVM_READV: Next = Next::new(c"process_vm_readv");
+static N_PVM_WRITEV: Next = Next::new(c"process_vm_writev");
 static N_FREAD: Next = Next::new(c"fread");
 static N_FWRITE: Next = Next::new(c"fwrite");
 static N_FREE: Next = Next::new(c"free");
@@ -190,6 +204,15 @@ extern "C" fn init() {
         &N_SENDTO,
         &N_RECVMSG,
         &N_SENDMSG,
+        &N_PREADV,
+        &N_PWRITEV,
+        &N_PREADV2,
+        &N_PWRITEV2,
+        &N_RECVMMSG,
+        &N_SENDMMSG,
+        &N_VMSPLICE,
+        &N_PVM_READV,
+        &N_PVM_WRITEV,
         &N_FREAD,
         &N_FWRITE,
         &N_FREE,
@@ -463,6 +486,195 @@ pub unsafe extern "C-unwind" fn sendto(
     after(h, OP_SENDTO, 0, n, r, t0);
     r
 }
+
+// ---- the other calls that hand user buffers to the kernel: traps lifted, not counted
+
+/// `preadv`/`pwritev` (and their `*64` names) bodies: lift, then the next definition.
+macro_rules! lift_iov_off {
+    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr) => {
+        $(#[$m])*
+        ///
+        /// # Safety
+        /// The C function's contract.
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name(
+            fd: c_int,
+            iov: *const iovec,
+            cnt: c_int,
+            off: i64,
+        ) -> ssize_t {
+            type F = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int, i64) -> ssize_t;
+            let f = next!($next, F, -1);
+            // SAFETY: the caller's contract (an iovec array of `cnt` entries).
+            unsafe { before_iov(hooks(), iov, cnt, $how) };
+            // SAFETY: passed on unchanged.
+            unsafe { f(fd, iov, cnt, off) }
+        }
+    };
+}
+
+lift_iov_off!(/// C `preadv`.
+    preadv, N_PREADV, KERNEL_WRITE);
+lift_iov_off!(/// C `preadv64`.
+    preadv64, N_PREADV, KERNEL_WRITE);
+lift_iov_off!(/// C `pwritev`.
+    pwritev, N_PWRITEV, KERNEL_READ);
+lift_iov_off!(/// C `pwritev64`.
+    pwritev64, N_PWRITEV, KERNEL_READ);
+
+/// `preadv2`/`pwritev2` (and their `*64v2` names) bodies.
+macro_rules! lift_iov_off_flags {
+    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr) => {
+        $(#[$m])*
+        ///
+        /// # Safety
+        /// The C function's contract.
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name(
+            fd: c_int,
+            iov: *const iovec,
+            cnt: c_int,
+            off: i64,
+            flags: c_int,
+        ) -> ssize_t {
+            type F = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int, i64, c_int) -> ssize_t;
+            let f = next!($next, F, -1);
+            // SAFETY: the caller's contract (an iovec array of `cnt` entries).
+            unsafe { before_iov(hooks(), iov, cnt, $how) };
+            // SAFETY: passed on unchanged.
+            unsafe { f(fd, iov, cnt, off, flags) }
+        }
+    };
+}
+
+lift_iov_off_flags!(/// C `preadv2`.
+    preadv2, N_PREADV2, KERNEL_WRITE);
+lift_iov_off_flags!(/// C `preadv64v2`.
+    preadv64v2, N_PREADV2, KERNEL_WRITE);
+lift_iov_off_flags!(/// C `pwritev2`.
+    pwritev2, N_PWRITEV2, KERNEL_READ);
+lift_iov_off_flags!(/// C `pwritev64v2`.
+    pwritev64v2, N_PWRITEV2, KERNEL_READ);
+
+/// Lifts the traps on every message's buffers of an `mmsghdr` array.
+///
+/// # Safety
+/// `v` valid for `n` entries, each a valid `msghdr` (the call's own contract).
+unsafe fn before_mmsg(v: *const libc::mmsghdr, n: libc::c_uint, how: c_int) {
+    let h = hooks();
+    if v.is_null() || h.is_none_or(|h| (h.live)() == 0) {
+        return;
+    }
+    for i in 0..n.min(1024) as usize {
+        // SAFETY: the caller's contract.
+        let m = unsafe { &(*v.add(i)).msg_hdr };
+        // SAFETY: as above.
+        unsafe { before_iov(h, m.msg_iov, m.msg_iovlen as c_int, how) };
+    }
+}
+
+/// C `recvmmsg`.
+///
+/// # Safety
+/// The C function's contract.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn recvmmsg(
+    fd: c_int,
+    v: *mut libc::mmsghdr,
+    n: libc::c_uint,
+    flags: c_int,
+    timeout: *mut libc::timespec,
+) -> c_int {
+    type F = unsafe extern "C-unwind" fn(
+        c_int,
+        *mut libc::mmsghdr,
+        libc::c_uint,
+        c_int,
+        *mut libc::timespec,
+    ) -> c_int;
+    let f = next!(N_RECVMMSG, F, -1);
+    // SAFETY: the caller's contract.
+    unsafe { before_mmsg(v, n, KERNEL_WRITE) };
+    // SAFETY: passed on unchanged.
+    unsafe { f(fd, v, n, flags, timeout) }
+}
+
+/// C `sendmmsg`.
+///
+/// # Safety
+/// The C function's contract.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sendmmsg(
+    fd: c_int,
+    v: *mut libc::mmsghdr,
+    n: libc::c_uint,
+    flags: c_int,
+) -> c_int {
+    type F = unsafe extern "C-unwind" fn(c_int, *mut libc::mmsghdr, libc::c_uint, c_int) -> c_int;
+    let f = next!(N_SENDMMSG, F, -1);
+    // SAFETY: the caller's contract.
+    unsafe { before_mmsg(v, n, KERNEL_READ) };
+    // SAFETY: passed on unchanged.
+    unsafe { f(fd, v, n, flags) }
+}
+
+/// C `vmsplice`: the pipe takes the buffer's pages, read later by the kernel.
+///
+/// # Safety
+/// The C function's contract.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn vmsplice(
+    fd: c_int,
+    iov: *const iovec,
+    n: size_t,
+    flags: libc::c_uint,
+) -> ssize_t {
+    type F = unsafe extern "C-unwind" fn(c_int, *const iovec, size_t, libc::c_uint) -> ssize_t;
+    let f = next!(N_VMSPLICE, F, -1);
+    // SAFETY: the caller's contract.
+    unsafe { before_iov(hooks(), iov, n.min(1024) as c_int, KERNEL_READ) };
+    // SAFETY: passed on unchanged.
+    unsafe { f(fd, iov, n, flags) }
+}
+
+/// `process_vm_readv`/`process_vm_writev` bodies: the local buffers are what this
+/// process's pages give (`writev`: read by the kernel) or take (`readv`: written).
+macro_rules! lift_process_vm {
+    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr) => {
+        $(#[$m])*
+        ///
+        /// # Safety
+        /// The C function's contract.
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name(
+            pid: libc::pid_t,
+            local: *const iovec,
+            nlocal: libc::c_ulong,
+            remote: *const iovec,
+            nremote: libc::c_ulong,
+            flags: libc::c_ulong,
+        ) -> ssize_t {
+            type F = unsafe extern "C-unwind" fn(
+                libc::pid_t,
+                *const iovec,
+                libc::c_ulong,
+                *const iovec,
+                libc::c_ulong,
+                libc::c_ulong,
+            ) -> ssize_t;
+            let f = next!($next, F, -1);
+            // SAFETY: the caller's contract.
+            unsafe { before_iov(hooks(), local, nlocal.min(1024) as c_int, $how) };
+            // SAFETY: passed on unchanged.
+            unsafe { f(pid, local, nlocal, remote, nremote, flags) }
+        }
+    };
+}
+
+lift_process_vm!(/// C `process_vm_readv`.
+    process_vm_readv, N_PVM_READV, KERNEL_WRITE);
+lift_process_vm!(/// C `process_vm_writev`.
+    process_vm_writev, N_PVM_WRITEV, KERNEL_READ);
 
 /// C `fread`: lifts the buffer (glibc reads a large request straight into it).
 ///
