@@ -8,8 +8,8 @@
 #    which may reach into the next line; otherwise, where another core may be writing
 #    that line, one 16-byte window per side placed in the lines the bytes lie in and
 #    a shuffle between them (docs/results/xeon-clx-2vcpu/neighbour). 16-31 and 32-63:
-#    two 16- or 32-byte accesses from both ends. 129-256 and 257-512: four or eight 64-byte loads, then
-#    the stores.
+#    two 16- or 32-byte accesses from both ends. 129-256 and 257-512: four or eight
+#    64-byte loads, then the stores.
 # 2. 513-2112 bytes of disjoint ranges (up to glibc's rep movsb threshold with FSRM):
 #    the first 64 and last 256 bytes loaded first, 256-byte blocks to 64-byte-aligned
 #    destinations, the ends stored last. Overlapping ranges go on.
@@ -93,9 +93,9 @@
     ret
     .p2align 6
 .L\p\()_avx512_confined:
-    # 1..15 bytes otherwise: per side the window is the earlier of its first byte and the last
-    # 16 bytes of its last byte's line, so it lies in the lines the bytes lie in; one
-    # shuffle moves the source's bytes to the destination window's offset.
+    # 1..15 bytes otherwise: per side the window is the earlier of its first byte and
+    # the last 16 bytes of its last byte's line, so it lies in the lines the bytes lie
+    # in; one shuffle moves the source's bytes to the destination window's offset.
     lea r8, [rsi + rdx - 1]
     or r8, 63
     sub r8, 15
