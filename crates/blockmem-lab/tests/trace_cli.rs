@@ -769,10 +769,12 @@ fn site_of<'a>(j: &'a Value, function: &str) -> &'a Value {
 #[test]
 fn a_destination_read_by_loads_is_reuse_and_one_never_read_is_noreuse() {
     let exe = fate_program("two_sites");
+    // 8 rounds, 2 ms before each call: every call may be watched whatever the host's
+    // speed (at most one watch is armed a millisecond).
     let (_, j, _) = trace(
         "two-sites",
         &["--no-estimate", "--advise"],
-        &[exe.to_str().unwrap(), "8"],
+        &[exe.to_str().unwrap(), "8", "2000"],
     );
     let advice = j["advice"].as_array().unwrap();
     let advised = |function: &str| -> &Value {
