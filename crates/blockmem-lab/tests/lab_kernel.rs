@@ -1,7 +1,7 @@
 //! `blockmem lab kernel` from the outside, with two sizes and few repetitions: the read
-//! path, the IPC channels and the classic loops are all present and verified, with
-//! the fields the tables and the results rely on; pinned to one CPU the pair shares
-//! it and says so. Plumbing only, never timings.
+//! path, the IPC channels, the forwarded file and the classic loops are all present and
+//! verified, with the fields the tables and the results rely on; pinned to one CPU the
+//! pair shares it and says so. Plumbing only, never timings.
 
 mod common;
 
@@ -30,7 +30,7 @@ fn methods_of(rs: &[Value], part: &str) -> Vec<String> {
 }
 
 #[test]
-fn kernel_quick_has_verified_read_ipc_and_classic_parts() {
+fn kernel_quick_has_verified_read_ipc_forward_and_classic_parts() {
     let d = tempfile::tempdir().unwrap();
     let (stdout, json) = run_lab_json(&ARGS, d.path());
     for title in [
@@ -38,6 +38,7 @@ fn kernel_quick_has_verified_read_ipc_and_classic_parts() {
         "run-to-run spread",
         "kernel IPC: two processes",
         "what the consumer pays",
+        "kernel forward",
         "the classic loops",
         "FSRM",
     ] {
@@ -57,6 +58,20 @@ fn kernel_quick_has_verified_read_ipc_and_classic_parts() {
         methods_of(&rs, "read"),
         ["mmap+auto", "mmap+libc", "pread", "read"]
     );
+    // The file forwarded by every route at both sizes, each route's bytes checked.
+    assert_eq!(
+        methods_of(&rs, "forward"),
+        [
+            "copy_file_range",
+            "mmap+pwrite",
+            "pread+pwrite",
+            "sendfile",
+            "splice"
+        ]
+    );
+    let forward = rs.iter().filter(|r| r["part"] == "forward");
+    assert_eq!(forward.clone().count(), 5 * 2);
+    assert!(forward.clone().all(|r| r["filesystem"].is_string()));
     let read: Vec<&Value> = rs.iter().filter(|r| r["part"] == "read").collect();
     // 2 sizes × 2 page-cache states × 3 buffer states × 4 methods.
     assert_eq!(read.len(), 48);

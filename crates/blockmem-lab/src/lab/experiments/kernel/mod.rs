@@ -1,5 +1,5 @@
 //! `kernel`: the copies the kernel makes for a program, which blockmem cannot replace
-//! but a program can avoid or shape (seed 000 §1, seed 003 Table 1). Three parts:
+//! but a program can avoid or shape (seed 000 §1, seed 003 Table 1). Four parts:
 //!
 //! 1. `read` ([`read`]): `read`/`pread` of a file in the page cache into a user buffer,
 //!    the buffer hot, clean or dirty and the file's pages hot or evicted from the CPU
@@ -14,13 +14,17 @@
 //!    batches alternate between the consumer only checking each message and reading
 //!    all of it (what the consumer pays after the transfer). The blocking channels run
 //!    again with both processes on one CPU.
-//! 3. `classic` ([`read::classic`], [`ipc::classic`]): lmbench-style fixed loops
+//! 3. `forward` ([`forward`]): a cached file's bytes moved on to another file through a
+//!    user buffer, from the file's mapping, and by `sendfile`, `copy_file_range` and
+//!    `splice`: the zero-copy alternatives beside the copies they avoid.
+//! 4. `classic` ([`read::classic`], [`ipc::classic`]): lmbench-style fixed loops
 //!    (`bw_file_rd`, `bw_pipe`, `bw_unix`) in the same run, for comparison.
 //!
 //! Every byte is verified: the read path against the file's contents, every message
 //! by its sequence number in its first and last word while timed and in full in an
 //! untimed pass (`docs/results/xeon-clx-2vcpu/kernel`).
 
+pub mod forward;
 pub mod ipc;
 mod pair;
 pub mod read;
@@ -37,12 +41,13 @@ pub use tables::{plot, tables};
 /// Name in JSON and on the command line.
 pub const NAME: &str = "kernel";
 
-/// Runs the three parts.
+/// Runs the four parts.
 pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     let facts = Facts::of_host();
     eprintln!("blockmem lab: {NAME}: {}", facts.line());
     let mut out = read::run(ctx, &facts)?;
     out.extend(ipc::run(ctx, &facts)?);
+    out.extend(forward::run(ctx, &facts)?);
     out.extend(read::classic(ctx, &facts)?);
     out.extend(ipc::classic(ctx, &facts)?);
     Ok(out)

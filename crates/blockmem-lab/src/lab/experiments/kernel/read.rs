@@ -111,8 +111,24 @@ impl CachedFile {
         (resident, pages)
     }
 
-    fn fd(&self) -> libc::c_int {
+    /// The open file.
+    pub(super) fn fd(&self) -> libc::c_int {
         self.file.as_raw_fd()
+    }
+
+    /// Its length.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Its read-only mapping, `len` bytes.
+    pub(super) fn map(&self) -> *const u8 {
+        self.map
+    }
+
+    /// What it holds.
+    pub(super) fn contents(&self) -> &[u8] {
+        &self.contents
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::Path as FsPath;
 use anyhow::Result;
 use plotters::prelude::*;
 
+use super::forward::{Route, PART as FORWARD};
 use super::ipc::{Channel, ONE_CPU, PART as IPC, TWO_CPUS};
 use super::read::{CLASSIC, PART as READ};
 use super::NAME;
@@ -51,6 +52,7 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
     out.extend(ipc_table(&ipc));
     out.extend(placement_table(&all_ipc));
     out.extend(consumer_table(&ipc));
+    out.extend(forward_table(&part(&recs, FORWARD)));
     out.extend(classic_table(&part(&recs, CLASSIC), &read, &ipc));
     out
 }
@@ -77,6 +79,35 @@ fn read_table(recs: &[Record]) -> Option<Table> {
                     .find(|r| r.size == n && r.src == pc && r.dst == buf && &r.method == m)
                     .map_or("–".into(), gbps_range),
             );
+        }
+        t.rows.push(row);
+    }
+    Some(t)
+}
+
+/// Per size, each route's GB/s and its speed over the copy through a user buffer.
+fn forward_table(recs: &[Record]) -> Option<Table> {
+    let first = recs.first()?;
+    let mut header = vec!["bytes".to_string()];
+    header.extend(Route::ALL.iter().map(|r| r.name().to_string()));
+    let mut t = Table::new(
+        "kernel forward: a cached file's bytes moved on to another cached file (GB/s)",
+        format!(
+            "median [slowest–fastest transfer], and × pread+pwrite (its median time over the route's; > 1: faster than the copy through a 64 KiB user buffer); the destination written over in place on {}; {}",
+            first.extra_str("filesystem"),
+            first.extra_str("host_line")
+        ),
+        header,
+    );
+    for n in distinct(recs, |r| r.size) {
+        let of = |m: &str| recs.iter().find(|r| r.size == n && r.method == m);
+        let base = of(Route::ReadWrite.name()).map(|r| r.summary.median);
+        let mut row = vec![fmt_size(n)];
+        for route in Route::ALL {
+            row.push(of(route.name()).map_or("–".into(), |r| match base {
+                Some(b) => format!("{} ({:.2}×)", gbps_range(r), b / r.summary.median),
+                None => gbps_range(r),
+            }));
         }
         t.rows.push(row);
     }
