@@ -638,9 +638,10 @@ pub unsafe extern "C-unwind" fn vmsplice(
 }
 
 /// `process_vm_readv`/`process_vm_writev` bodies: the local buffers are what this
-/// process's pages give (`writev`: read by the kernel) or take (`readv`: written).
+/// process's pages give (`writev`: read by the kernel) or take (`readv`: written), and
+/// where the other process is this one, the remote buffers the other way round.
 macro_rules! lift_process_vm {
-    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr) => {
+    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr, $remote_how:expr) => {
         $(#[$m])*
         ///
         /// # Safety
@@ -663,8 +664,14 @@ macro_rules! lift_process_vm {
                 libc::c_ulong,
             ) -> ssize_t;
             let f = next!($next, F, -1);
+            let h = hooks();
             // SAFETY: the caller's contract.
-            unsafe { before_iov(hooks(), local, nlocal.min(1024) as c_int, $how) };
+            unsafe { before_iov(h, local, nlocal.min(1024) as c_int, $how) };
+            // SAFETY: as above; `getpid` has no preconditions.
+            if pid == unsafe { libc::getpid() } {
+                // SAFETY: the caller's contract.
+                unsafe { before_iov(h, remote, nremote.min(1024) as c_int, $remote_how) };
+            }
             // SAFETY: passed on unchanged.
             unsafe { f(pid, local, nlocal, remote, nremote, flags) }
         }
@@ -672,9 +679,9 @@ macro_rules! lift_process_vm {
 }
 
 lift_process_vm!(/// C `process_vm_readv`.
-    process_vm_readv, N_PVM_READV, KERNEL_WRITE);
+    process_vm_readv, N_PVM_READV, KERNEL_WRITE, KERNEL_READ);
 lift_process_vm!(/// C `process_vm_writev`.
-    process_vm_writev, N_PVM_WRITEV, KERNEL_READ);
+    process_vm_writev, N_PVM_WRITEV, KERNEL_READ, KERNEL_WRITE);
 
 /// C `fread`: lifts the buffer (glibc reads a large request straight into it).
 ///
