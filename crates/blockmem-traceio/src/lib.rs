@@ -489,9 +489,11 @@ pub unsafe extern "C-unwind" fn sendto(
 
 // ---- the other calls that hand user buffers to the kernel: traps lifted, not counted
 
-/// `preadv`/`pwritev` (and their `*64` names) bodies: lift, then the next definition.
-macro_rules! lift_iov_off {
-    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr) => {
+/// `preadv`/`pwritev` and their `v2` forms (and `*64` names): lift the `iovec` array's
+/// buffers, then the next definition with the arguments unchanged (`$x`: those after
+/// the array's count).
+macro_rules! lift_iov {
+    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr, ($($x:ident: $t:ty),*)) => {
         $(#[$m])*
         ///
         /// # Safety
@@ -501,60 +503,34 @@ macro_rules! lift_iov_off {
             fd: c_int,
             iov: *const iovec,
             cnt: c_int,
-            off: i64,
+            $($x: $t),*
         ) -> ssize_t {
-            type F = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int, i64) -> ssize_t;
+            type F = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int, $($t),*) -> ssize_t;
             let f = next!($next, F, -1);
             // SAFETY: the caller's contract (an iovec array of `cnt` entries).
             unsafe { before_iov(hooks(), iov, cnt, $how) };
             // SAFETY: passed on unchanged.
-            unsafe { f(fd, iov, cnt, off) }
+            unsafe { f(fd, iov, cnt, $($x),*) }
         }
     };
 }
 
-lift_iov_off!(/// C `preadv`.
-    preadv, N_PREADV, KERNEL_WRITE);
-lift_iov_off!(/// C `preadv64`.
-    preadv64, N_PREADV, KERNEL_WRITE);
-lift_iov_off!(/// C `pwritev`.
-    pwritev, N_PWRITEV, KERNEL_READ);
-lift_iov_off!(/// C `pwritev64`.
-    pwritev64, N_PWRITEV, KERNEL_READ);
-
-/// `preadv2`/`pwritev2` (and their `*64v2` names) bodies.
-macro_rules! lift_iov_off_flags {
-    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr) => {
-        $(#[$m])*
-        ///
-        /// # Safety
-        /// The C function's contract.
-        #[no_mangle]
-        pub unsafe extern "C-unwind" fn $name(
-            fd: c_int,
-            iov: *const iovec,
-            cnt: c_int,
-            off: i64,
-            flags: c_int,
-        ) -> ssize_t {
-            type F = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int, i64, c_int) -> ssize_t;
-            let f = next!($next, F, -1);
-            // SAFETY: the caller's contract (an iovec array of `cnt` entries).
-            unsafe { before_iov(hooks(), iov, cnt, $how) };
-            // SAFETY: passed on unchanged.
-            unsafe { f(fd, iov, cnt, off, flags) }
-        }
-    };
-}
-
-lift_iov_off_flags!(/// C `preadv2`.
-    preadv2, N_PREADV2, KERNEL_WRITE);
-lift_iov_off_flags!(/// C `preadv64v2`.
-    preadv64v2, N_PREADV2, KERNEL_WRITE);
-lift_iov_off_flags!(/// C `pwritev2`.
-    pwritev2, N_PWRITEV2, KERNEL_READ);
-lift_iov_off_flags!(/// C `pwritev64v2`.
-    pwritev64v2, N_PWRITEV2, KERNEL_READ);
+lift_iov!(/// C `preadv`.
+    preadv, N_PREADV, KERNEL_WRITE, (off: i64));
+lift_iov!(/// C `preadv64`.
+    preadv64, N_PREADV, KERNEL_WRITE, (off: i64));
+lift_iov!(/// C `pwritev`.
+    pwritev, N_PWRITEV, KERNEL_READ, (off: i64));
+lift_iov!(/// C `pwritev64`.
+    pwritev64, N_PWRITEV, KERNEL_READ, (off: i64));
+lift_iov!(/// C `preadv2`.
+    preadv2, N_PREADV2, KERNEL_WRITE, (off: i64, flags: c_int));
+lift_iov!(/// C `preadv64v2`.
+    preadv64v2, N_PREADV2, KERNEL_WRITE, (off: i64, flags: c_int));
+lift_iov!(/// C `pwritev2`.
+    pwritev2, N_PWRITEV2, KERNEL_READ, (off: i64, flags: c_int));
+lift_iov!(/// C `pwritev64v2`.
+    pwritev64v2, N_PWRITEV2, KERNEL_READ, (off: i64, flags: c_int));
 
 /// Lifts the traps on every message's buffers of an `mmsghdr` array.
 ///
