@@ -7,9 +7,11 @@
 //! `--profile P` (repeatable) runs the shim once per decision table instead: `P` a
 //! profile file, or `builtin` for the CPU class's built-in table whatever profile is
 //! installed, so that one alternating run compares libc, the built-in table and a
-//! calibrated one. `--hints MAP` adds a run of the shim with `BLOCKMEM_HINTS=MAP` (a
-//! hint map from `blockmem trace --advise`): `--compare --hints MAP` alternates libc,
-//! the shim, and the shim with the hint map.
+//! calibrated one. `--hints MAP` (repeatable) adds a run of the shim with
+//! `BLOCKMEM_HINTS=MAP` (a hint map from `blockmem trace --advise`) over the first
+//! `--profile`'s table, or the table the shim finds itself: `--compare --hints MAP`
+//! alternates libc, the shim, and the shim with the hint map; two maps (the advice
+//! of two traces) are compared in the same alternation.
 //!
 //! The shim is found at `--preload PATH`, else `$BLOCKMEM_PRELOAD_PATH`, else next to
 //! this executable (`target/release/` after a build), else in `../lib/` beside it (an
@@ -56,9 +58,10 @@ pub struct RunArgs {
     #[arg(long = "profile", value_name = "PATH|builtin")]
     pub profiles: Vec<String>,
     /// Also run the shim with this hint map (`BLOCKMEM_HINTS`, from `blockmem trace
-    /// --advise`), alternating with the other configurations.
-    #[arg(long, value_name = "MAP")]
-    pub hints: Option<PathBuf>,
+    /// --advise`) over the first --profile's table, alternating with the other
+    /// configurations. Repeat to compare maps.
+    #[arg(long = "hints", value_name = "MAP")]
+    pub hints: Vec<PathBuf>,
     /// The program to run and its arguments (after `--`).
     #[arg(
         required = true,
@@ -85,10 +88,15 @@ pub enum Config {
         /// The file was written for this run (`builtin`) and is removed after it.
         scratch: bool,
     },
-    /// The shim with the table it finds itself and `BLOCKMEM_HINTS` set.
+    /// The shim with `BLOCKMEM_HINTS` set, over the first `--profile`'s table or the
+    /// one it finds itself.
     ShimHints {
         /// The hint map.
         map: PathBuf,
+        /// `BLOCKMEM_PROFILE` for the run, if one was given.
+        profile: Option<PathBuf>,
+        /// `hints`, or `hints FILE` where several maps run.
+        label: String,
     },
 }
 
@@ -98,7 +106,7 @@ impl Config {
             Config::Libc => "libc".into(),
             Config::Shim => "blockmem shim".into(),
             Config::ShimWith { label, .. } => format!("shim, {label}"),
-            Config::ShimHints { .. } => "shim + hints".into(),
+            Config::ShimHints { label, .. } => format!("shim + {label}"),
         }
     }
 
@@ -261,8 +269,11 @@ fn command_for(args: &RunArgs, shim: &Path, config: &Config, stats: bool) -> Com
         Config::ShimWith { profile, .. } => {
             c.env("BLOCKMEM_PROFILE", profile);
         }
-        Config::ShimHints { map } => {
+        Config::ShimHints { map, profile, .. } => {
             c.env("BLOCKMEM_HINTS", map);
+            if let Some(p) = profile {
+                c.env("BLOCKMEM_PROFILE", p);
+            }
         }
         Config::Libc | Config::Shim => {}
     }
@@ -361,14 +372,7 @@ pub fn measure(args: &RunArgs, shim: &Path) -> anyhow::Result<Report> {
     } else {
         shim_configs(&args.profiles, &std::env::temp_dir())?
     };
-    if let Some(map) = &args.hints {
-        anyhow::ensure!(
-            map.is_file(),
-            "--hints {}: not a file (give a hint map written by `blockmem trace --advise`)",
-            map.display()
-        );
-        configs.push(Config::ShimHints { map: map.clone() });
-    }
+    configs.extend(hint_configs(&args.hints, configs.first())?);
     if args.compare {
         configs.push(Config::Libc);
     }
@@ -384,6 +388,35 @@ pub fn measure(args: &RunArgs, shim: &Path) -> anyhow::Result<Report> {
         }
     }
     result
+}
+
+/// One configuration per hint map, over the table of `base` (the first shim
+/// configuration).
+fn hint_configs(maps: &[PathBuf], base: Option<&Config>) -> anyhow::Result<Vec<Config>> {
+    let profile = match base {
+        Some(Config::ShimWith { profile, .. }) => Some(profile.clone()),
+        _ => None,
+    };
+    maps.iter()
+        .map(|map| {
+            anyhow::ensure!(
+                map.is_file(),
+                "--hints {}: not a file (give a hint map written by `blockmem trace --advise`)",
+                map.display()
+            );
+            let label = if maps.len() == 1 {
+                "hints".to_string()
+            } else {
+                let name = map.file_name().unwrap_or(map.as_os_str());
+                format!("hints {}", name.to_string_lossy())
+            };
+            Ok(Config::ShimHints {
+                map: map.clone(),
+                profile: profile.clone(),
+                label,
+            })
+        })
+        .collect()
 }
 
 fn measure_configs(args: &RunArgs, shim: &Path, configs: &[Config]) -> anyhow::Result<Report> {
@@ -507,21 +540,30 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(out, "(ratio of medians; below 1: faster under the shim)");
         }
     }
-    let plain = medians.iter().find(|m| m.0 == Config::Shim);
-    let hinted = medians
+    // Each hint map against the shim over the same table (the first shim row).
+    let base = medians.iter().find(|m| m.0.shim());
+    let hinted: Vec<_> = medians
         .iter()
-        .find(|m| matches!(m.0, Config::ShimHints { .. }));
-    if let (Some(p), Some(h)) = (plain, hinted) {
+        .filter(|m| matches!(m.0, Config::ShimHints { .. }))
+        .collect();
+    if let Some(p) = base.filter(|_| !hinted.is_empty()) {
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
-        let _ = writeln!(
-            out,
-            "{:<15} {:>11.3} {:>11} {:>11}   {:>11.3}\n(below 1: the hint map made it faster)",
-            "hints / shim",
-            ratio(h.1, p.1),
-            "",
-            "",
-            ratio(h.2, p.2)
-        );
+        for h in &hinted {
+            let _ = writeln!(
+                out,
+                "{:<15} {:>11.3} {:>11} {:>11}   {:>11.3}",
+                format!(
+                    "{} / {}",
+                    h.0.label().trim_start_matches("shim + "),
+                    p.0.label()
+                ),
+                ratio(h.1, p.1),
+                "",
+                "",
+                ratio(h.2, p.2)
+            );
+        }
+        let _ = writeln!(out, "(below 1: the hint map made it faster)");
     }
     let _ = writeln!(
         out,
@@ -670,6 +712,68 @@ mod tests {
         assert!(text.contains("copy 5/50"), "{text}");
     }
 
+    #[test]
+    fn hint_maps_run_over_the_first_tables_and_compare_with_it() {
+        let dir = std::env::temp_dir().join(format!("blockmem-run-hints-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("before.hints"), dir.join("after.hints"));
+        std::fs::write(&a, "blockmem-hints 1\n").unwrap();
+        std::fs::write(&b, "blockmem-hints 1\n").unwrap();
+        let base = Config::ShimWith {
+            profile: dir.join("builtin.profile"),
+            label: "built-in table".into(),
+            scratch: true,
+        };
+        let configs = hint_configs(&[a.clone(), b.clone()], Some(&base)).unwrap();
+        let profiles: Vec<_> = configs
+            .iter()
+            .map(|c| match c {
+                Config::ShimHints { profile, .. } => profile.clone(),
+                _ => panic!("{c:?}"),
+            })
+            .collect();
+        assert_eq!(profiles, vec![Some(dir.join("builtin.profile")); 2]);
+        assert_eq!(configs[0].label(), "shim + hints before.hints");
+        assert_eq!(configs[1].label(), "shim + hints after.hints");
+        // One map over the shim's own table: no profile, the short label.
+        let one = hint_configs(std::slice::from_ref(&a), Some(&Config::Shim)).unwrap();
+        assert!(matches!(&one[0], Config::ShimHints { profile: None, .. }));
+        assert_eq!(one[0].label(), "shim + hints");
+        let err = hint_configs(&[dir.join("missing")], None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("blockmem trace --advise"), "{err}");
+
+        let sample = |wall| {
+            vec![Sample {
+                wall: ms(wall),
+                cpu: ms(wall),
+            }]
+        };
+        let report = Report {
+            command: "prog".into(),
+            shim: "/x/libblockmem_preload.so".into(),
+            samples: vec![
+                (base, sample(1000)),
+                (configs[0].clone(), sample(1100)),
+                (configs[1].clone(), sample(900)),
+                (Config::Libc, sample(1200)),
+            ],
+            stats: Vec::new(),
+            warmup: 0,
+        };
+        let text = render(&report);
+        assert!(
+            text.contains("hints before.hints / shim, built-in table       1.100"),
+            "{text}"
+        );
+        assert!(
+            text.contains("hints after.hints / shim, built-in table       0.900"),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// End to end on a real shim: built here with a nested cargo into this test's target
     /// directory (as the shim's own tests do), then `sort` measured with and without it.
     #[test]
@@ -714,7 +818,7 @@ mod tests {
             show_output: false,
             preload: Some(shim.clone()),
             profiles: vec![],
-            hints: None,
+            hints: Vec::new(),
             command: vec!["sort".into(), input.clone().into()],
         };
         let report = measure(&args, &shim).unwrap();
