@@ -858,6 +858,14 @@ fn destinations_handed_to_the_kernel_by_vector_calls_never_fault() {
         3,
         "{out}"
     );
+    // The vector calls at an offset are counted, their v2 forms under the same op.
+    let (_, j, _) = trace("vector-io", &["--no-estimate"], &[exe.to_str().unwrap()]);
+    let io = &j["analysis"]["io"];
+    for op in ["preadv", "pwritev"] {
+        assert_eq!(u(&io[op]["calls"]), 6, "{op}: {io}");
+        assert_eq!(u(&io[op]["bytes"]), 6 << 20, "{op}: {io}");
+        assert_eq!(u(&io[op]["errors"]), 0, "{op}: {io}");
+    }
 }
 
 #[test]

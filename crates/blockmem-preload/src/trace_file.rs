@@ -1,7 +1,7 @@
 //! The trace file: how `BLOCKMEM_TRACE` output is laid out, and the pieces of the
 //! shim that write it (file creation, header, trailer, the record encoder).
 //!
-//! # Layout (version 4)
+//! # Layout (version 5)
 //!
 //! A trace file is a sequence of *blocks*. Every block starts with the same 12 bytes
 //! and can be skipped without understanding it:
@@ -110,7 +110,8 @@
 //!
 //! **I/O** (kind 6, written at exit): the program's I/O calls by call site.
 //! `u32 count`, then per entry `u32 op` (0 read, 1 write, 2 pread, 3 pwrite, 4 readv,
-//! 5 writev, 6 recv, 7 send, 8 recvfrom, 9 sendto, 10 recvmsg, 11 sendmsg), `u64 call
+//! 5 writev, 6 recv, 7 send, 8 recvfrom, 9 sendto, 10 recvmsg, 11 sendmsg, 12 preadv
+//! and preadv2, 13 pwritev and pwritev2), `u64 call
 //! site` (0: not known), `u64 calls`, `u64 bytes transferred`, `u64 bytes asked for`,
 //! `u64 calls that failed`, `u64 TSC cycles in the calls`.
 //!
@@ -144,7 +145,7 @@ pub(crate) const MAPS_EXIT: u8 = 2;
 /// Bytes of a block's framing.
 pub(crate) const BLOCK_HEAD: usize = 12;
 /// Format version.
-pub(crate) const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 5;
 /// Header flag bits.
 pub(crate) const FLAG_FORKED: u32 = 1 << 0;
 pub(crate) const FLAG_ATFORK: u32 = 1 << 1;

@@ -13,7 +13,8 @@
 //! From then on:
 //!
 //! * **I/O by call site.** `read`, `write`, `pread`, `pwrite`, `readv`, `writev`,
-//!   `recv`, `send`, `recvfrom`, `sendto`, `recvmsg`, `sendmsg` call the next
+//!   `preadv`, `pwritev` (and their `v2` forms), `recv`, `send`, `recvfrom`,
+//!   `sendto`, `recvmsg`, `sendmsg` call the next
 //!   definition (`dlsym(RTLD_NEXT)`) exactly once, never retried, and return its
 //!   result with its `errno`; around it they lift the shim's traps on the buffer (a
 //!   protected page must not become `EFAULT`; the page's fate is "read by the
@@ -23,8 +24,8 @@
 //!   `sendto` have six arguments, no free register for it, and count under site 0.
 //!   `fread` and `fwrite` lift their buffer too (glibc writes a large `fwrite`
 //!   straight from it), as do, without counting, the other calls that hand the kernel
-//!   a user buffer: `preadv`, `pwritev` and their `v2` forms, `recvmmsg`,
-//!   `sendmmsg`, `vmsplice`, `process_vm_readv` and `process_vm_writev`.
+//!   a user buffer: `recvmmsg`, `sendmmsg`, `vmsplice`, `process_vm_readv` and
+//!   `process_vm_writev`.
 //!   Submissions through a shared ring (`io_uring`, Linux AIO) or the raw `syscall`
 //!   function are not seen: a traced destination they hand the kernel may fail
 //!   with `EFAULT` (`--watch 0` turns the traps off).
@@ -89,6 +90,8 @@ const OP_RECVFROM: u32 = 8;
 const OP_SENDTO: u32 = 9;
 const OP_RECVMSG: u32 = 10;
 const OP_SENDMSG: u32 = 11;
+const OP_PREADV: u32 = 12;
+const OP_PWRITEV: u32 = 13;
 
 /// Called by the shim's constructor when it traces. Returns 1 when the `SIGSEGV`
 /// handler the traps need is installed (or traps are off), 0 otherwise.
@@ -349,35 +352,62 @@ sited!(/// C `recv`.
 sited!(/// C `send`.
     send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t, "r8", send_body);
 
-/// `readv`/`writev` bodies.
+/// `readv`/`writev` bodies, and with the arguments after the count (`$x`) those of
+/// `preadv`/`pwritev` and their `v2` forms.
 macro_rules! iov_body {
-    ($body:ident, $next:ident, $op:expr, $how:expr) => {
+    ($body:ident, $next:ident, $op:expr, $how:expr, ($($x:ident: $t:ty),*)) => {
         unsafe extern "C-unwind" fn $body(
             fd: c_int,
             iov: *const iovec,
             cnt: c_int,
+            $($x: $t,)*
             site: usize,
         ) -> ssize_t {
-            type F = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int) -> ssize_t;
+            type F = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int, $($t),*) -> ssize_t;
             let f = next!($next, F, -1);
             let h = hooks();
             // SAFETY: the caller's contract (an iovec array of `cnt` entries).
             let asked = unsafe { before_iov(h, iov, cnt, $how) };
             let t0 = tsc();
             // SAFETY: passed on unchanged.
-            let r = unsafe { f(fd, iov, cnt) };
+            let r = unsafe { f(fd, iov, cnt, $($x),*) };
             after(h, $op, site, asked, r, t0);
             r
         }
     };
 }
 
-iov_body!(readv_body, N_READV, OP_READV, KERNEL_WRITE);
-iov_body!(writev_body, N_WRITEV, OP_WRITEV, KERNEL_READ);
+iov_body!(readv_body, N_READV, OP_READV, KERNEL_WRITE, ());
+iov_body!(writev_body, N_WRITEV, OP_WRITEV, KERNEL_READ, ());
 sited!(/// C `readv`.
     readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t, "rcx", readv_body);
 sited!(/// C `writev`.
     writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t, "rcx", writev_body);
+
+iov_body!(preadv_body, N_PREADV, OP_PREADV, KERNEL_WRITE, (off: i64));
+iov_body!(pwritev_body, N_PWRITEV, OP_PWRITEV, KERNEL_READ, (off: i64));
+iov_body!(preadv2_body, N_PREADV2, OP_PREADV, KERNEL_WRITE, (off: i64, flags: c_int));
+iov_body!(pwritev2_body, N_PWRITEV2, OP_PWRITEV, KERNEL_READ, (off: i64, flags: c_int));
+sited!(/// C `preadv`.
+    preadv(fd: c_int, iov: *const iovec, cnt: c_int, off: i64) -> ssize_t, "r8", preadv_body);
+sited!(/// C `preadv64`.
+    preadv64(fd: c_int, iov: *const iovec, cnt: c_int, off: i64) -> ssize_t, "r8", preadv_body);
+sited!(/// C `pwritev`.
+    pwritev(fd: c_int, iov: *const iovec, cnt: c_int, off: i64) -> ssize_t, "r8", pwritev_body);
+sited!(/// C `pwritev64`.
+    pwritev64(fd: c_int, iov: *const iovec, cnt: c_int, off: i64) -> ssize_t, "r8", pwritev_body);
+sited!(/// C `preadv2`.
+    preadv2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t, "r9",
+    preadv2_body);
+sited!(/// C `preadv64v2`.
+    preadv64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t, "r9",
+    preadv2_body);
+sited!(/// C `pwritev2`.
+    pwritev2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t, "r9",
+    pwritev2_body);
+sited!(/// C `pwritev64v2`.
+    pwritev64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t, "r9",
+    pwritev2_body);
 
 /// `recvmsg`/`sendmsg` bodies.
 macro_rules! msg_body {
@@ -488,49 +518,6 @@ pub unsafe extern "C-unwind" fn sendto(
 }
 
 // ---- the other calls that hand user buffers to the kernel: traps lifted, not counted
-
-/// `preadv`/`pwritev` and their `v2` forms (and `*64` names): lift the `iovec` array's
-/// buffers, then the next definition with the arguments unchanged (`$x`: those after
-/// the array's count).
-macro_rules! lift_iov {
-    ($(#[$m:meta])* $name:ident, $next:ident, $how:expr, ($($x:ident: $t:ty),*)) => {
-        $(#[$m])*
-        ///
-        /// # Safety
-        /// The C function's contract.
-        #[no_mangle]
-        pub unsafe extern "C-unwind" fn $name(
-            fd: c_int,
-            iov: *const iovec,
-            cnt: c_int,
-            $($x: $t),*
-        ) -> ssize_t {
-            type F = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int, $($t),*) -> ssize_t;
-            let f = next!($next, F, -1);
-            // SAFETY: the caller's contract (an iovec array of `cnt` entries).
-            unsafe { before_iov(hooks(), iov, cnt, $how) };
-            // SAFETY: passed on unchanged.
-            unsafe { f(fd, iov, cnt, $($x),*) }
-        }
-    };
-}
-
-lift_iov!(/// C `preadv`.
-    preadv, N_PREADV, KERNEL_WRITE, (off: i64));
-lift_iov!(/// C `preadv64`.
-    preadv64, N_PREADV, KERNEL_WRITE, (off: i64));
-lift_iov!(/// C `pwritev`.
-    pwritev, N_PWRITEV, KERNEL_READ, (off: i64));
-lift_iov!(/// C `pwritev64`.
-    pwritev64, N_PWRITEV, KERNEL_READ, (off: i64));
-lift_iov!(/// C `preadv2`.
-    preadv2, N_PREADV2, KERNEL_WRITE, (off: i64, flags: c_int));
-lift_iov!(/// C `preadv64v2`.
-    preadv64v2, N_PREADV2, KERNEL_WRITE, (off: i64, flags: c_int));
-lift_iov!(/// C `pwritev2`.
-    pwritev2, N_PWRITEV2, KERNEL_READ, (off: i64, flags: c_int));
-lift_iov!(/// C `pwritev64v2`.
-    pwritev64v2, N_PWRITEV2, KERNEL_READ, (off: i64, flags: c_int));
 
 /// Lifts the traps on every message's buffers of an `mmsghdr` array.
 ///

@@ -26,8 +26,8 @@ const KIND_IO: u16 = 6;
 const BLOCK_HEAD: usize = 12;
 /// The newest format version this reader understands (2: records carry call sites,
 /// files carry maps blocks; 3: records carry the calling thread; 4: fate and I/O
-/// blocks).
-pub const VERSION: u32 = 4;
+/// blocks; 5: I/O ops `preadv` and `pwritev`).
+pub const VERSION: u32 = 5;
 /// The oldest format version this reader understands (1: no call sites).
 pub const OLDEST_VERSION: u32 = 1;
 
@@ -336,9 +336,9 @@ pub struct IoCount {
 }
 
 /// The I/O block's op numbers, by name.
-pub const IO_OPS: [&str; 12] = [
+pub const IO_OPS: [&str; 14] = [
     "read", "write", "pread", "pwrite", "readv", "writev", "recv", "send", "recvfrom", "sendto",
-    "recvmsg", "sendmsg",
+    "recvmsg", "sendmsg", "preadv", "pwritev",
 ];
 
 impl IoCount {

@@ -588,7 +588,7 @@ impl Report<'_> {
         let ghz = a.ghz();
         let mut t = Table::new(
             "Kernel I/O (seed 003 Table 1)",
-            "the program's read/write/pread/pwrite/readv/writev/recv/send/recvfrom/sendto/recvmsg/sendmsg \
+            "the program's read/write/pread/pwrite/readv/writev/preadv/pwritev/recv/send/recvfrom/sendto/recvmsg/sendmsg \
              calls (stdio's own writes happen inside the C library, unseen): bytes the kernel copied, by op, then by call site (most bytes first); ms = time in the calls",
             ["site", "op", "calls", "bytes", "asked", "failed", "ms"]
                 .map(String::from)
