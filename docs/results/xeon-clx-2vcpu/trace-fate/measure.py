@@ -3,12 +3,16 @@
 usage (from the repository root, release build of blockmem, the shim and the trace
 I/O library in target/release):
     python3 docs/results/xeon-clx-2vcpu/trace-fate/measure.py PYTHON [ROUNDS] [REPS]
+        [--profile PATH|builtin] [--mib N] [--sink PATH] [--name NAME]
 
-PYTHON is a CPython binary (not a wrapper script). The profile is this host's
-calibrated table (docs/results/xeon-clx-2vcpu/one-home/profile)."""
+PYTHON is a CPython binary (not a wrapper script). The profile defaults to this host's
+calibrated table (docs/results/xeon-clx-2vcpu/one-home/profile); `builtin` is the CPU
+class's built-in table. NAME.md and NAME.json are written here (default `measured`)."""
+import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -19,7 +23,9 @@ REL = os.path.join(ROOT, "target/release")
 BLOCKMEM = os.path.join(REL, "blockmem")
 SHIM = os.path.join(REL, "libblockmem_preload.so")
 TRACEIO = os.path.join(REL, "libblockmem_traceio.so")
-PROFILE = os.path.join(ROOT, "docs/results/xeon-clx-2vcpu/one-home/profile")
+CALIBRATED = os.path.join(ROOT, "docs/results/xeon-clx-2vcpu/one-home/profile")
+PROFILE = CALIBRATED
+PROGRAM_ARGS = []
 PROGRAM = os.path.join(HERE, "bytes_fate.py")
 OUT = "/tmp/blockmem-trace-fate"
 
@@ -36,7 +42,7 @@ def trace(python, rounds, watch):
     out = os.path.join(OUT, f"watch{watch}")
     subprocess.run(
         [BLOCKMEM, "trace", "--advise", "--out", out, "--watch", str(watch), "--",
-         python, PROGRAM, str(rounds)],
+         python, PROGRAM, str(rounds), *PROGRAM_ARGS],
         env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(out, "report.json")) as f:
         return json.load(f), out
@@ -77,25 +83,46 @@ def site_rows(report):
 
 
 def main():
-    python = sys.argv[1]
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 40
-    reps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    global PROFILE, PROGRAM_ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("python")
+    ap.add_argument("rounds", nargs="?", type=int, default=40)
+    ap.add_argument("reps", nargs="?", type=int, default=5)
+    ap.add_argument("--profile", default=CALIBRATED)
+    ap.add_argument("--mib", type=int, default=8)
+    ap.add_argument("--sink", default=os.devnull)
+    ap.add_argument("--name", default="measured")
+    opts = ap.parse_args()
+    python, rounds, reps = opts.python, opts.rounds, opts.reps
     os.makedirs(OUT, exist_ok=True)
+    if opts.profile == "builtin":
+        PROFILE = os.path.join(OUT, "builtin.profile")
+        with open(PROFILE, "w") as f:
+            f.write("# blockmem profile: the built-in table (no rows given)\nversion = 2\n")
+    else:
+        PROFILE = os.path.abspath(opts.profile)
+    PROGRAM_ARGS = [str(opts.mib), opts.sink]
     before, dir0 = trace(python, rounds, 0)
     after, dir1 = trace(python, rounds, 1)
-    times = overhead([python, PROGRAM, str(rounds)], reps)
+    program = [python, PROGRAM, str(rounds), *PROGRAM_ARGS]
+    times = overhead(program, reps)
     two_sites = os.path.join(OUT, "two_sites")
     subprocess.run(["cc", "-O2", os.path.join(ROOT, "crates/blockmem-preload/tests/c/two_sites.c"),
                     "-o", two_sites], check=True)
     c_times = overhead([two_sites, "64"], reps)
+    maps = [os.path.join(OUT, f"{name}.hints") for name in ("before", "after")]
+    for d, m in zip((dir0, dir1), maps):
+        shutil.copyfile(os.path.join(d, "hints"), m)
     compare = subprocess.run(
         [BLOCKMEM, "run", "--compare", "--runs", str(reps), "--profile", PROFILE,
-         "--hints", os.path.join(dir1, "hints"), "--", python, PROGRAM, str(rounds)],
+         "--hints", maps[0], "--hints", maps[1],
+         "--", *program],
         env=env(), check=True, capture_output=True, text=True)
     lines = []
     w = lines.append
-    w(f"Host: {platform.node()} — Intel Xeon Cascade Lake, 2 vCPU KVM guest, AVX-512, no FSRM, glibc 2.36; profile docs/results/xeon-clx-2vcpu/one-home/profile.")
-    w(f"Program: `{os.path.basename(python)} bytes_fate.py {rounds}` ({python}).")
+    table = "the built-in table" if opts.profile == "builtin" else os.path.relpath(PROFILE, ROOT)
+    w(f"Host: {platform.node()} — Intel Xeon Cascade Lake, 2 vCPU KVM guest, AVX-512, no FSRM, glibc 2.36; decision table: {table}.")
+    w(f"Program: `{os.path.basename(python)} bytes_fate.py {rounds} {opts.mib} {opts.sink}` ({python}).")
     w("")
     w("## Advice per site, before (block operations only: `--watch 0`) and after (page traps: `--watch 1`)")
     w("")
@@ -103,7 +130,7 @@ def main():
     w("|---|---|---|---|---|---|---|---|")
     b, a = site_rows(before), site_rows(after)
     for site, x in a.items():
-        if x["sizes"][1] < 16384:
+        if x["sizes"][1] < min(16384, opts.mib << 19):
             continue
         y = b.get(site, {})
         pct = lambda v: "-" if v is None else f"{v:.0f}"
@@ -128,7 +155,7 @@ def main():
             for r in t["rows"]:
                 w("| " + " | ".join(r) + " |")
             w("")
-    for what, tt in ((f"`python3 bytes_fate.py {rounds}`", times),
+    for what, tt in ((f"`python3 bytes_fate.py {' '.join(program[2:])}`", times),
                      ("`two_sites 64` (tests/c/two_sites.c: 128 copies of 8 MiB)", c_times)):
         w(f"## Tracing overhead, traps on and off: {what} ({reps} runs each, alternated, wall seconds)")
         w("")
@@ -138,14 +165,14 @@ def main():
             v = sorted(v)
             w(f"| {k} | {v[0]:.3f} | {v[len(v)//2]:.3f} | {v[-1]:.3f} |")
         w("")
-    w("## `blockmem run --compare --hints` with the new map")
+    w("## `blockmem run --compare --hints before.hints --hints after.hints`")
     w("")
     w("```")
     w(compare.stdout.strip() or compare.stderr.strip())
     w("```")
-    with open(os.path.join(HERE, "measured.md"), "w") as f:
+    with open(os.path.join(HERE, f"{opts.name}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    with open(os.path.join(HERE, "measured.json"), "w") as f:
+    with open(os.path.join(HERE, f"{opts.name}.json"), "w") as f:
         json.dump({"times": times, "c_times": c_times, "before": before["advice"], "after": after["advice"]}, f, indent=1)
 
 
