@@ -40,6 +40,7 @@ fn kernel_quick_has_verified_read_ipc_forward_and_classic_parts() {
         "what the consumer pays",
         "kernel forward",
         "the classic loops",
+        "where the copy is the cost of I/O",
         "FSRM",
     ] {
         assert!(stdout.contains(title), "{title} missing:\n{stdout}");

@@ -32,8 +32,8 @@ fn gbps_range(r: &Record) -> String {
     )
 }
 
-/// The tables: the read path and its spread, the classic loops beside the lab's
-/// cells, the IPC channels, what the consumer pays.
+/// The tables: the read path and its spread, the IPC channels, what the consumer
+/// pays, forwarding, the classic loops beside the lab's cells, and what they say.
 pub fn tables(recs: &[Record]) -> Vec<Table> {
     let (recs, _) = records_of(recs, NAME);
     if recs.is_empty() {
@@ -54,7 +54,105 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
     out.extend(consumer_table(&ipc));
     out.extend(forward_table(&part(&recs, FORWARD)));
     out.extend(classic_table(&part(&recs, CLASSIC), &read, &ipc));
+    out.extend(finding_table(&read, &ipc, &part(&recs, FORWARD)));
     out
+}
+
+/// Where, on this host, the kernel's copy is the cost of I/O and what a program can do
+/// about it, read from the run's own cells: per size, `read` against the same bytes
+/// copied from a mapping, a pipe's message against the copies it makes, and the
+/// fastest way to forward a file.
+fn finding_table(read: &[Record], ipc: &[Record], forward: &[Record]) -> Option<Table> {
+    let mut t = Table::new(
+        "kernel: where the copy is the cost of I/O (this run)",
+        "read: `read`'s median time over the same bytes copied from a mapping by libc, the median over page-cache and buffer states [fewest–most]; near 1 the kernel's copy is the cost, above it the call's own work; pipe: the copy's share of a hot message (user-copy×2's time over the pipe's); forward: the fastest route and its speed over pread+pwrite",
+        ["what", "bytes", "figure", "so"].map(String::from).to_vec(),
+    );
+    let mmap_libc = read
+        .iter()
+        .map(|r| r.method.as_str())
+        .find(|m| m.starts_with("mmap+") && m.ends_with("libc"));
+    for n in distinct(read, |r| r.size) {
+        let Some(lib) = mmap_libc else { break };
+        let of = |m: &str, pc: &str, buf: &str| {
+            read.iter()
+                .find(|r| r.size == n && r.src == pc && r.dst == buf && r.method == m)
+                .map(|r| r.summary.median)
+        };
+        let mut ratios: Vec<f64> = distinct(read, |r| (r.src.clone(), r.dst.clone()))
+            .into_iter()
+            .filter_map(|(pc, buf)| Some(of("read", &pc, &buf)? / of(lib, &pc, &buf)?))
+            .collect();
+        if ratios.is_empty() {
+            continue;
+        }
+        ratios.sort_by(f64::total_cmp);
+        let mid = ratios[ratios.len() / 2];
+        let so = if mid <= 1.3 {
+            "the copy is the cost: map the file instead of copying it"
+        } else {
+            "the call is the cost, not the copy: fewer, larger reads, or map the file"
+        };
+        t.rows.push(vec![
+            "read".into(),
+            fmt_size(n),
+            format!(
+                "{mid:.2}× [{:.2}–{:.2}]",
+                ratios[0],
+                ratios[ratios.len() - 1]
+            ),
+            so.into(),
+        ]);
+    }
+    for n in distinct(ipc, |r| r.size) {
+        let (Some(user), Some(pipe)) = (
+            find(ipc, Channel::UserCopy.name(), n, "hot", "none"),
+            find(ipc, Channel::Pipe.name(), n, "hot", "none"),
+        ) else {
+            continue;
+        };
+        let share = user.summary.median / pipe.summary.median;
+        let fastest = ipc
+            .iter()
+            .filter(|r| r.size == n && r.src == "hot" && r.reuse == "none")
+            .filter(|r| r.method != Channel::UserCopy.name())
+            .min_by(|a, b| a.summary.median.total_cmp(&b.summary.median))
+            .map_or("–", |r| r.method.as_str());
+        let so = if share < 0.5 {
+            format!("waking the other side is the cost: batch messages (fastest here: {fastest})")
+        } else {
+            format!("the copy is the cost: a channel that copies once (fastest here: {fastest})")
+        };
+        t.rows.push(vec![
+            "pipe".into(),
+            fmt_size(n),
+            format!("{:.0}% copy", 100.0 * share),
+            so,
+        ]);
+    }
+    for n in distinct(forward, |r| r.size) {
+        let of = |m: &str| forward.iter().find(|r| r.size == n && r.method == m);
+        let (Some(base), Some(best)) = (
+            of(Route::ReadWrite.name()),
+            forward
+                .iter()
+                .filter(|r| r.size == n)
+                .min_by(|a, b| a.summary.median.total_cmp(&b.summary.median)),
+        ) else {
+            continue;
+        };
+        t.rows.push(vec![
+            "forward".into(),
+            fmt_size(n),
+            format!(
+                "{} {:.2}×",
+                best.method,
+                base.summary.median / best.summary.median
+            ),
+            "the fastest route to move a cached file on".into(),
+        ]);
+    }
+    (!t.rows.is_empty()).then_some(t)
 }
 
 fn read_table(recs: &[Record]) -> Option<Table> {
