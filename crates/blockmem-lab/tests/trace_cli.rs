@@ -828,22 +828,29 @@ fn traced_and_plain(exe: &Path, env: &[(&str, &str)], name: &str) -> (Output, Ou
     (t.output().unwrap(), p.output().unwrap())
 }
 
-/// Traced destinations handed to the kernel through the calls beside `read` and
-/// `write` (vector I/O at an offset, message vectors, `vmsplice`, cross-process vector
-/// copies on itself): every call succeeds and moves the same bytes as untraced.
-#[test]
-fn destinations_handed_to_the_kernel_by_vector_calls_never_fault() {
-    let exe = fate_program("vector_io");
-    let (t, p) = traced_and_plain(&exe, &[], "vector-io");
-    assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+/// [`traced_and_plain`], asserting that both runs end alike and print the same; the
+/// plain run's exit code and output.
+fn same_traced_and_plain(exe: &Path, env: &[(&str, &str)], name: &str) -> (Option<i32>, String) {
+    let (t, p) = traced_and_plain(exe, env, name);
     assert_eq!(
         t.status.code(),
         p.status.code(),
         "{}",
         String::from_utf8_lossy(&t.stderr)
     );
-    let out = String::from_utf8_lossy(&p.stdout);
+    let out = String::from_utf8_lossy(&p.stdout).into_owned();
     assert_eq!(String::from_utf8_lossy(&t.stdout), out);
+    (p.status.code(), out)
+}
+
+/// Traced destinations handed to the kernel through the calls beside `read` and
+/// `write` (vector I/O at an offset, message vectors, `vmsplice`, cross-process vector
+/// copies on itself): every call succeeds and moves the same bytes as untraced.
+#[test]
+fn destinations_handed_to_the_kernel_by_vector_calls_never_fault() {
+    let exe = fate_program("vector_io");
+    let (code, out) = same_traced_and_plain(&exe, &[], "vector-io");
+    assert_eq!(code, Some(0), "{out}");
     assert!(
         !out.contains("errno") && !out.contains("DIFFERENT"),
         "{out}"
@@ -871,19 +878,8 @@ fn destinations_handed_to_the_kernel_by_vector_calls_never_fault() {
 #[test]
 fn a_program_with_its_own_sigsegv_handler_runs_unchanged() {
     let exe = fate_program("own_segv");
-    let (t, p) = traced_and_plain(&exe, &[], "own-segv");
-    assert_eq!(p.status.code(), Some(7));
-    assert_eq!(
-        t.status.code(),
-        p.status.code(),
-        "{}",
-        String::from_utf8_lossy(&t.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&t.stdout),
-        String::from_utf8_lossy(&p.stdout)
-    );
-    let out = String::from_utf8_lossy(&p.stdout);
+    let (code, out) = same_traced_and_plain(&exe, &[], "own-segv");
+    assert_eq!(code, Some(7));
     assert!(out.contains("reported back: yes"), "{out}");
     assert!(
         out.contains("hits 6, address is the guard page: yes"),
@@ -922,16 +918,8 @@ fn a_program_with_its_own_sigsegv_handler_runs_unchanged() {
 #[test]
 fn a_destination_written_to_a_pipe_runs_unchanged_and_is_read_by_the_kernel() {
     let exe = fate_program("pipe_io");
-    let (t, p) = traced_and_plain(&exe, &[], "pipe-io");
-    assert!(p.status.success());
-    assert_eq!(
-        t.status.code(),
-        p.status.code(),
-        "{}",
-        String::from_utf8_lossy(&t.stderr)
-    );
-    let out = String::from_utf8_lossy(&p.stdout);
-    assert_eq!(String::from_utf8_lossy(&t.stdout), out);
+    let (code, out) = same_traced_and_plain(&exe, &[], "pipe-io");
+    assert_eq!(code, Some(0), "{out}");
     for want in [
         "read empty non-blocking pipe: -1 errno EAGAIN",
         "partial yes",
