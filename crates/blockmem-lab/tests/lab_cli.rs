@@ -557,10 +557,11 @@ fn doors_replays_every_door_and_verifies_every_call() {
     assert_eq!(fleet, 30 * 2 * 5 * 2);
 }
 
-/// `neighbour`: with two CPUs, one record per method, op and size, each verified (the
-/// bytes of the call, the rest of both lines, the neighbour's count) and carrying the
-/// neighbour's times; pinned to one CPU, a clear refusal when named and a skip with a
-/// warning in the default set's place.
+/// `neighbour`: with two CPUs, one record per method, op and size (and per op a cell
+/// whose size changes every call), each verified (the bytes the calls left, the rest
+/// of both lines, the neighbour's count) and carrying the neighbour's times; pinned to
+/// one CPU, a clear refusal when named and a skip with a warning in the default set's
+/// place.
 #[test]
 fn neighbour_measures_beside_another_cpu_or_says_why_not() {
     let d = tempfile::tempdir().unwrap();
@@ -583,7 +584,15 @@ fn neighbour_measures_beside_another_cpu_or_says_why_not() {
             .stdout(predicate::str::contains("neighbour: another core"));
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let results = v["results"].as_array().unwrap();
-        assert_eq!(results.len(), 2 * 3 * 4);
+        assert_eq!(results.len(), 2 * 3 * 5);
+        let mixed: Vec<&Value> = results
+            .iter()
+            .filter(|r| r["mixed_sizes"].is_array())
+            .collect();
+        assert_eq!(mixed.len(), 2 * 3, "one mixed cell per method and op");
+        assert!(mixed
+            .iter()
+            .all(|r| r["mixed_sizes"] == serde_json::json!([1, 15])));
         for r in results {
             assert_eq!(r["verified"], true, "{r}");
             assert!(r["neighbour_ns"].as_f64().unwrap() > 0.0, "{r}");

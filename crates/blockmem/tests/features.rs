@@ -953,3 +953,72 @@ fn built_in_loop_bounds_are_a_mebibyte_for_copies_and_half_the_llc_for_sets() {
     assert_eq!(plan.loop_temporal_max(Op::Move), 8 << 20);
     assert_eq!(plan.loop_temporal_max(Op::Zero), 0);
 }
+
+/// Every level of bodies the core's routed entries run (the AVX-512 bodies, the AVX2
+/// bodies, the Rust ladder), as a feature mask chooses it, copies, moves and sets
+/// right through the Rust API at every size their classes hold and past them, at
+/// several offsets and overlaps, and `inline_max` names the sizes each level holds.
+#[test]
+fn every_level_of_the_entries_is_right_through_the_api() {
+    let state = lock_global();
+    let env = common::env_mask();
+    let detected = cpu::detected_features().without(env);
+    let mut levels = vec![(Features::AVX, 128, 128, 128)];
+    if detected.contains(Features::AVX2) {
+        levels.push((Features::AVX512F, 2112, 256, 2048));
+    }
+    if detected.contains(Features::AVX512BW.union(Features::BMI2)) {
+        levels.push((Features::NONE, 2112, 512, 2048));
+    }
+    let mut rng = Rng::new(0x1e7e1);
+    let mut src = Aligned::new(8192);
+    rng.fill(src.slice_mut());
+    let dst = Aligned::new(8192);
+    let sizes = (0..=300)
+        .chain((301..=2300).step_by(7))
+        .chain([4095, 4096, 5000]);
+    let sizes: Vec<usize> = sizes.collect();
+    for &(mask, copy_max, move_max, set_max) in &levels {
+        dispatch::mask_features(env.union(mask));
+        let at = format!("mask {mask:?}");
+        assert_eq!(dispatch::inline_max(Op::Copy), copy_max, "{at}");
+        assert_eq!(dispatch::inline_max(Op::Move), move_max, "{at}");
+        assert_eq!(dispatch::inline_max(Op::Set), set_max, "{at}");
+        for &n in &sizes {
+            for (so, d) in [(0, 0), (1, 63), (37, 5)] {
+                let before = dst.slice().to_vec();
+                // SAFETY: `so + n` and `d + n` lie inside the 8 KiB buffers.
+                unsafe {
+                    blockmem::copy_raw(dst.as_ptr().add(d), src.as_ptr().add(so), n, Hint::Auto)
+                };
+                let mut want = before;
+                want[d..d + n].copy_from_slice(&src.slice()[so..so + n]);
+                assert!(
+                    dst.slice() == &want[..],
+                    "{at}: copy {n} from +{so} to +{d}"
+                );
+                // SAFETY: as above.
+                unsafe { blockmem::set_raw(dst.as_ptr().add(d), 0xa5, n, Hint::NoReuse) };
+                want[d..d + n].fill(0xa5);
+                assert!(dst.slice() == &want[..], "{at}: set {n} at +{d}");
+            }
+            // Moves within one buffer, each way, overlapping by all but `gap` bytes.
+            for gap in [1usize, 17, 64] {
+                for forward in [true, false] {
+                    let (from, to) = if forward {
+                        (100, 100 + gap)
+                    } else {
+                        (100 + gap, 100)
+                    };
+                    let mut buf = src.slice()[..n + 300].to_vec();
+                    let mut want = buf.clone();
+                    want.copy_within(from..from + n, to);
+                    blockmem::move_within(&mut buf, from..from + n, to);
+                    assert!(buf == want, "{at}: move {n} from {from} to {to}");
+                }
+            }
+        }
+    }
+    dispatch::mask_features(env);
+    drop(state);
+}

@@ -2,13 +2,17 @@
 //! published [`Plan`](policy::Plan), then a direct call (a jump) to the kernel it names.
 //!
 //! ```text
-//!   AVX-512BW + BMI2:  a call to the core's own assembly entry (`wide`, the
-//!                      blocks of `arch::x86_64::entry` every door shares): up to
-//!                      2112 bytes (copy), 512 (move) or 2048 (set) inside it
-//!   otherwise          n <= 32 scalar head/tail, n <= 128 SSE2 head/tail, inline
-//!   above that         the plan's `unknown` row for the op's family and the hint:
-//!                      the entry point compiled into the band holding n, else the
-//!                      decision (`Plan::choose`): probe, recall, streamed lately
+//!   x86-64            a call (a jump) to the core's routed assembly entry (`wide`,
+//!                     the blocks every door shares), whose route and level byte the
+//!                     published plan sets:
+//!     AVX-512BW+BMI2    up to 2112 bytes (copy), 512 (move) or 2048 (set) inside it
+//!     AVX2              the same, with 256 for move
+//!     neither           on to the Rust ladder (`general`)
+//!   Rust ladder       n <= 32 scalar head/tail, n <= 128 SSE2 head/tail (other
+//!                     targets: every call, n <= 32 scalar)
+//!   above that        the plan's `unknown` row for the op's family and the hint:
+//!                     the entry point compiled into the band holding n, else the
+//!                     decision (`Plan::choose`): probe, recall, streamed lately
 //! ```
 //!
 //! The modules, one concept each:
@@ -16,13 +20,13 @@
 //!   (loading, [`install`], [`reload`], [`force`], [`mask_features`], [`status`]);
 //! * `memory`: the two address memories, pages written lately
 //!   ([`written_lately`]) and blocks streamed lately ([`met_again`]);
-//! * `ladder`: the inline size ladders every entry starts with;
+//! * `ladder`: the Rust API's entries and the Rust ladder;
 //! * `large`: calls above the ladder: the compiled entry point, else the
 //!   decision with a probe and the memories;
 //! * `contention`: the count of large calls in flight, the decision's contention
 //!   input (switched by [`sense_contention`]);
-//! * [`wide`]: the core's instances of the assembly entries (which the Rust API calls
-//!   where AVX-512BW is in force) and the tails of every C entry's assembly bodies;
+//! * [`wide`]: the core's instances of the assembly entries (which every call of the
+//!   Rust API enters on x86-64) and the tails of every C entry's assembly bodies;
 //! * `query`: the doors that ask which kernel a call runs
 //!   ([`choose`], [`decide_for_call`]) and run it ([`run_kernel`]).
 //!
@@ -54,7 +58,6 @@ pub mod wide;
 
 use crate::kernel::Hint;
 use crate::policy;
-use ladder::{copy_entry, set_entry};
 use large::{DISJOINT, FORGIVE, MOVE};
 
 pub use contention::in_flight;
@@ -110,4 +113,37 @@ pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut 
 pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract.
     unsafe { set_entry(dst, byte, n, hint) }
+}
+
+/// The Rust API's copy and move: on x86-64 a call to the core's routed assembly entry
+/// (`wide::copy_routed_entry`), the blocks every door shares; elsewhere
+/// the Rust ladder (`ladder::copy_general`). Returns `dst`, so that a C entry ends in a tail jump.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` writes; disjoint ranges when `K` is
+/// `DISJOINT`.
+#[inline(always)]
+unsafe fn copy_entry<const K: u8>(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        return wide::copy_routed_entry::<K>(dst, src, n, hint);
+        #[cfg(not(target_arch = "x86_64"))]
+        ladder::copy_general::<K>(dst, src, n, hint)
+    }
+}
+
+/// The entry of every set and zero (as [`copy_entry`] for copies).
+///
+/// # Safety
+/// `dst` valid for `n` writes.
+#[inline(always)]
+unsafe fn set_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        return wide::set_routed_entry(dst, byte, n, hint);
+        #[cfg(not(target_arch = "x86_64"))]
+        ladder::set_general(dst, byte, n, hint)
+    }
 }

@@ -1,7 +1,9 @@
 //! The published plan and the table it is compiled from: loading the profile on first
 //! use, installing or reloading a table, forcing a kernel, masking CPU features. Each
 //! change compiles a spare plan ([`PLANS`]) and swaps one pointer ([`CURRENT`]), so a
-//! call never waits and never reads a plan being rewritten (see [`Plan`]).
+//! call never waits and never reads a plan being rewritten (see [`Plan`]). Each also
+//! points the core's assembly entries (`wide`) at the bodies the features in force
+//! allow ([`ROUTE`], [`LEVEL`]).
 
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
@@ -25,12 +27,16 @@ static PLANS: [Plan; 4] = [
 static NEXT_PLAN: AtomicUsize = AtomicUsize::new(0);
 /// The published plan (null until the first initialisation).
 static CURRENT: AtomicPtr<Plan> = AtomicPtr::new(core::ptr::null_mut());
-/// Which inline path the entries take under the feature mask in force: 0 before a plan
-/// is published, [`SMALL_WIDE`] where [`wide_small`] holds, [`SMALL_NARROW`] otherwise.
-/// Read on every call (see [`small_path`]).
+/// Which bodies hold the small sizes under the feature mask in force: 0 before a plan is
+/// published, [`SMALL_WIDE`] (the AVX-512 bodies), [`SMALL_AVX2`] (the AVX2 bodies) or
+/// [`SMALL_NARROW`] (the Rust ladder). Read by the Rust ladder (see [`small_path`]) and
+/// by [`super::inline_max`]; the core's entries read the route it sets (`wide`).
 static SMALL: AtomicU8 = AtomicU8::new(0);
+#[cfg(target_arch = "x86_64")]
 pub(super) const SMALL_WIDE: u8 = 1;
 pub(super) const SMALL_NARROW: u8 = 2;
+#[cfg(target_arch = "x86_64")]
+pub(super) const SMALL_AVX2: u8 = 3;
 /// 0 = not initialised, 1 = a caller is initialising, 2 = published.
 static STATE: AtomicU8 = AtomicU8::new(0);
 /// 0 = no forced kernel, else KernelId as u8 + 1.
@@ -120,12 +126,45 @@ fn recompile() {
         slot.alone_only();
     }
     CURRENT.store(slot as *const Plan as *mut Plan, Ordering::Release);
-    let path = if wide_small(f.bits()) {
-        SMALL_WIDE
-    } else {
-        SMALL_NARROW
+    #[cfg(target_arch = "x86_64")]
+    let path = {
+        use crate::arch::x86_64::entry::{level_of, LEVEL_AVX2, LEVEL_AVX512};
+        let level = level_of(f);
+        route_entries(level);
+        match level {
+            LEVEL_AVX512 => SMALL_WIDE,
+            LEVEL_AVX2 => SMALL_AVX2,
+            _ => SMALL_NARROW,
+        }
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let path = SMALL_NARROW;
     SMALL.store(path, Ordering::Release);
+}
+
+/// The route words of the core's entries: open while the published feature mask has
+/// AVX-512BW and BMI2 ([`route_entries`]).
+#[cfg(target_arch = "x86_64")]
+pub(super) static ROUTE: [AtomicUsize; 3] = crate::arch::x86_64::entry::ROUTE_INIT;
+
+/// The level byte of the core's entries: `LEVEL_AVX2` (`arch::x86_64::entry`) for the
+/// AVX2 bodies, anything else for `general` (0 until a plan is published).
+#[cfg(target_arch = "x86_64")]
+pub(super) static LEVEL: AtomicU8 = AtomicU8::new(0);
+
+/// Points the core's entries at the bodies of `level` (from the feature mask in force;
+/// called whenever a plan is published): the AVX-512 bodies through the open route,
+/// the AVX2 bodies through the level byte, or `general`. A call racing the change runs
+/// either the old bodies or the new, both of which the CPU has.
+#[cfg(target_arch = "x86_64")]
+fn route_entries(level: u8) {
+    use crate::arch::x86_64::entry::{close_route, open_route, LEVEL_AVX512};
+    LEVEL.store(level, Ordering::Release);
+    if level == LEVEL_AVX512 {
+        open_route(&ROUTE);
+    } else {
+        close_route(&ROUTE);
+    }
 }
 
 fn publish(t: *const Table, source: Source) {
@@ -362,26 +401,8 @@ pub fn mask_features(f: Features) {
     recompile();
 }
 
-/// True if the published feature mask has AVX-512BW and BMI2 (not masked off): then
-/// every entry handles copies up to [`COPY_WIDE_MAX`] bytes (moves up to [`WIDE_MAX`],
-/// or further when the ranges are disjoint) and sets up to [`SET_WIDE_MAX`] inline in
-/// the AVX-512 bodies of `arch::x86_64::entry`: with sizes that vary call to
-/// call they avoid the ladder's mispredictions and the indirect call into a kernel
-/// (`docs/results/xeon-avx512-2vcpu/doors`; figures in `docs/results/epyc-zen5-2vcpu/written-lately/dispatch-notes.md`).
-#[inline(always)]
-pub(super) fn wide_small(f: u32) -> bool {
-    let need = Features::AVX512BW.union(Features::BMI2).bits();
-    f & need == need
-}
-
-/// [`SMALL`]: one byte load and a compare before the size test, rather than the feature
-/// mask and a test of two of its bits (a Rust program that inlines [`super::copy`] reaches a
-/// static of this crate through its GOT, as a shared object does, so either costs a
-/// load of the address first). Every instruction of a small call counts, on cold lines
-/// too: the calls a core keeps in flight, and so their misses, fall with the
-/// instructions each takes. (A `rip`-relative read in inline assembly would save the
-/// GOT load, but code inlined into a Rust `dylib` cannot refer to the static that way:
-/// the linker refuses the relocation.)
+/// [`SMALL`]: which bodies hold the small sizes. The Rust ladder reads it only where
+/// the assembly bodies pass a call on (x86-64), or on every call (other targets).
 #[inline(always)]
 pub(super) fn small_path() -> u8 {
     SMALL.load(Ordering::Relaxed)

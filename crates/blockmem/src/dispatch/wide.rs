@@ -1,7 +1,9 @@
-//! The AVX-512 entries, for a C entry point that checks once, at load, which entry
-//! bodies may run ([`level`]) and keeps the answer in a flag of its own: its exported
-//! function is then a byte test and a jump here, without reading `SMALL` (which a
-//! shared object reaches through its GOT: two dependent loads per call).
+//! The core's instances of the assembly entries (`arch::x86_64::entry`), which every
+//! call of the Rust API enters, and the way on of every C entry above its bodies'
+//! sizes. A C entry point that checks once, at load, which entry bodies may run
+//! ([`level`]) and keeps the answer in a flag of its own calls [`copy`] and friends
+//! directly, without reading `SMALL` (which a shared object reaches through its GOT:
+//! two dependent loads per call).
 
 use core::ffi::{c_int, c_void};
 
@@ -9,7 +11,9 @@ use crate::arch::generic::disjoint;
 use crate::kernel::Hint;
 use crate::profile::Family;
 
+use super::ladder::{copy_general, set_general};
 use super::large::{as_copy, as_set, auto_entry, copy_large, set_large, DISJOINT, FORGIVE, MOVE};
+use super::publish::{LEVEL, ROUTE};
 use crate::arch::x86_64::entry::{level_of, SET_WIDE_MAX};
 
 pub use crate::arch::x86_64::entry::{LEVEL_AVX2, LEVEL_AVX512};
@@ -70,45 +74,45 @@ pub unsafe extern "C" fn set_above(
     unsafe { set_above_c(dst, c as u8, n, hint) }
 }
 
-/// [`super::copy`] on a CPU with AVX-512BW.
+/// [`super::copy`] (the core's routed entry), for a C entry whose own flag says the
+/// AVX-512 bodies run.
 ///
 /// # Safety
-/// As [`super::copy`]; [`level`] returned [`LEVEL_AVX512`] in this process and no feature
-/// mask has been set since.
+/// As [`super::copy`].
 #[inline(always)]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
-    // SAFETY: forwarded contract; the features are present (see above).
-    unsafe { copy_wide_entry::<DISJOINT>(dst, src, n, hint) }
+    // SAFETY: forwarded contract.
+    unsafe { copy_routed_entry::<DISJOINT>(dst, src, n, hint) }
 }
 
-/// [`super::copy_forgiving`] on a CPU with AVX-512BW.
+/// [`super::copy_forgiving`] (see [`copy`]).
 ///
 /// # Safety
-/// As [`super::copy_forgiving`] and [`copy`].
+/// As [`super::copy_forgiving`].
 #[inline(always)]
 pub unsafe fn copy_forgiving(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: as in `copy`.
-    unsafe { copy_wide_entry::<FORGIVE>(dst, src, n, hint) }
+    unsafe { copy_routed_entry::<FORGIVE>(dst, src, n, hint) }
 }
 
-/// [`super::move_`] on a CPU with AVX-512BW.
+/// [`super::move_`] (see [`copy`]).
 ///
 /// # Safety
-/// As [`super::move_`] and [`copy`].
+/// As [`super::move_`].
 #[inline(always)]
 pub unsafe fn move_(dst: *mut u8, src: *const u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: as in `copy`.
-    unsafe { copy_wide_entry::<MOVE>(dst, src, n, hint) }
+    unsafe { copy_routed_entry::<MOVE>(dst, src, n, hint) }
 }
 
-/// [`super::set`] on a CPU with AVX-512BW.
+/// [`super::set`] (see [`copy`]).
 ///
 /// # Safety
-/// As [`super::set`] and [`copy`].
+/// As [`super::set`].
 #[inline(always)]
 pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: as in `copy`.
-    unsafe { set_wide_entry(dst, byte, n, hint) }
+    unsafe { set_routed_entry(dst, byte, n, hint) }
 }
 
 /// A C entry's copy or move above its inline sizes. An Auto call (the C ABI's
@@ -161,33 +165,81 @@ unsafe fn set_above_c(dst: *mut u8, byte: u8, n: usize, hint: u32) -> *mut u8 {
     unsafe { set_wide(dst, byte, n, Hint::from_c(hint)) }
 }
 
-// ---- the core's instances of the assembly entries, which the Rust API calls where
-// AVX-512BW is in force: every door runs the same small-size blocks, placed by the
-// assembly's layout rules rather than wherever the caller's compiled code lands
-// (`docs/results/xeon-clx-2vcpu/shared-blocks`).
+// ---- the core's instances of the assembly entries, which every call of the Rust API
+// enters: every door runs the same small-size blocks, placed by the assembly's layout
+// rules rather than wherever the caller's compiled code lands
+// (`docs/results/xeon-clx-2vcpu/shared-blocks`). They are `routed`, as the shim's: the
+// route opens where the AVX-512 bodies may run, and the level byte sends the other
+// calls to the AVX2 bodies or to the Rust ladder and the plan (`general`), so that the
+// Rust API reads no flag of its own before the first size compare.
 
 crate::copy_entry! {
     /// A copy of disjoint ranges: `(dst, src, n, C hint) -> dst`.
-    pub(super) fn copy_avx512(dst: *mut u8, src: *const u8, n: usize, hint: u32);
-    bodies = avx512, above = copy_above, hint = "", overlap = disjoint
+    pub(super) fn copy_routed(dst: *mut u8, src: *const u8, n: usize, hint: u32);
+    bodies = routed, route = ROUTE, flag = LEVEL, general = copy_general_c,
+    above = copy_above, hint = "", overlap = disjoint
 }
 
 crate::copy_entry! {
     /// A copy whose ranges may overlap, copied as a move (the shim's `memcpy`).
-    pub(super) fn copy_forgiving_avx512(dst: *mut u8, src: *const u8, n: usize, hint: u32);
-    bodies = avx512, above = copy_forgiving_above, hint = "", overlap = possible
+    pub(super) fn copy_forgiving_routed(dst: *mut u8, src: *const u8, n: usize, hint: u32);
+    bodies = routed, route = ROUTE, flag = LEVEL, general = copy_forgiving_general_c,
+    above = copy_forgiving_above, hint = "", overlap = possible
 }
 
 crate::copy_entry! {
     /// A move.
-    pub(super) fn move_avx512(dst: *mut u8, src: *const u8, n: usize, hint: u32);
-    bodies = avx512, above = move_above, hint = "", overlap = possible
+    pub(super) fn move_routed(dst: *mut u8, src: *const u8, n: usize, hint: u32);
+    bodies = routed, route = ROUTE, flag = LEVEL, general = move_general_c,
+    above = move_above, hint = "", overlap = possible
 }
 
 crate::set_entry! {
     /// A set: `(dst, byte, n, C hint) -> dst`.
-    pub(super) fn set_avx512(dst: *mut u8, c: c_int, n: usize, hint: u32);
-    bodies = avx512, above = set_above, hint = ""
+    pub(super) fn set_routed(dst: *mut u8, c: c_int, n: usize, hint: u32);
+    bodies = routed, route = ROUTE, flag = LEVEL, general = set_general_c, above = set_above,
+    hint = ""
+}
+
+/// `general` of [`copy_routed`]: the Rust ladder and the plan.
+///
+/// # Safety
+/// As [`super::copy`]; `hint` a C ABI hint value.
+unsafe extern "C" fn copy_general_c(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { copy_general::<DISJOINT>(dst, src, n, Hint::from_c(hint)) }
+}
+
+/// `general` of [`copy_forgiving_routed`].
+///
+/// # Safety
+/// As [`super::copy_forgiving`]; `hint` a C ABI hint value.
+unsafe extern "C" fn copy_forgiving_general_c(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    hint: u32,
+) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { copy_general::<FORGIVE>(dst, src, n, Hint::from_c(hint)) }
+}
+
+/// `general` of [`move_routed`].
+///
+/// # Safety
+/// As [`super::move_`]; `hint` a C ABI hint value.
+unsafe extern "C" fn move_general_c(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { copy_general::<MOVE>(dst, src, n, Hint::from_c(hint)) }
+}
+
+/// `general` of [`set_routed`].
+///
+/// # Safety
+/// As [`super::set`]; `hint` a C ABI hint value.
+unsafe extern "C" fn set_general_c(dst: *mut u8, c: c_int, n: usize, hint: u32) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe { set_general(dst, c as u8, n, Hint::from_c(hint)) }
 }
 
 /// The entry's return value as the Rust API's pointer.
@@ -196,14 +248,12 @@ pub(super) fn ret(p: *mut c_void) -> *mut u8 {
     p.cast()
 }
 
-/// The AVX-512 path of [`copy_entry`]: a call to the core's assembly entry for `K`
-/// (`entries`), the small-size blocks every door shares.
+/// The Rust API's copy or move on x86-64: a call to the core's routed entry for `K`.
 ///
 /// # Safety
-/// As [`copy_wide`].
-#[cfg(target_arch = "x86_64")]
+/// As [`super::copy`]; disjoint ranges when `K` is [`DISJOINT`].
 #[inline(always)]
-pub(super) unsafe fn copy_wide_entry<const K: u8>(
+pub(super) unsafe fn copy_routed_entry<const K: u8>(
     dst: *mut u8,
     src: *const u8,
     n: usize,
@@ -213,23 +263,22 @@ pub(super) unsafe fn copy_wide_entry<const K: u8>(
     // SAFETY: forwarded contract; the entry for `K` takes exactly the ranges `K` allows.
     let r = unsafe {
         match K {
-            DISJOINT => copy_avx512(dst, src, n, h),
-            MOVE => move_avx512(dst, src, n, h),
-            _ => copy_forgiving_avx512(dst, src, n, h),
+            DISJOINT => copy_routed(dst, src, n, h),
+            MOVE => move_routed(dst, src, n, h),
+            _ => copy_forgiving_routed(dst, src, n, h),
         }
     };
     ret(r)
 }
 
-/// The AVX-512 path of [`set_entry`] (see [`copy_wide_entry`]).
+/// The Rust API's set on x86-64 (see [`copy_routed_entry`]).
 ///
 /// # Safety
-/// As [`set_wide`].
-#[cfg(target_arch = "x86_64")]
+/// As [`super::set`].
 #[inline(always)]
-pub(super) unsafe fn set_wide_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
+pub(super) unsafe fn set_routed_entry(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
     // SAFETY: forwarded contract.
-    ret(unsafe { set_avx512(dst, byte as core::ffi::c_int, n, hint.to_c()) })
+    ret(unsafe { set_routed(dst, byte as core::ffi::c_int, n, hint.to_c()) })
 }
 
 /// A copy the AVX-512 entry bodies do not finish themselves (more than 2112 bytes, or

@@ -5,7 +5,10 @@
 //! A thread on a second CPU increments a counter in a line again and again; on the
 //! first CPU the method under test copies or sets `n` bytes that end 8 bytes before
 //! that line (for copies, also the other way round: the source ends there), call after
-//! call, until the neighbour has done its increments. Every byte
+//! call, until the neighbour has done its increments. Per op one more cell takes 1-15
+//! bytes, a new size each call from a fixed sequence, ending at the same place: what a
+//! program's varying small copies meet, where one size in a loop lets a ladder of size
+//! tests predict every branch. Every byte
 //! of a call lies in the line before the counter's, so a call that touches only the
 //! lines its bytes lie in never takes the counter's line from the neighbour. A masked
 //! vector access whose window reaches past the bytes does: a masked-out byte is neither
@@ -20,9 +23,10 @@
 //! neighbour's time per increment in the same sample, `alone_ns` its time with the
 //! caller idle, and `ratio_neighbour_libc_over_auto` the paired median of the
 //! neighbour's time beside libc over its time beside auto (> 1: auto disturbs it
-//! less). Verification: after every sample the bytes of the last call are checked, the
-//! rest of the two lines must be as they were, and the counter must hold exactly the
-//! increments made (a store that wrote a masked-out byte would lose some).
+//! less). Verification: after every sample each byte the calls covered must hold what
+//! the last call to cover it wrote, the rest of the two lines must be as they were,
+//! and the counter must hold exactly the increments made (a store that wrote a
+//! masked-out byte would lose some).
 //!
 //! Needs two CPUs in the process's affinity mask; with one it fails with a message
 //! that says so (in the default set it is then skipped, with a warning).
@@ -48,6 +52,17 @@ pub const NAME: &str = "neighbour";
 /// 64-byte window from the destination covers the counter, and a 16-byte one from a
 /// call of 4 bytes reaches into the neighbour's line.
 pub const SIZES: [usize; 4] = [4, 8, 24, 40];
+
+/// Where every call's bytes end: 8 bytes before the neighbour's line.
+const END: usize = 56;
+
+/// The mixed cells' largest size: their calls take 1..=`MIXED_MAX` bytes, a new size
+/// each call, as a program's varying small copies do (a ladder of size tests then
+/// mispredicts where one size in a loop never does).
+pub const MIXED_MAX: usize = 15;
+
+/// Length of the mixed cells' size sequence (a power of two), fixed by its seed.
+const MIXED_LEN: usize = 1 << 14;
 
 /// Increments per sample (about 0.3 ms alone at 1.3 ns each).
 const INCREMENTS: u64 = 200_000;
@@ -97,47 +112,85 @@ fn neighbour(shared: &Shared, counter: usize, cpu: usize) {
     }
 }
 
-/// One cell: an op, a size, and which of the call's ranges lies before the neighbour's
-/// line (the destination, or for a copy the source: a read that shares the line rather
-/// than taking it).
+/// One cell: an op, a size (the largest, for a mixed cell), whether the size changes
+/// every call, and which of the call's ranges lies before the neighbour's line (the
+/// destination, or for a copy the source: a read that shares the line rather than
+/// taking it).
 struct Job {
     op: Op,
     n: usize,
+    mixed: bool,
     src_side: bool,
 }
 
-/// One sample: starts the neighbour and calls `entry` until it is done. Returns (the
-/// caller's ns per call or NaN when idle, the neighbour's ns per increment).
-///
-/// # Safety
-/// `dst` valid for `n` writes, `src` for `n` reads (a copy).
-unsafe fn sample(
-    shared: &Shared,
-    entry: Option<Entry>,
+/// The calls of one sample: `dst` and `src` as passed, or for a mixed cell the end of
+/// the range before the neighbour's line (each call's bytes end there) and the start
+/// of the other range, with the sizes to take in turn.
+#[derive(Clone, Copy)]
+struct Calls<'a> {
     dst: *mut u8,
     src: *const u8,
     n: usize,
-) -> (f64, f64) {
+    mixed: Option<&'a [u8]>,
+    src_side: bool,
+}
+
+/// One sample: starts the neighbour and makes `calls` through `entry` until it is
+/// done. Returns (the caller's ns per call or NaN when idle, the neighbour's ns per
+/// increment, the number of calls).
+///
+/// # Safety
+/// The ranges of every call `calls` describes are valid (see [`Calls`]).
+unsafe fn sample(shared: &Shared, entry: Option<Entry>, calls: Calls<'_>) -> (f64, f64, u64) {
     shared.phase.store(GO, Ordering::Release);
     let t = Instant::now();
-    let mut calls = 0u64;
-    while shared.phase.load(Ordering::Acquire) != DONE {
-        match entry {
-            // SAFETY: forwarded contract.
-            Some(e) => unsafe { e.call(dst, src, SET_BYTE, n) },
-            None => std::hint::spin_loop(),
+    let mut count = 0u64;
+    let Calls {
+        dst, src, n, mixed, ..
+    } = calls;
+    // SAFETY (each call): forwarded contract.
+    match (entry, mixed) {
+        (Some(e), None) => {
+            while shared.phase.load(Ordering::Acquire) != DONE {
+                unsafe { e.call(dst, src, SET_BYTE, n) };
+                count += 1;
+            }
         }
-        calls += 1;
+        (Some(e), Some(seq)) => {
+            while shared.phase.load(Ordering::Acquire) != DONE {
+                let k = usize::from(seq[count as usize & (seq.len() - 1)]);
+                let (d, s) = if calls.src_side {
+                    (dst, src.wrapping_sub(k))
+                } else {
+                    (dst.wrapping_sub(k), src)
+                };
+                unsafe { e.call(d, s, SET_BYTE, k) };
+                count += 1;
+            }
+        }
+        (None, _) => {
+            while shared.phase.load(Ordering::Acquire) != DONE {
+                std::hint::spin_loop();
+            }
+        }
     }
     let caller = t.elapsed().as_secs_f64() * 1e9;
     shared.phase.store(IDLE, Ordering::Release);
     let ns = f64::from_bits(shared.ns.load(Ordering::Relaxed));
     let per_call = if entry.is_some() {
-        caller / calls.max(1) as f64
+        caller / count.max(1) as f64
     } else {
         f64::NAN
     };
-    (per_call, ns)
+    (per_call, ns, count)
+}
+
+/// The mixed cells' sizes, 1..=[`MIXED_MAX`], from a fixed seed.
+fn mixed_sizes() -> Vec<u8> {
+    let mut rng = fastrand::Rng::with_seed(0x5112e5);
+    (0..MIXED_LEN)
+        .map(|_| rng.u8(1..=MIXED_MAX as u8))
+        .collect()
 }
 
 /// Runs it.
@@ -157,8 +210,20 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     let reps = ctx.reps.unwrap_or(if ctx.quick { 11 } else { 21 }).max(1);
     let jobs: Vec<Job> = [(Op::Copy, false), (Op::Copy, true), (Op::Set, false)]
         .into_iter()
-        .flat_map(|(op, src_side)| SIZES.map(|n| Job { op, n, src_side }))
+        .flat_map(|(op, src_side)| {
+            let fixed = SIZES.map(|n| (n, false));
+            fixed
+                .into_iter()
+                .chain([(MIXED_MAX, true)])
+                .map(move |(n, mixed)| Job {
+                    op,
+                    n,
+                    mixed,
+                    src_side,
+                })
+        })
         .collect();
+    let seq = mixed_sizes();
     // Two lines: the calls' (0) and the neighbour's (1), on a page of their own.
     let mut block = Buffer::new(4096);
     let mut src = Buffer::new(4096);
@@ -195,7 +260,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
         for job in jobs.iter().filter(|_| pinned) {
             let entries: Vec<Option<Entry>> = methods.iter().map(|m| m.entry(job.op)).collect();
             let m = methods.len();
-            let off = 56 - job.n;
+            let off = END - job.n;
             // Per method: caller ns per call, neighbour ns per increment; alone.
             let mut caller = vec![Vec::new(); m];
             let mut neigh = vec![Vec::new(); m];
@@ -211,28 +276,37 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
                     std::ptr::copy_nonoverlapping(src.as_ptr(), base.add(off), job.n);
                 }
             }
+            // `base + off .. + n` lies in the block's first line; `src` and `out_buf`
+            // hold 4096 bytes each. A mixed cell passes the end of the range before the
+            // neighbour's line (its calls start `k` bytes before it).
+            let near = if job.mixed { END } else { off };
+            let (d, from) = if job.src_side {
+                (out_ptr, base.wrapping_add(near) as *const u8)
+            } else {
+                (base.wrapping_add(near), src.as_ptr())
+            };
+            let calls = Calls {
+                dst: d,
+                src: from,
+                n: job.n,
+                mixed: job.mixed.then_some(&seq[..]),
+                src_side: job.src_side,
+            };
             for _ in 0..reps {
                 // SAFETY: the caller idles.
-                let (_, a) = unsafe { sample(shared, None, base, src.as_ptr(), 0) };
+                let (_, a, _) = unsafe { sample(shared, None, calls) };
                 alone.push(a);
                 count += INCREMENTS;
                 for j in ctx.runner.method_order(m) {
                     let Some(e) = entries[j] else { continue };
-                    // `base + off .. + n` lies in the block's first line; `src` and
-                    // `out_buf` hold 4096 bytes each.
-                    let (d, from) = if job.src_side {
-                        (out_ptr, base.wrapping_add(off) as *const u8)
-                    } else {
-                        (base.wrapping_add(off), src.as_ptr())
-                    };
                     // SAFETY: as above.
-                    let (c, ns) = unsafe { sample(shared, Some(e), d, from, job.n) };
+                    let (c, ns, made) = unsafe { sample(shared, Some(e), calls) };
                     count += INCREMENTS;
                     caller[j].push(c);
                     neigh[j].push(ns);
-                    verified[j] &= check(&block, &src, job, off, count)
-                        && (!job.src_side
-                            || out_buf.as_slice()[..job.n] == src.as_slice()[..job.n]);
+                    let (want_block, want_out) = expected(job, &src, &seq, made);
+                    verified[j] &= check(&block, &want_block, count)
+                        && (!job.src_side || out_buf.as_slice()[..job.n] == want_out[..]);
                     // SAFETY: as above; the neighbour is idle.
                     unsafe {
                         if job.src_side {
@@ -285,25 +359,49 @@ pub fn run(ctx: &mut Ctx<'_>) -> anyhow::Result<Vec<Record>> {
     Ok(out)
 }
 
-/// The block after a sample: the call's bytes (or, for a source before the line, the
-/// source pattern, unchanged), the rest of both lines untouched (0x5a), and the
-/// counter at `count`.
-fn check(block: &Buffer, src: &Buffer, job: &Job, off: usize, count: u64) -> bool {
-    let b = block.as_slice();
-    let want = |i: usize| -> u8 {
-        if (off..off + job.n).contains(&i) {
-            if job.op == Op::Set {
-                SET_BYTE
-            } else {
-                src.as_slice()[i - off]
-            }
+/// What a sample of `made` calls leaves: the block's two lines (the counter's bytes
+/// aside) and the first `job.n` bytes of the output buffer of a copy whose source lies
+/// before the line. Each byte holds what the last call that covered it wrote (calls of
+/// `k` bytes cover the `k` before [`END`]), else its value before the sample: 0x5a in
+/// the block, 0 in the output, the source pattern where the source lies in the block.
+fn expected(job: &Job, src: &Buffer, seq: &[u8], made: u64) -> ([u8; 128], Vec<u8>) {
+    let pattern = src.as_slice();
+    let mut block = [0x5au8; 128];
+    let mut out = vec![0u8; job.n];
+    if job.src_side {
+        block[END - job.n..END].copy_from_slice(&pattern[..job.n]);
+    }
+    // The size of call `i`; then, latest call first, the bytes each settles: `done`
+    // counts the bytes before END (or at the output's start) later calls covered.
+    let size = |i: u64| {
+        if job.mixed {
+            usize::from(seq[i as usize & (seq.len() - 1)])
         } else {
-            0x5a
+            job.n
         }
     };
+    let (mut done, mut i) = (0, made);
+    while done < job.n && i > 0 {
+        i -= 1;
+        let k = size(i).min(job.n);
+        for e in done + 1..=k {
+            match (job.op, job.src_side) {
+                (Op::Set | Op::Zero, _) => block[END - e] = SET_BYTE,
+                (_, false) => block[END - e] = pattern[k - e],
+                (_, true) => out[e - 1] = block[END - k + e - 1],
+            }
+        }
+        done = done.max(k);
+    }
+    (block, out)
+}
+
+/// The block after a sample: as `want` (see [`expected`]), and the counter at `count`.
+fn check(block: &Buffer, want: &[u8; 128], count: u64) -> bool {
+    let b = block.as_slice();
     let lines_ok = (0..128)
         .filter(|i| !(COUNTER..COUNTER + 8).contains(i))
-        .all(|i| b[i] == want(i));
+        .all(|i| b[i] == want[i]);
     let counter = u64::from_ne_bytes(b[COUNTER..COUNTER + 8].try_into().unwrap_or([0; 8]));
     lines_ok && counter == count
 }
@@ -336,6 +434,9 @@ fn record(
         "dst_offset"
     };
     extras.insert(side.into(), json!(off));
+    if job.mixed {
+        extras.insert("mixed_sizes".into(), json!([1, job.n]));
+    }
     extras.insert(
         "neighbour_ns".into(),
         json!(crate::lab::state::median(neigh)),
@@ -360,7 +461,8 @@ fn record(
         },
         dst: "hot".into(),
         reuse: "none".into(),
-        gbps: s.gbps(job.n),
+        // A mixed cell's sizes are uniform over 1..=n: (n + 1) / 2 bytes a call.
+        gbps: s.gbps(if job.mixed { job.n.div_ceil(2) } else { job.n }),
         summary: s,
         verified,
         samples_ns: caller.to_vec(),
@@ -398,8 +500,13 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
             .filter(|r| r.op == op && r.size == n && side(r) == (at, off))
             .collect();
         let Some(first) = cell.first() else { continue };
+        let label = if first.extras.contains_key("mixed_sizes") {
+            format!("{op} 1-{n} B, a new size each call ({at} ends at {END})")
+        } else {
+            format!("{op} {n} B ({at} at {off})")
+        };
         let mut row = vec![
-            format!("{op} {n} B ({at} at {off})"),
+            label,
             format!("{:.2}", first.extra_f64("alone_ns").unwrap_or(f64::NAN)),
         ];
         for m in &methods {

@@ -41,6 +41,10 @@ pub const LEVEL_AVX2: u8 = 2;
 /// store); larger moves of overlapping ranges go on to `above`.
 pub const WIDE_MAX: usize = 512;
 
+/// The largest move the AVX2 bodies finish themselves (every load before the first
+/// store); larger moves of overlapping ranges go on to `general`.
+pub const AVX2_WIDE_MAX: usize = 256;
+
 /// The largest copy of disjoint ranges the AVX-512 bodies finish themselves: 2,112
 /// bytes, where glibc's memmove switches to `rep movsb` on CPUs with fast short `rep
 /// movsb` (FSRM), which is slower than a vector loop just above 2 KiB
@@ -71,6 +75,16 @@ pub fn open_route(route: &[core::sync::atomic::AtomicUsize; 3]) {
     route[0].store(64, Release);
     route[1].store(129, Release);
     route[2].store(0, Release);
+}
+
+/// Closes a `routed` entry's route: from the next call every size goes on to the level
+/// test. The reverse of [`open_route`]'s order, so that every intermediate state again
+/// sends each size to bodies that hold it.
+pub fn close_route(route: &[core::sync::atomic::AtomicUsize; 3]) {
+    use core::sync::atomic::Ordering::Release;
+    route[2].store(ROUTE_CLOSED[2], Release);
+    route[1].store(ROUTE_CLOSED[1], Release);
+    route[0].store(ROUTE_CLOSED[0], Release);
 }
 
 // `entry_asm!`: the text of `entry_*.s` for `naked_asm!`, made by build.rs. Named
