@@ -540,3 +540,62 @@ pub fn tables(recs: &[Record]) -> Vec<Table> {
     }
     vec![t]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes `made` calls leave, by applying every call in order to a model of the
+    /// block and the output buffer, as the sample loop makes them.
+    fn forward(job: &Job, pattern: &[u8], seq: &[u8], made: u64) -> ([u8; 128], Vec<u8>) {
+        let mut block = [0x5au8; 128];
+        let mut out = vec![0u8; job.n];
+        if job.src_side {
+            block[END - job.n..END].copy_from_slice(&pattern[..job.n]);
+        }
+        for i in 0..made {
+            let k = if job.mixed {
+                usize::from(seq[i as usize & (seq.len() - 1)])
+            } else {
+                job.n
+            };
+            match (job.op, job.src_side) {
+                (Op::Set | Op::Zero, _) => block[END - k..END].fill(SET_BYTE),
+                (_, false) => block[END - k..END].copy_from_slice(&pattern[..k]),
+                (_, true) => out[..k].copy_from_slice(&block[END - k..END]),
+            }
+        }
+        (block, out)
+    }
+
+    #[test]
+    fn the_replay_leaves_what_the_calls_in_order_leave() {
+        let mut src = Buffer::new(4096);
+        src.fill_random(&mut fastrand::Rng::with_seed(7));
+        let seq = mixed_sizes();
+        assert!(seq.iter().all(|&k| (1..=MIXED_MAX as u8).contains(&k)));
+        for (op, src_side) in [(Op::Copy, false), (Op::Copy, true), (Op::Set, false)] {
+            let fixed = SIZES.map(|n| (n, false));
+            for (n, mixed) in fixed.into_iter().chain([(MIXED_MAX, true)]) {
+                let job = Job {
+                    op,
+                    n,
+                    mixed,
+                    src_side,
+                };
+                for made in [0, 1, 2, 3, 17, 1000, MIXED_LEN as u64 + 5] {
+                    let want = forward(&job, src.as_slice(), &seq, made);
+                    let got = expected(&job, &src, &seq, made);
+                    assert_eq!(
+                        got.0, want.0,
+                        "{op:?} {n} mixed {mixed} src {src_side} {made}"
+                    );
+                    assert_eq!(
+                        got.1, want.1,
+                        "{op:?} {n} mixed {mixed} src {src_side} {made}"
+                    );
+                }
+            }
+        }
+    }
+}
