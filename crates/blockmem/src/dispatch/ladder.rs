@@ -1,9 +1,9 @@
-//! The size ladders every call starts with: small sizes are copied or set without a
-//! probe, a table or an indirect call; larger ones go to `large` (the plan). On x86-64
-//! every call enters the core's routed assembly entry (`wide`), whose AVX-512 or AVX2
-//! bodies hold the small sizes where the CPU has them; the Rust ladder below (SSE2 head
-//! and tail, or scalar) runs where it has neither, on other targets, and before the
-//! first plan is published.
+//! The Rust ladder, and which sizes each level of bodies holds without a kernel
+//! ([`inline_max`]). On x86-64 every call enters the core's routed assembly entry
+//! (`wide`), whose AVX-512 or AVX2 bodies hold the small sizes where the CPU has them;
+//! the Rust ladder (SSE2 head and tail, or scalar) holds them where it has neither, on
+//! other targets, and before the first plan is published. Larger sizes go on to
+//! `large` (the plan).
 
 use crate::arch::all::small::{copy_le32, set_le32, SMALL_MAX};
 use crate::arch::generic::disjoint;

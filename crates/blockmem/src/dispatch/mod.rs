@@ -116,8 +116,8 @@ pub unsafe fn set(dst: *mut u8, byte: u8, n: usize, hint: Hint) -> *mut u8 {
 }
 
 /// The Rust API's copy and move: on x86-64 a call to the core's routed assembly entry
-/// (`wide::copy_routed_entry`), the blocks every door shares; elsewhere
-/// the Rust ladder (`ladder::copy_general`). Returns `dst`, so that a C entry ends in a tail jump.
+/// (`wide::copy_routed_entry`), the blocks every door shares; elsewhere the Rust ladder
+/// (`ladder::copy_general`). Returns `dst`.
 ///
 /// # Safety
 /// `src` valid for `n` reads, `dst` for `n` writes; disjoint ranges when `K` is
