@@ -369,7 +369,93 @@ pub fn bodies_of(first: [u8; 16], at: usize) -> Option<(Bodies, usize)> {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
+    use std::{vec, vec::Vec};
+
+    /// A routed copy entry of its own, with a `general` and an `above` that count their
+    /// calls and copy byte by byte, to set its route words to any state.
+    static ROUTE: [AtomicUsize; 3] = ROUTE_INIT;
+    static LEVEL: AtomicU8 = AtomicU8::new(0);
+    static PASSED_ON: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn bytewise(d: *mut u8, s: *const u8, n: usize, _h: u32) -> *mut u8 {
+        PASSED_ON.fetch_add(1, Relaxed);
+        // SAFETY: the test's buffers hold `n` bytes at both.
+        unsafe { core::ptr::copy(s, d, n) };
+        d
+    }
+
+    crate::copy_entry! {
+        fn routed_copy(dst: *mut u8, src: *const u8, n: usize, hint: u32);
+        bodies = routed, route = ROUTE, flag = LEVEL, general = bytewise, above = bytewise,
+        hint = "", overlap = possible
+    }
+
+    /// Every state the route words pass through while [`open_route`] or [`close_route`]
+    /// runs sends every size to bodies that hold it: each copy of 0-700 bytes (moves
+    /// included) is right and writes nothing outside its destination, and a closed
+    /// route passes every call on to the level test.
+    #[test]
+    fn every_state_of_an_opening_or_closing_route_copies_right() {
+        if load_level() != LEVEL_AVX512 {
+            return; // the intermediate states run AVX-512 bodies
+        }
+        let open = [64, 129, 0];
+        let mut states = Vec::new();
+        for k in 0..=3 {
+            // `open_route` stores words 0, 1, 2 in turn; `close_route` 2, 1, 0.
+            let opening: [usize; 3] =
+                core::array::from_fn(|i| if i < k { open[i] } else { ROUTE_CLOSED[i] });
+            let closing: [usize; 3] =
+                core::array::from_fn(|i| if i + k < 3 { open[i] } else { ROUTE_CLOSED[i] });
+            states.push(opening);
+            states.push(closing);
+        }
+        let src: Vec<u8> = (0..2048u32).map(|i| (i * 7 + 3) as u8).collect();
+        for state in states {
+            for (w, v) in ROUTE.iter().zip(state) {
+                w.store(v, Relaxed);
+            }
+            for level in [0, LEVEL_AVX2] {
+                LEVEL.store(level, Relaxed);
+                PASSED_ON.store(0, Relaxed);
+                for n in 0..=700 {
+                    let mut dst = vec![0xeeu8; n + 128];
+                    // SAFETY: `src` holds 2048 bytes, `dst` n + 128.
+                    let r =
+                        unsafe { routed_copy(dst.as_mut_ptr().add(64), src.as_ptr().add(5), n, 0) };
+                    assert_eq!(r.cast::<u8>(), dst[64..].as_mut_ptr(), "{state:?} {n}");
+                    assert_eq!(
+                        &dst[64..64 + n],
+                        &src[5..5 + n],
+                        "{state:?} level {level} n {n}"
+                    );
+                    assert!(
+                        dst[..64].iter().chain(&dst[64 + n..]).all(|&b| b == 0xee),
+                        "{state:?} {n}"
+                    );
+                    // A move within one buffer, 3 bytes on.
+                    let mut buf = src[..n + 8].to_vec();
+                    let mut want = buf.clone();
+                    want.copy_within(0..n, 3);
+                    // SAFETY: both ranges lie inside `buf`.
+                    unsafe { routed_copy(buf.as_mut_ptr().add(3), buf.as_ptr(), n, 0) };
+                    assert_eq!(buf, want, "{state:?} level {level} move {n}");
+                }
+                if state == ROUTE_CLOSED && level == 0 {
+                    assert_eq!(
+                        PASSED_ON.load(Relaxed),
+                        2 * 701,
+                        "a closed route passes every call on"
+                    );
+                }
+            }
+        }
+        close_route(&ROUTE);
+        assert_eq!(ROUTE.each_ref().map(|w| w.load(Relaxed)), ROUTE_CLOSED);
+    }
 
     #[test]
     fn levels_follow_the_features() {
