@@ -176,21 +176,21 @@ unsafe fn set_above_c(dst: *mut u8, byte: u8, n: usize, hint: u32) -> *mut u8 {
 crate::copy_entry! {
     /// A copy of disjoint ranges: `(dst, src, n, C hint) -> dst`.
     pub(super) fn copy_routed(dst: *mut u8, src: *const u8, n: usize, hint: u32);
-    bodies = routed, route = ROUTE, flag = LEVEL, general = copy_general_c,
+    bodies = routed, route = ROUTE, flag = LEVEL, general = copy_general_c::<DISJOINT>,
     above = copy_above, hint = "", overlap = disjoint
 }
 
 crate::copy_entry! {
     /// A copy whose ranges may overlap, copied as a move (the shim's `memcpy`).
     pub(super) fn copy_forgiving_routed(dst: *mut u8, src: *const u8, n: usize, hint: u32);
-    bodies = routed, route = ROUTE, flag = LEVEL, general = copy_forgiving_general_c,
+    bodies = routed, route = ROUTE, flag = LEVEL, general = copy_general_c::<FORGIVE>,
     above = copy_forgiving_above, hint = "", overlap = possible
 }
 
 crate::copy_entry! {
     /// A move.
     pub(super) fn move_routed(dst: *mut u8, src: *const u8, n: usize, hint: u32);
-    bodies = routed, route = ROUTE, flag = LEVEL, general = move_general_c,
+    bodies = routed, route = ROUTE, flag = LEVEL, general = copy_general_c::<MOVE>,
     above = move_above, hint = "", overlap = possible
 }
 
@@ -201,36 +201,20 @@ crate::set_entry! {
     hint = ""
 }
 
-/// `general` of [`copy_routed`]: the Rust ladder and the plan.
+/// `general` of the routed copy and move entries: the Rust ladder and the plan, for
+/// the ranges `K` allows.
 ///
 /// # Safety
-/// As [`super::copy`]; `hint` a C ABI hint value.
-unsafe extern "C" fn copy_general_c(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
-    // SAFETY: forwarded contract.
-    unsafe { copy_general::<DISJOINT>(dst, src, n, Hint::from_c(hint)) }
-}
-
-/// `general` of [`copy_forgiving_routed`].
-///
-/// # Safety
-/// As [`super::copy_forgiving`]; `hint` a C ABI hint value.
-unsafe extern "C" fn copy_forgiving_general_c(
+/// As [`super::copy`] (`K` = `DISJOINT`), [`super::copy_forgiving`] or
+/// [`super::move_`]; `hint` a C ABI hint value.
+unsafe extern "C" fn copy_general_c<const K: u8>(
     dst: *mut u8,
     src: *const u8,
     n: usize,
     hint: u32,
 ) -> *mut u8 {
     // SAFETY: forwarded contract.
-    unsafe { copy_general::<FORGIVE>(dst, src, n, Hint::from_c(hint)) }
-}
-
-/// `general` of [`move_routed`].
-///
-/// # Safety
-/// As [`super::move_`]; `hint` a C ABI hint value.
-unsafe extern "C" fn move_general_c(dst: *mut u8, src: *const u8, n: usize, hint: u32) -> *mut u8 {
-    // SAFETY: forwarded contract.
-    unsafe { copy_general::<MOVE>(dst, src, n, Hint::from_c(hint)) }
+    unsafe { copy_general::<K>(dst, src, n, Hint::from_c(hint)) }
 }
 
 /// `general` of [`set_routed`].
