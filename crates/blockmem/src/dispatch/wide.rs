@@ -228,7 +228,7 @@ unsafe extern "C" fn set_general_c(dst: *mut u8, c: c_int, n: usize, hint: u32) 
 
 /// The entry's return value as the Rust API's pointer.
 #[inline(always)]
-pub(super) fn ret(p: *mut c_void) -> *mut u8 {
+fn ret(p: *mut c_void) -> *mut u8 {
     p.cast()
 }
 
